@@ -1,0 +1,77 @@
+/**
+ * What a CLI command may touch: output streams, environment, terminal state, clock, and the
+ * errors that choose its exit code. Injected so commands run in-process in tests.
+ *
+ * @module
+ */
+import type { EnvReader } from "../home/paths.ts";
+
+/** The outside world of one CLI invocation. */
+export interface CliIo {
+  /** Writes to stdout (text is written as given). */
+  out(text: string): void;
+  /** Writes to stderr. */
+  err(text: string): void;
+  /** Reads the process environment. */
+  env: EnvReader;
+  /** Whether stdin is a terminal (prompts are allowed). */
+  stdinIsTerminal: boolean;
+  /** Whether stderr is a terminal (progress is shown). */
+  stderrIsTerminal: boolean;
+  /** Reads all of stdin as text. */
+  readStdin(): Promise<string>;
+  /** Asks a yes/no question on the terminal; default answer no. */
+  confirm(question: string): Promise<boolean>;
+  /** Clock (ms since epoch). */
+  now(): number;
+}
+
+/** Exit codes of `agent` (decisions.md §3). */
+export const ExitCode = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** An error the CLI reports as one message and an exit code (1 unless said otherwise). */
+export class CliError extends Error {
+  /** Process exit code. */
+  readonly exitCode: number;
+  constructor(message: string, exitCode: number = ExitCode.failed) {
+    super(message);
+    this.name = "CliError";
+    this.exitCode = exitCode;
+  }
+}
+
+/** A usage or validation error: exit code 2. */
+export class UsageError extends CliError {
+  constructor(message: string) {
+    super(message, ExitCode.usage);
+    this.name = "UsageError";
+  }
+}
+
+/** Writes one JSON document (pretty, newline-terminated) to stdout. */
+export function printJson(io: CliIo, value: unknown): void {
+  io.out(JSON.stringify(value, null, 2) + "\n");
+}
+
+/** The real process: Deno's streams, environment and terminal. */
+export function processIo(): CliIo {
+  const encoder = new TextEncoder();
+  return {
+    out: (text) => writeAll(Deno.stdout, encoder.encode(text)),
+    err: (text) => writeAll(Deno.stderr, encoder.encode(text)),
+    env: (name) => Deno.env.get(name),
+    stdinIsTerminal: Deno.stdin.isTerminal(),
+    stderrIsTerminal: Deno.stderr.isTerminal(),
+    readStdin: () => new Response(Deno.stdin.readable).text(),
+    confirm: async (question) => {
+      const { confirm } = await import("@inquirer/prompts");
+      return await confirm({ message: question, default: false });
+    },
+    now: () => Date.now(),
+  };
+}
+
+function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
+}

@@ -1,0 +1,81 @@
+/**
+ * Command groups whose capability has not landed yet. They are listed in `agent --help` so the
+ * shape of the CLI is visible, and say plainly that they are not available yet.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { CliError } from "./io.ts";
+
+interface LaterGroup {
+  name: string;
+  description: string;
+  subcommands: [name: string, description: string][];
+  capability: string;
+}
+
+const LATER_GROUPS: LaterGroup[] = [
+  {
+    name: "gateway",
+    description: "run the webhook gateway, or set it up",
+    subcommands: [
+      ["run", "start the gateway (webhook listener, agent workers)"],
+      ["setup", "interactive wizard: enable webhooks, port, global secret"],
+    ],
+    capability: "the webhook gateway",
+  },
+  {
+    name: "webhook",
+    description: "manage webhook subscriptions",
+    subcommands: [
+      ["list", "list subscriptions"],
+      ["subscribe", "create or replace a subscription"],
+      ["remove", "remove a subscription"],
+      ["test", "send a signed test event to a subscription"],
+    ],
+    capability: "the webhook gateway",
+  },
+  {
+    name: "mcp",
+    description: "manage MCP tool servers",
+    subcommands: [
+      ["list", "list configured servers"],
+      ["test", "connect to a server and show what it offers"],
+      ["tools", "list registered tools"],
+      ["call", "call a tool"],
+      ["add", "add a server to config.yaml"],
+      ["remove", "remove a server from config.yaml"],
+      ["login", "run the OAuth login of a server"],
+      ["install", "install a server from an agent:// deep link"],
+    ],
+    capability: "the MCP client",
+  },
+];
+
+const LATER_COMMANDS: [name: string, description: string][] = [
+  ["chat", "interactive agent session"],
+  ["run", "run the agent once on a prompt"],
+];
+
+/** Adds the groups that are not available yet; each answers with exit code 1 and says so. */
+export function addLaterCommands(program: Command): void {
+  for (const group of LATER_GROUPS) {
+    const command = program.command(group.name).description(
+      `${group.description} (not available yet)`,
+    );
+    for (const [name, description] of group.subcommands) {
+      command.command(name).description(description).allowUnknownOption().allowExcessArguments()
+        .action(() => notYet(`${group.name} ${name}`, group.capability));
+    }
+  }
+  for (const [name, description] of LATER_COMMANDS) {
+    program.command(name).description(`${description} (not available yet)`).allowUnknownOption()
+      .allowExcessArguments().action(() => notYet(name, "agent runs"));
+  }
+}
+
+function notYet(command: string, capability: string): never {
+  throw new CliError(
+    `\`agent ${command}\` is not available yet: ${capability} has not landed in this version.`,
+  );
+}

@@ -1,0 +1,379 @@
+/**
+ * `agent metrics`: consent, status, preview, export, send, validate, reset.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { join, resolve } from "node:path";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { editConfigFile } from "../home/config_edit.ts";
+import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
+import {
+  type MetricsPackage,
+  type MetricsValidationError,
+  openExistingUsageMetrics,
+  openUsageMetrics,
+  type UsageMetrics,
+  validateEndpoint,
+  validateMetricsPackage,
+} from "../metrics/mod.ts";
+import { CliError, type CliIo, ExitCode, printJson, UsageError } from "./io.ts";
+import type { CommandState } from "./mod.ts";
+
+/** Adds the `metrics` group to `program`. */
+export function addMetricsCommands(program: Command, io: CliIo, state: CommandState): void {
+  const metrics = program.command("metrics").description(
+    "opt-in anonymous usage metrics (agent.shared_metrics.v2): consent, preview, export",
+  ).addHelpText(
+    "after",
+    "\nNothing is collected or created on disk until you run `agent metrics enable`.\n" +
+      "DO_NOT_TRACK=1 forces collection off; AGENT_SHARED_METRICS=true|false is a default\n" +
+      "below the config key telemetry.shared_metrics.enabled.",
+  );
+
+  metrics.command("status").description("show consent, store location, counts and install id")
+    .option("--json", "print one JSON document").action((options) => {
+      const config = loadConfig({ env: io.env });
+      const service = openExistingUsageMetrics(config, { now: io.now });
+      try {
+        showStatus(io, config, service, options.json === true);
+      } finally {
+        service?.close();
+      }
+    });
+
+  metrics.command("enable").description("opt in: collect usage counters locally (and send them)")
+    .option("--send", "also send packages to the endpoint")
+    .option("--endpoint <url>", "where packages are sent: https, or http on loopback")
+    .option("--json", "print one JSON document")
+    .action((options) => {
+      const config = loadConfig({ env: io.env });
+      const endpoint = options.endpoint ?? config.telemetry.endpoint;
+      if (options.endpoint !== undefined) {
+        const checked = validateEndpoint(options.endpoint);
+        if (!checked.ok) throw new UsageError(`--endpoint: ${checked.reason}`);
+      }
+      if (options.send && !endpoint) {
+        throw new UsageError(
+          "--send needs an endpoint: pass --endpoint <url> (https, or http on loopback)",
+        );
+      }
+      editConfigFile(config.paths.config, (doc) => {
+        doc.setIn(["telemetry", "shared_metrics", "enabled"], true);
+        if (options.send) doc.setIn(["telemetry", "shared_metrics", "send"], true);
+        if (options.endpoint !== undefined) {
+          doc.setIn(["telemetry", "shared_metrics", "endpoint"], options.endpoint);
+        }
+      });
+      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }));
+    });
+
+  metrics.command("disable").description("opt out: stop collecting and sending (data is kept)")
+    .option("--json", "print one JSON document").action((options) => {
+      const config = loadConfig({ env: io.env });
+      editConfigFile(config.paths.config, (doc) => {
+        doc.setIn(["telemetry", "shared_metrics", "enabled"], false);
+        if (doc.hasIn(["telemetry", "shared_metrics", "send"])) {
+          doc.setIn(["telemetry", "shared_metrics", "send"], false);
+        }
+      });
+      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }));
+    });
+
+  metrics.command("preview").description(
+    "print the packages an export would build now (nothing is written)",
+  ).option("--json", "print the exact packages as one JSON document").action((options) => {
+    const config = loadConfig({ env: io.env });
+    const service = openExistingUsageMetrics(config, { now: io.now });
+    try {
+      const packages = service?.preview() ?? [];
+      assertValid(packages);
+      if (options.json) return printJson(io, { packages });
+      if (packages.length === 0) {
+        io.out(
+          service
+            ? "Nothing recorded since the last export.\n"
+            : `Nothing recorded: ${consentLine(config)}.\n`,
+        );
+        return;
+      }
+      for (const pkg of packages) io.out(describePackage(pkg));
+      io.out("(--json prints the exact packages)\n");
+    } finally {
+      service?.close();
+    }
+  });
+
+  metrics.command("export").description(
+    "build packages of everything recorded so far into the outbox (today included)",
+  ).option("--out <dir>", "also copy the new packages to this folder")
+    .option("--json", "print one JSON document").action(async (options) => {
+      const config = loadConfig({ env: io.env });
+      const service = openExistingUsageMetrics(config, { now: io.now });
+      try {
+        const built = service?.exportNow() ?? [];
+        assertValid(built.map((entry) => entry.package));
+        const copies = options.out ? copyPackages(built, resolve(options.out)) : [];
+        const sent = service ? await sendWithProgress(io, service) : [];
+        if (options.json) {
+          return printJson(io, {
+            packages: built.map((entry, i) => ({
+              package_id: entry.package.package_id,
+              day: entry.package.period_start.slice(0, 10),
+              metrics: entry.package.metrics.length,
+              path: entry.path,
+              copy: copies[i],
+            })),
+            sent,
+          });
+        }
+        if (built.length === 0) {
+          io.out("Nothing to export: no counts recorded since the last export.\n");
+        }
+        for (const [i, entry] of built.entries()) {
+          io.out(
+            `Exported ${entry.package.package_id} (${entry.package.period_start.slice(0, 10)}, ` +
+              `${entry.package.metrics.length} counters) to ${copies[i] ?? entry.path}\n`,
+          );
+        }
+        reportSent(io, sent);
+      } finally {
+        service?.close();
+      }
+    });
+
+  metrics.command("send").description("send outbox packages that are due to the endpoint now")
+    .option("--json", "print one JSON document").action(async (options) => {
+      const config = loadConfig({ env: io.env });
+      if (!config.telemetry.send) {
+        throw new CliError(
+          "sending is off: run `agent metrics enable --send --endpoint <url>` to turn it on",
+        );
+      }
+      const service = openUsageMetrics(config, { now: io.now });
+      try {
+        const sent = await sendWithProgress(io, service);
+        if (options.json) return printJson(io, { sent });
+        if (sent.length === 0) io.out("Nothing due to send.\n");
+        reportSent(io, sent);
+      } finally {
+        service.close();
+      }
+    });
+
+  metrics.command("validate").description(
+    "check package files against the v2 schema (`-` reads stdin); exit 2 if any is invalid",
+  ).argument("<files...>", "package files, or - for stdin")
+    .option("--json", "print one JSON document").action(async (files, options) => {
+      const results = [];
+      for (const file of files) {
+        const text = file === "-" ? await io.readStdin() : readPackageFile(file);
+        results.push({ file, ...validateText(text) });
+      }
+      const allValid = results.every((result) => result.valid);
+      state.exitCode = allValid ? ExitCode.ok : ExitCode.usage;
+      if (options.json) {
+        return printJson(io, files.length === 1 ? results[0] : { valid: allValid, results });
+      }
+      for (const result of results) {
+        if (result.valid) io.out(`${result.file}: valid agent.shared_metrics.v2 package\n`);
+        else {
+          io.out(
+            `${result.file}: invalid (${result.errors.length} error${
+              result.errors.length === 1 ? "" : "s"
+            })\n`,
+          );
+          for (const error of result.errors) {
+            io.out(`  ${error.pointer || "/"}: ${error.message}\n`);
+          }
+        }
+      }
+    });
+
+  metrics.command("reset").description("delete the usage-metrics store and outbox (asks first)")
+    .option("-y, --yes", "do not ask for confirmation")
+    .option("--json", "print one JSON document").action(async (options) => {
+      const config = loadConfig({ env: io.env });
+      const folder = config.paths.metrics;
+      if (!exists(folder)) {
+        if (options.json) return printJson(io, { deleted: false, path: folder });
+        io.out(`Nothing to delete: ${folder} does not exist.\n`);
+        return;
+      }
+      if (!options.yes) {
+        if (!io.stdinIsTerminal) {
+          throw new UsageError("reset deletes all collected usage data; pass --yes to confirm");
+        }
+        if (!(await io.confirm(`Delete ${folder} and all usage data in it?`))) {
+          throw new CliError("reset cancelled; nothing was deleted");
+        }
+      }
+      Deno.removeSync(folder, { recursive: true });
+      if (options.json) return printJson(io, { deleted: true, path: folder });
+      io.out(`Deleted ${folder}. A new install id is created if collection is enabled again.\n`);
+    });
+}
+
+function showStatus(
+  io: CliIo,
+  config: ResolvedConfig,
+  service: UsageMetrics | undefined,
+  json: boolean,
+) {
+  const t = config.telemetry;
+  const summary = service?.summary();
+  if (json) {
+    return printJson(io, {
+      enabled: t.enabled,
+      decided_by: t.decidedBy,
+      send: t.send,
+      endpoint: t.endpoint ?? null,
+      store: config.paths.metricsDb,
+      store_exists: summary !== undefined,
+      install_id: summary?.installId ?? null,
+      pending_counters: summary?.pendingRows ?? 0,
+      pending_events: summary?.pendingEvents ?? 0,
+      packages: summary?.packages ?? { pending: 0, sent: 0, rejected: 0 },
+      warnings: t.warnings,
+    });
+  }
+  io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${t.decidedBy})\n`);
+  io.out(`Sending:       ${t.send ? `on, to ${t.endpoint}` : "off"}\n`);
+  io.out(`Store:         ${config.paths.metricsDb}${summary ? "" : " (not created)"}\n`);
+  if (summary) {
+    io.out(`Install id:    ${summary.installId} (local only, never sent in v2)\n`);
+    io.out(`Pending:       ${summary.pendingEvents} events in ${summary.pendingRows} counters\n`);
+    const p = summary.packages;
+    io.out(
+      `Exported:      ${
+        p.pending + p.sent + p.rejected
+      } packages (${p.sent} sent, ${p.pending} unsent, ${p.rejected} rejected)\n`,
+    );
+  }
+  for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+}
+
+function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): void {
+  const t = config.telemetry;
+  if (json) {
+    return printJson(io, {
+      enabled: t.enabled,
+      decided_by: t.decidedBy,
+      send: t.send,
+      endpoint: t.endpoint ?? null,
+      config: config.paths.config,
+      warnings: t.warnings,
+    });
+  }
+  io.out(`Usage metrics ${t.enabled ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
+  if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
+  if (!t.enabled && t.decidedBy.startsWith("DO_NOT_TRACK")) io.out(`Note: ${t.decidedBy}.\n`);
+  for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+}
+
+function consentLine(config: ResolvedConfig): string {
+  return config.telemetry.enabled
+    ? "collection is on but nothing was recorded yet"
+    : `usage metrics are off (${config.telemetry.decidedBy})`;
+}
+
+function describePackage(pkg: MetricsPackage): string {
+  const r = pkg.resource;
+  let text =
+    `Package for ${
+      pkg.period_start.slice(0, 10)
+    } (${r.os_family}/${r.architecture}, agent ${r.agent_version}, ` +
+    `install ${r.install_method}): ${pkg.metrics.length} counters\n`;
+  for (const item of pkg.metrics) {
+    const dims = Object.entries(item.dimensions).map(([k, v]) => `${k}=${v}`).join(", ");
+    text += `  ${item.name}${dims ? ` {${dims}}` : ""} ${item.value}\n`;
+  }
+  return text;
+}
+
+async function sendWithProgress(io: CliIo, service: UsageMetrics) {
+  if (!service.settings.send) return [];
+  if (io.stderrIsTerminal) io.err(`Sending packages to ${service.settings.endpoint} …\n`);
+  return await service.sendDue();
+}
+
+function reportSent(io: CliIo, sent: Awaited<ReturnType<UsageMetrics["sendDue"]>>): void {
+  for (const outcome of sent) {
+    if (outcome.status === "sent") io.out(`Sent ${outcome.packageId}\n`);
+    else if (outcome.status === "rejected") {
+      io.out(
+        `Rejected ${outcome.packageId} by the endpoint (HTTP ${outcome.httpStatus}); it will not be retried\n`,
+      );
+    } else {
+      io.out(
+        `Deferred ${outcome.packageId} until ${
+          new Date(outcome.retryAt).toISOString()
+        }: ${outcome.reason}\n`,
+      );
+    }
+  }
+}
+
+function copyPackages(built: { package: MetricsPackage; path: string }[], dir: string): string[] {
+  ensurePrivateDir(dir);
+  return built.map((entry) => {
+    const target = join(dir, `${entry.package.package_id}.json`);
+    writeFileAtomic(target, Deno.readTextFileSync(entry.path));
+    return target;
+  });
+}
+
+function assertValid(packages: MetricsPackage[]): void {
+  for (const pkg of packages) {
+    const result = validateMetricsPackage(pkg);
+    if (!result.valid) {
+      throw new CliError(
+        `internal error: a built package does not validate (${
+          result.errors[0].message
+        }); please report this`,
+      );
+    }
+  }
+}
+
+function readPackageFile(file: string): string {
+  try {
+    return Deno.readTextFileSync(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) throw new UsageError(`${file}: no such file`);
+    if (error instanceof Deno.errors.IsADirectory) {
+      throw new UsageError(`${file}: is a folder, not a package file`);
+    }
+    throw new CliError(`${file}: cannot read (${error instanceof Error ? error.message : error})`);
+  }
+}
+
+function validateText(
+  text: string,
+): { valid: true } | { valid: false; errors: MetricsValidationError[] } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return {
+      valid: false,
+      errors: [{
+        pointer: "",
+        rule: "json",
+        message: `not valid JSON: ${reason}`,
+        value: undefined,
+      }],
+    };
+  }
+  return validateMetricsPackage(value);
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

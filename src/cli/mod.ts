@@ -1,0 +1,91 @@
+/**
+ * The `agent` command line: one commander program, one file per command group.
+ *
+ * @module
+ */
+import { Command, CommanderError } from "@commander-js/extra-typings";
+import { ConfigError } from "../home/errors.ts";
+import { AGENT_VERSION } from "../version.ts";
+import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
+import { addLaterCommands } from "./later.ts";
+import { addMetricsCommands } from "./metrics.ts";
+
+/**
+ * Runs `agent` with `argv` (without the program name) and returns the exit code: 0 ok,
+ * 1 operation failed, 2 usage or validation error.
+ *
+ * @example
+ * ```ts
+ * import { runCli } from "./mod.ts";
+ * const code = await runCli(["--version"]);
+ * console.assert(code === 0);
+ * ```
+ */
+export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const wantsJson = argv.includes("--json");
+  const state = { exitCode: ExitCode.ok as number };
+  const program = buildProgram(io, state);
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return state.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are printed by commander and are not failures.
+      if (error.exitCode === 0) return ExitCode.ok;
+      return ExitCode.usage;
+    }
+    return reportError(io, error, wantsJson);
+  }
+}
+
+/** Mutable result of a command: the exit code it chose without throwing. */
+export interface CommandState {
+  exitCode: number;
+}
+
+function buildProgram(io: CliIo, state: CommandState): Command {
+  const program = new Command("agent")
+    .description(
+      "A locally run agent service: MCP client, webhook gateway, and opt-in usage metrics.\n" +
+        "State lives in $AGENT_HOME (default ~/.agent): config.yaml, .env, logs/, …",
+    )
+    .version(AGENT_VERSION, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show help for a command")
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .showHelpAfterError("(run the command with --help for usage)")
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 ok, 1 the operation failed, 2 usage or validation error.\n" +
+        "Commands that list or create things take --json (one JSON document on stdout).",
+    );
+  addMetricsCommands(program, io, state);
+  addLaterCommands(program);
+  return program;
+}
+
+function reportError(io: CliIo, error: unknown, json: boolean): number {
+  const exitCode = error instanceof CliError
+    ? error.exitCode
+    : error instanceof ConfigError
+    ? ExitCode.usage
+    : ExitCode.failed;
+  const message = error instanceof Error ? error.message : String(error);
+  if (json) {
+    const detail: Record<string, unknown> = { message, exit_code: exitCode };
+    if (error instanceof ConfigError) {
+      Object.assign(detail, {
+        file: error.location.file,
+        key: error.location.key,
+        line: error.location.line,
+      });
+    }
+    io.out(JSON.stringify({ error: detail }, null, 2) + "\n");
+  } else {
+    io.err(`agent: ${message}\n`);
+    if (!(error instanceof CliError) && !(error instanceof ConfigError) && error instanceof Error) {
+      io.err(`${error.stack ?? ""}\n`);
+    }
+  }
+  return exitCode;
+}

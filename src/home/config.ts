@@ -1,0 +1,271 @@
+/**
+ * Loads `<home>/config.yaml` and `<home>/.env` into one resolved, typed configuration.
+ *
+ * @module
+ */
+import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
+import type { Document } from "yaml";
+import { ConfigError } from "./errors.ts";
+import { readTextIfExists } from "./files.ts";
+import { type EnvReader, type HomePaths, homePaths, resolveHome } from "./paths.ts";
+import { SecretScope } from "./secrets.ts";
+
+/** A parsed `config.yaml` with the positions of its keys, for error messages. */
+export class ConfigSource {
+  /** The file path (it may not exist: then the source is empty). */
+  readonly file: string;
+  /** The YAML document (empty when the file does not exist). */
+  readonly document: Document;
+  /** The plain data of the document (`{}` when empty). */
+  readonly data: Record<string, unknown>;
+  readonly #lines: LineCounter;
+
+  private constructor(
+    file: string,
+    document: Document,
+    data: Record<string, unknown>,
+    lines: LineCounter,
+  ) {
+    this.file = file;
+    this.document = document;
+    this.data = data;
+    this.#lines = lines;
+  }
+
+  /**
+   * Parses YAML text. A syntax error, or a root that is not a mapping, is a
+   * {@linkcode ConfigError} naming the file, line and problem.
+   *
+   * @example
+   * ```ts
+   * import { ConfigSource } from "./config.ts";
+   * const source = ConfigSource.parse("/h/config.yaml", "telemetry:\n  shared_metrics:\n    enabled: true\n");
+   * console.assert(source.get("telemetry.shared_metrics.enabled") === true);
+   * ```
+   */
+  static parse(file: string, text: string): ConfigSource {
+    const lines = new LineCounter();
+    const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+    const first = document.errors[0];
+    if (first) {
+      const pos = first.linePos?.[0];
+      throw new ConfigError(
+        { file, line: pos?.line, column: pos?.col },
+        `invalid YAML: ${firstLine(first.message)}`,
+        "correct the YAML syntax at that line (check indentation, quotes and colons)",
+      );
+    }
+    const data: unknown = document.toJS() ?? {};
+    if (!isPlainObject(data)) {
+      throw new ConfigError(
+        { file, line: 1 },
+        `the top level must be a mapping of keys, got ${describe(data)}`,
+        "start the file with keys such as `mcp_servers:` or `telemetry:`",
+      );
+    }
+    return new ConfigSource(file, document, data, lines);
+  }
+
+  /** Reads `file`; a missing file is an empty configuration. */
+  static read(file: string): ConfigSource {
+    return ConfigSource.parse(file, readTextIfExists(file) ?? "");
+  }
+
+  /** The value at a dotted key path, or `undefined`. */
+  get(keyPath: string): unknown {
+    let node: unknown = this.data;
+    for (const segment of keyPath.split(".")) {
+      if (!isPlainObject(node) || !Object.hasOwn(node, segment)) return undefined;
+      node = node[segment];
+    }
+    return node;
+  }
+
+  /** The 1-based line of the value at `keyPath`, when it is in the file. */
+  lineOf(keyPath: string): number | undefined {
+    const node = this.document.getIn(keyPath.split("."), true);
+    const offset = isScalar(node) || isMap(node) ? node.range?.[0] : undefined;
+    return offset === undefined ? undefined : this.#lines.linePos(offset).line;
+  }
+
+  /** A {@linkcode ConfigError} located at `keyPath`. */
+  error(keyPath: string, problem: string, fix?: string): ConfigError {
+    return new ConfigError(
+      { file: this.file, key: keyPath, line: this.lineOf(keyPath) },
+      problem,
+      fix,
+    );
+  }
+
+  /**
+   * Reads a boolean. Accepts YAML booleans and the strings `true/1/yes/on`, `false/0/no/off`
+   * (any case); anything else is a {@linkcode ConfigError}. Missing or null → `undefined`.
+   */
+  boolean(keyPath: string): boolean | undefined {
+    const value = this.get(keyPath);
+    if (value === undefined || value === null) return undefined;
+    const parsed = parseBoolish(value);
+    if (parsed === undefined) {
+      throw this.error(
+        keyPath,
+        `expected true or false, got ${describe(value)}`,
+        "set it to true or false",
+      );
+    }
+    return parsed;
+  }
+
+  /** Reads a string. Missing or null → `undefined`; another type is a {@linkcode ConfigError}. */
+  string(keyPath: string): string | undefined {
+    const value = this.get(keyPath);
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== "string") {
+      throw this.error(keyPath, `expected a string, got ${describe(value)}`, "quote the value");
+    }
+    return value;
+  }
+}
+
+/**
+ * Parses a boolean-like value: booleans, `1`/`0`, and `true/yes/on`, `false/no/off` strings
+ * (any case). Anything else → `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { parseBoolish } from "./config.ts";
+ * console.assert(parseBoolish("Yes") === true && parseBoolish("off") === false);
+ * console.assert(parseBoolish("maybe") === undefined);
+ * ```
+ */
+export function parseBoolish(value: unknown): boolean | undefined {
+  if (typeof value === "boolean") return value;
+  if (value === 1 || value === 0) return value === 1;
+  if (typeof value !== "string") return undefined;
+  const text = value.trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(text)) return true;
+  if (["false", "0", "no", "off"].includes(text)) return false;
+  return undefined;
+}
+
+/** Whether usage metrics are collected and sent, and why. */
+export interface TelemetrySettings {
+  /** Collect counters locally. */
+  enabled: boolean;
+  /** Send packages to `endpoint` (only when enabled and an endpoint is set). */
+  send: boolean;
+  /** Where packages are sent; only ever from `config.yaml`. */
+  endpoint?: string;
+  /** Which setting decided `enabled`, in the user's words. */
+  decidedBy: string;
+  /** Settings that were ignored, with the reason. */
+  warnings: string[];
+}
+
+/** The configuration of one `<home>`, resolved. */
+export interface ResolvedConfig {
+  /** Paths under `<home>`. */
+  paths: HomePaths;
+  /** `config.yaml`, parsed. */
+  source: ConfigSource;
+  /** `.env` first, then the process environment. */
+  secrets: SecretScope;
+  /** Usage-metrics consent. */
+  telemetry: TelemetrySettings;
+}
+
+/** Inputs of {@linkcode loadConfig}; all injectable for tests. */
+export interface LoadConfigOptions {
+  /** Process environment reader. Default `Deno.env.get`. */
+  env?: EnvReader;
+  /** `<home>`; default from `$AGENT_HOME` / `~/.agent`. */
+  home?: string;
+}
+
+/**
+ * Loads `<home>/config.yaml` and `<home>/.env`. Nothing is created or written. A broken
+ * `config.yaml` throws a {@linkcode ConfigError} naming file, line and problem.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "./config.ts";
+ * const home = await Deno.makeTempDir();
+ * Deno.writeTextFileSync(`${home}/config.yaml`, "telemetry:\n  shared_metrics:\n    enabled: true\n");
+ * const config = loadConfig({ home, env: () => undefined });
+ * console.assert(config.telemetry.enabled);
+ * ```
+ */
+export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
+  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  const paths = homePaths(options.home ?? resolveHome(env));
+  const source = ConfigSource.read(paths.config);
+  const secrets = SecretScope.fromText(readTextIfExists(paths.dotenv), env);
+  return { paths, source, secrets, telemetry: resolveTelemetry(source, secrets) };
+}
+
+/**
+ * Resolves usage-metrics consent. Order: `DO_NOT_TRACK` (set and not `0`/`false`) forces off;
+ * then `telemetry.shared_metrics.enabled` in `config.yaml`; then `AGENT_SHARED_METRICS`; else
+ * off. `send` needs `enabled`; `endpoint` is read from `config.yaml` only.
+ *
+ * @example
+ * ```ts
+ * import { ConfigSource, resolveTelemetry } from "./config.ts";
+ * import { SecretScope } from "./secrets.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "");
+ * const scope = new SecretScope({}, (name) => name === "AGENT_SHARED_METRICS" ? "true" : undefined);
+ * console.assert(resolveTelemetry(source, scope).enabled);
+ * ```
+ */
+export function resolveTelemetry(source: ConfigSource, scope: SecretScope): TelemetrySettings {
+  const warnings: string[] = [];
+  const configured = source.boolean("telemetry.shared_metrics.enabled");
+  const sendConfigured = source.boolean("telemetry.shared_metrics.send") ?? false;
+  const endpoint = source.string("telemetry.shared_metrics.endpoint")?.trim() || undefined;
+  const doNotTrack = scope.get("DO_NOT_TRACK")?.trim().toLowerCase();
+  let enabled: boolean;
+  let decidedBy: string;
+  if (doNotTrack && doNotTrack !== "0" && doNotTrack !== "false") {
+    enabled = false;
+    decidedBy = "DO_NOT_TRACK is set (forces usage metrics off)";
+  } else if (configured !== undefined) {
+    enabled = configured;
+    decidedBy = `telemetry.shared_metrics.enabled: ${configured} in ${source.file}`;
+  } else {
+    const operatorDefault = scope.get("AGENT_SHARED_METRICS");
+    const parsed = operatorDefault === undefined ? undefined : parseBoolish(operatorDefault);
+    if (operatorDefault !== undefined && parsed === undefined) {
+      warnings.push(`AGENT_SHARED_METRICS=${operatorDefault} is not true or false; ignored`);
+    }
+    enabled = parsed ?? false;
+    decidedBy = parsed === undefined
+      ? "default (off until you opt in)"
+      : `AGENT_SHARED_METRICS=${operatorDefault}`;
+  }
+  let send = enabled && sendConfigured;
+  if (sendConfigured && !enabled) {
+    warnings.push("telemetry.shared_metrics.send is true but collection is off; nothing is sent");
+  }
+  if (send && !endpoint) {
+    warnings.push(
+      "telemetry.shared_metrics.send is true but telemetry.shared_metrics.endpoint is not set; nothing is sent",
+    );
+    send = false;
+  }
+  return { enabled, send, endpoint, decidedBy, warnings };
+}
+
+/** Whether `value` is a plain object (a YAML/JSON mapping). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function firstLine(text: string): string {
+  return text.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+}

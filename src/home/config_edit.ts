@@ -1,0 +1,37 @@
+/**
+ * Edits `config.yaml` in place, keeping comments, key order and unrelated keys.
+ *
+ * @module
+ */
+import { parseDocument } from "yaml";
+import type { Document } from "yaml";
+import { ConfigSource } from "./config.ts";
+import { readTextIfExists, writeFileAtomic } from "./files.ts";
+
+/** The first lines of a `config.yaml` the service creates. */
+export const NEW_CONFIG_HEADER =
+  "# Agent service configuration (see README.md for every section).\n";
+
+/**
+ * Applies `edit` to the YAML document of `file` and writes it back atomically (mode 0600).
+ * A missing file is created. A file that does not parse is left untouched and the
+ * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown.
+ *
+ * @example
+ * ```ts
+ * import { editConfigFile } from "./config_edit.ts";
+ * const dir = await Deno.makeTempDir();
+ * const file = `${dir}/config.yaml`;
+ * Deno.writeTextFileSync(file, "# mine\nmodel:\n  default: gpt-4o # keep\n");
+ * editConfigFile(file, (doc) => doc.setIn(["telemetry", "shared_metrics", "enabled"], true));
+ * const text = Deno.readTextFileSync(file);
+ * console.assert(text.includes("# mine") && text.includes("# keep") && text.includes("enabled: true"));
+ * ```
+ */
+export function editConfigFile(file: string, edit: (document: Document) => void): void {
+  const original = readTextIfExists(file);
+  ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
+  const document = parseDocument(original ?? NEW_CONFIG_HEADER);
+  edit(document);
+  writeFileAtomic(file, document.toString());
+}

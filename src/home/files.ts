@@ -1,0 +1,130 @@
+/**
+ * Safe file writes: private folders, atomic replacement, private modes for secrets.
+ *
+ * @module
+ */
+import { basename, dirname, join } from "node:path";
+
+/** Mode of every folder the service creates under `<home>`. */
+export const PRIVATE_DIR_MODE = 0o700;
+/** Mode of every file that holds secrets or private state. */
+export const PRIVATE_FILE_MODE = 0o600;
+
+/**
+ * Creates `path` and its missing parents with mode 0700. Existing folders keep their mode.
+ *
+ * @example
+ * ```ts
+ * import { ensurePrivateDir } from "./files.ts";
+ * const dir = await Deno.makeTempDir();
+ * ensurePrivateDir(`${dir}/a/b`);
+ * console.assert(Deno.statSync(`${dir}/a/b`).isDirectory);
+ * ```
+ */
+export function ensurePrivateDir(path: string): void {
+  Deno.mkdirSync(path, { recursive: true, mode: PRIVATE_DIR_MODE });
+}
+
+/** Options of {@linkcode writeFileAtomic}. */
+export interface AtomicWriteOptions {
+  /** File mode, re-asserted after the write. Default 0600. */
+  mode?: number;
+}
+
+/**
+ * Writes `data` to `path` atomically: a temporary file in the same folder is written and
+ * fsynced, then renamed over `path`, and the folder is fsynced. A reader sees the old content or
+ * the new one, never a part; a crash leaves at most a stray `.tmp` file, never a torn target.
+ *
+ * @example
+ * ```ts
+ * import { writeFileAtomic } from "./files.ts";
+ * const dir = await Deno.makeTempDir();
+ * writeFileAtomic(`${dir}/state.json`, '{"ok":true}\n');
+ * console.assert(Deno.readTextFileSync(`${dir}/state.json`) === '{"ok":true}\n');
+ * ```
+ */
+export function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): void {
+  const mode = options.mode ?? PRIVATE_FILE_MODE;
+  const dir = dirname(path);
+  ensurePrivateDir(dir);
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const tmp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
+  const file = Deno.openSync(tmp, { write: true, createNew: true, mode });
+  try {
+    let written = 0;
+    while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+    file.syncSync();
+  } catch (error) {
+    file.close();
+    Deno.removeSync(tmp);
+    throw error;
+  }
+  file.close();
+  try {
+    Deno.chmodSync(tmp, mode);
+    Deno.renameSync(tmp, path);
+  } catch (error) {
+    try {
+      Deno.removeSync(tmp);
+    } catch { /* already gone */ }
+    throw error;
+  }
+  syncDir(dir);
+}
+
+/**
+ * Re-asserts mode 0600 on `path` if it exists (secrets must stay private even when another tool
+ * rewrote the file).
+ *
+ * @example
+ * ```ts
+ * import { restrictFileMode } from "./files.ts";
+ * const file = await Deno.makeTempFile();
+ * restrictFileMode(file);
+ * console.assert((Deno.statSync(file).mode! & 0o777) === 0o600);
+ * ```
+ */
+export function restrictFileMode(path: string, mode: number = PRIVATE_FILE_MODE): void {
+  try {
+    Deno.chmodSync(path, mode);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
+
+/**
+ * Reads a text file, or returns `undefined` when it does not exist.
+ *
+ * @example
+ * ```ts
+ * import { readTextIfExists } from "./files.ts";
+ * console.assert(readTextIfExists("/nonexistent/file") === undefined);
+ * ```
+ */
+export function readTextIfExists(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+function syncDir(dir: string): void {
+  if (Deno.build.os === "windows") return;
+  try {
+    const handle = Deno.openSync(dir, { read: true });
+    try {
+      handle.syncSync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // Some filesystems refuse fsync on folders; the rename itself is still atomic.
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * Usage metrics: opt-in, anonymous daily counters packaged as `agent.shared_metrics.v2`.
+ *
+ * Open with {@linkcode openUsageMetrics}: without consent it returns a disabled service that
+ * records nothing and creates nothing on disk.
+ *
+ * @example Record a run's facts and preview today's package
+ * ```ts
+ * import { loadConfig } from "../home/config.ts";
+ * import { openUsageMetrics } from "./mod.ts";
+ * const home = await Deno.makeTempDir();
+ * Deno.writeTextFileSync(`${home}/config.yaml`, "telemetry:\n  shared_metrics:\n    enabled: true\n");
+ * const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }));
+ * metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
+ * const [pkg] = metrics.preview();
+ * console.assert(pkg.metrics[0].name === "agent.task_run.started");
+ * metrics.close();
+ * ```
+ *
+ * @module
+ */
+import type { ResolvedConfig, TelemetrySettings } from "../home/config.ts";
+import type { HomePaths } from "../home/paths.ts";
+import type { MetricsPackage, MetricsResource } from "./contract.ts";
+import {
+  outboxFile,
+  packageDueDays,
+  previewPackages,
+  pruneExports,
+  writePackages,
+} from "./packager.ts";
+import { disabledRecorder, type MetricsRecorder, StoreRecorder } from "./recorder.ts";
+import { currentResource } from "./resource.ts";
+import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
+import { MetricsStore } from "./store.ts";
+
+export * from "./contract.ts";
+export { MetricsContractError, type MetricsEvent, type ToolSource } from "./events.ts";
+export type { MetricsRecorder } from "./recorder.ts";
+export {
+  type MetricsValidationError,
+  type MetricsValidationResult,
+  sharedMetricsSchema,
+  validateMetricsPackage,
+} from "./schema.ts";
+export { type SendOutcome, validateEndpoint } from "./sender.ts";
+
+/** Options of {@linkcode openUsageMetrics}; all injectable for tests. */
+export interface UsageMetricsOptions {
+  /** Clock (ms since epoch). Default `Date.now`. */
+  now?: () => number;
+  /** Resource tuple; default from this process ({@linkcode currentResource}). */
+  resource?: MetricsResource;
+  /** Recorder flush delay in ms (default 500; 0 writes every event at once). */
+  flushDelayMs?: number;
+}
+
+/** The usage-metrics service of one `<home>`. */
+export class UsageMetrics {
+  /** Consent as resolved from config and environment. */
+  readonly settings: TelemetrySettings;
+  /** Where facts go; the disabled recorder when there is no consent. */
+  readonly recorder: MetricsRecorder;
+  readonly #paths: HomePaths;
+  readonly #store: MetricsStore | undefined;
+  readonly #now: () => number;
+
+  constructor(
+    settings: TelemetrySettings,
+    paths: HomePaths,
+    store: MetricsStore | undefined,
+    options: UsageMetricsOptions,
+  ) {
+    this.settings = settings;
+    this.#paths = paths;
+    this.#store = store;
+    this.#now = options.now ?? Date.now;
+    this.recorder = store && settings.enabled
+      ? new StoreRecorder(store, options.resource ?? currentResource((n) => Deno.env.get(n)), {
+        now: this.#now,
+        flushDelayMs: options.flushDelayMs,
+      })
+      : disabledRecorder;
+  }
+
+  /** Whether facts are being recorded (consent given and the store open). */
+  get enabled(): boolean {
+    return this.recorder.enabled;
+  }
+
+  /** The packages an export would build now (today included); nothing is written. */
+  preview(): MetricsPackage[] {
+    if (!this.#store) return [];
+    this.recorder.flush();
+    return previewPackages(this.#store, { nowMs: this.#now(), includeToday: true });
+  }
+
+  /**
+   * The automatic packaging run, for after a task ends and on shutdown: at most once per UTC
+   * day, finished days only. Returns the packages written.
+   */
+  packageDue(): MetricsPackage[] {
+    if (!this.#store) return [];
+    this.recorder.flush();
+    return packageDueDays(this.#store, this.#paths.metricsOutbox, this.#now());
+  }
+
+  /** Builds every pending delta (today included) into the outbox now, and prunes old exports. */
+  exportNow(): { package: MetricsPackage; path: string }[] {
+    if (!this.#store) return [];
+    this.recorder.flush();
+    const nowMs = this.#now();
+    const outbox = this.#paths.metricsOutbox;
+    const packages = writePackages(this.#store, { nowMs, includeToday: true, outbox });
+    pruneExports(this.#store, outbox, nowMs);
+    return packages.map((pkg) => ({ package: pkg, path: outboxFile(outbox, pkg.package_id) }));
+  }
+
+  /**
+   * Sends the outbox packages that are due to the configured endpoint and records each outcome.
+   * Does nothing unless `send` is on. Never throws for network or HTTP failures.
+   */
+  async sendDue(options: Omit<SenderOptions, "endpoint" | "now"> = {}): Promise<SendOutcome[]> {
+    const store = this.#store;
+    const endpoint = this.settings.endpoint;
+    if (!store || !this.settings.send || !endpoint) return [];
+    const due = store.duePackages(this.#now());
+    const outgoing = [];
+    for (const record of due) {
+      try {
+        const body = Deno.readTextFileSync(outboxFile(this.#paths.metricsOutbox, record.packageId));
+        outgoing.push({ packageId: record.packageId, body });
+      } catch {
+        store.recordSendOutcome(record.packageId, {
+          state: "rejected",
+          detail: "outbox file missing",
+        }, this.#now());
+      }
+    }
+    if (outgoing.length === 0) return [];
+    const outcomes = await sendPackages(outgoing, { ...options, endpoint, now: this.#now });
+    for (const outcome of outcomes) {
+      const nowMs = this.#now();
+      if (outcome.status === "sent") {
+        store.recordSendOutcome(outcome.packageId, { state: "sent", detail: "sent" }, nowMs);
+      } else if (outcome.status === "rejected") {
+        store.recordSendOutcome(
+          outcome.packageId,
+          { state: "rejected", detail: `HTTP ${outcome.httpStatus}` },
+          nowMs,
+        );
+      } else {
+        store.recordSendOutcome(
+          outcome.packageId,
+          { state: "pending", nextAttemptAt: outcome.retryAt, detail: outcome.reason },
+          nowMs,
+        );
+      }
+    }
+    return outcomes;
+  }
+
+  /** Store counts for `agent metrics status`, or `undefined` when there is no store. */
+  summary(): ReturnType<MetricsStore["summary"]> & { installId: string } | undefined {
+    if (!this.#store) return undefined;
+    this.recorder.flush();
+    return { ...this.#store.summary(), installId: this.#store.installId() };
+  }
+
+  /** Flushes buffered counts and closes the store. */
+  close(): void {
+    this.recorder.close();
+    this.#store?.close();
+  }
+}
+
+/**
+ * Opens the usage-metrics service of `config`'s `<home>`. Without consent nothing is opened or
+ * created and the recorder is disabled.
+ */
+export function openUsageMetrics(
+  config: ResolvedConfig,
+  options: UsageMetricsOptions = {},
+): UsageMetrics {
+  const store = config.telemetry.enabled ? MetricsStore.open(config.paths.metricsDb) : undefined;
+  return new UsageMetrics(config.telemetry, config.paths, store, options);
+}
+
+/**
+ * Opens an existing store regardless of consent (for status, preview and export of data already
+ * collected), or returns `undefined` when none exists. Never creates one.
+ */
+export function openExistingUsageMetrics(
+  config: ResolvedConfig,
+  options: UsageMetricsOptions = {},
+): UsageMetrics | undefined {
+  if (!MetricsStore.exists(config.paths.metricsDb)) return undefined;
+  return new UsageMetrics(
+    config.telemetry,
+    config.paths,
+    MetricsStore.open(config.paths.metricsDb),
+    options,
+  );
+}

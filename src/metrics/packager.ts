@@ -1,0 +1,185 @@
+/**
+ * Builds usage-metrics packages from the store's deltas: one package per UTC day and resource
+ * tuple, rows sorted by (name, dimensions), written to `outbox/<package_id>.json` inside the
+ * transaction that marks the deltas packaged. A crash after the file is written but before the
+ * commit leaves an orphan file that the next packaging run deletes, so nothing is counted twice.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
+import {
+  type MetricItem,
+  type MetricName,
+  type MetricsPackage,
+  SCHEMA_VERSION,
+} from "./contract.ts";
+import { utcDay } from "./recorder.ts";
+import { DAY_MS, type MetricsStore, type PendingDelta } from "./store.ts";
+
+/** Exported packages older than this are pruned. */
+export const RETENTION_DAYS = 30;
+
+/** Which deltas a packaging run takes. */
+export interface PackagingOptions {
+  /** Current time (ms since epoch). */
+  nowMs: number;
+  /** Include today's deltas (explicit export, preview); automatic runs take finished days only. */
+  includeToday: boolean;
+}
+
+/**
+ * The packages the pending deltas would make now, without writing anything.
+ *
+ * @example
+ * ```ts
+ * import { MetricsStore } from "./store.ts";
+ * import { previewPackages } from "./packager.ts";
+ * const dir = await Deno.makeTempDir();
+ * using store = MetricsStore.open(`${dir}/m.sqlite3`);
+ * console.assert(previewPackages(store, { nowMs: Date.now(), includeToday: true }).length === 0);
+ * ```
+ */
+export function previewPackages(store: MetricsStore, options: PackagingOptions): MetricsPackage[] {
+  const installId = store.installId();
+  return groupDeltas(store, options).map((group) => toPackage(group, installId, options.nowMs));
+}
+
+/** Options of {@linkcode writePackages}. */
+export interface WritePackagesOptions extends PackagingOptions {
+  /** The outbox folder. */
+  outbox: string;
+  /** Called after each outbox file is written, before the commit (a seam for crash tests). */
+  onOutboxFileWritten?: (path: string) => void;
+}
+
+/**
+ * Packages every pending delta (see {@linkcode PackagingOptions.includeToday}) into outbox files
+ * and marks it packaged, atomically. Returns the packages written.
+ */
+export function writePackages(
+  store: MetricsStore,
+  options: WritePackagesOptions,
+): MetricsPackage[] {
+  ensurePrivateDir(options.outbox);
+  const written: string[] = [];
+  try {
+    return store.transaction(() => {
+      removeOrphanFiles(store, options.outbox);
+      const installId = store.installId();
+      const packages: MetricsPackage[] = [];
+      for (const group of groupDeltas(store, options)) {
+        const pkg = toPackage(group, installId, options.nowMs);
+        const path = outboxFile(options.outbox, pkg.package_id);
+        writeFileAtomic(path, JSON.stringify(pkg, null, 2) + "\n");
+        written.push(path);
+        options.onOutboxFileWritten?.(path);
+        store.insertPackage({
+          packageId: pkg.package_id,
+          day: group.day,
+          resource: group.resource,
+          createdAt: options.nowMs,
+        });
+        store.markPackaged(group.day, group.resource);
+        packages.push(pkg);
+      }
+      store.setMeta("last_packaging_day", utcDay(options.nowMs));
+      return packages;
+    });
+  } catch (error) {
+    for (const path of written) removeIfPresent(path);
+    throw error;
+  }
+}
+
+/**
+ * The automatic run (after a task ends, on shutdown): at most once per UTC day, it packages every
+ * finished day not yet packaged (catching up missed days) and prunes old exports.
+ * Returns the packages written (none when it already ran today).
+ */
+export function packageDueDays(
+  store: MetricsStore,
+  outbox: string,
+  nowMs: number,
+): MetricsPackage[] {
+  if (store.getMeta("last_packaging_day") === utcDay(nowMs)) return [];
+  const packages = writePackages(store, { nowMs, includeToday: false, outbox });
+  pruneExports(store, outbox, nowMs);
+  return packages;
+}
+
+/**
+ * Deletes packages (ledger rows and outbox files) created more than {@linkcode RETENTION_DAYS}
+ * ago, and fully packaged counters of days before that. Unpackaged deltas are kept.
+ */
+export function pruneExports(store: MetricsStore, outbox: string, nowMs: number): string[] {
+  const cutoff = nowMs - RETENTION_DAYS * DAY_MS;
+  const removed = store.prune(cutoff, utcDay(cutoff));
+  for (const id of removed) removeIfPresent(outboxFile(outbox, id));
+  return removed;
+}
+
+/** The outbox file of a package. */
+export function outboxFile(outbox: string, packageId: string): string {
+  return join(outbox, `${packageId}.json`);
+}
+
+interface DeltaGroup {
+  day: string;
+  resource: string;
+  rows: PendingDelta[];
+}
+
+function groupDeltas(store: MetricsStore, options: PackagingOptions): DeltaGroup[] {
+  const today = utcDay(options.nowMs);
+  const deltas = store.pendingDeltas({ beforeDay: options.includeToday ? undefined : today });
+  const groups: DeltaGroup[] = [];
+  let current: DeltaGroup | undefined;
+  for (const row of deltas) {
+    if (!current || current.day !== row.day || current.resource !== row.resource) {
+      current = { day: row.day, resource: row.resource, rows: [] };
+      groups.push(current);
+    }
+    current.rows.push(row);
+  }
+  return groups;
+}
+
+function toPackage(group: DeltaGroup, installId: string, nowMs: number): MetricsPackage {
+  const start = Date.parse(`${group.day}T00:00:00Z`);
+  const metrics: MetricItem[] = group.rows.map((row) => ({
+    name: row.name as MetricName,
+    type: "counter",
+    dimensions: JSON.parse(row.dimensions),
+    value: Number(row.delta),
+  }));
+  return {
+    schema_version: SCHEMA_VERSION,
+    package_id: crypto.randomUUID(),
+    install_id: installId,
+    period_start: `${group.day}T00:00:00Z`,
+    period_end: `${utcDay(start + DAY_MS)}T00:00:00Z`,
+    generated_at: new Date(nowMs).toISOString(),
+    resource: JSON.parse(group.resource),
+    metrics,
+  };
+}
+
+/** Outbox files (and temporaries) the ledger does not know come from an uncommitted run. */
+function removeOrphanFiles(store: MetricsStore, outbox: string): void {
+  const known = store.packageIds();
+  for (const entry of Deno.readDirSync(outbox)) {
+    if (!entry.isFile) continue;
+    const isTemp = entry.name.startsWith(".") && entry.name.endsWith(".tmp");
+    const id = entry.name.endsWith(".json") ? entry.name.slice(0, -5) : undefined;
+    if (isTemp || (id !== undefined && !known.has(id))) removeIfPresent(join(outbox, entry.name));
+  }
+}
+
+function removeIfPresent(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The `resource` tuple of a package: architecture, version, install method, OS family.
+ *
+ * @module
+ */
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { AGENT_VERSION } from "../version.ts";
+import { architecture, installMethod, osFamily } from "./classify.ts";
+import type { MetricsResource } from "./contract.ts";
+
+/** Facts the resource tuple is derived from. */
+export interface ResourceFacts {
+  /** e.g. `Deno.build.os`. */
+  os: string;
+  /** e.g. `Deno.build.arch`. */
+  arch: string;
+  /** The service version. */
+  version: string;
+  /** `AGENT_INSTALL_METHOD`, if set. */
+  installMethodEnv?: string;
+  /** Content of the `.install-method` stamp file beside the program, if present. */
+  installStamp?: string;
+}
+
+/**
+ * Classifies the facts into a `resource` object (an over-long version is cut to 64 characters).
+ *
+ * @example
+ * ```ts
+ * import { resourceOf } from "./resource.ts";
+ * const resource = resourceOf({ os: "darwin", arch: "aarch64", version: "1.2.3", installMethodEnv: "homebrew" });
+ * console.assert(resource.os_family === "macos" && resource.architecture === "arm64");
+ * ```
+ */
+export function resourceOf(facts: ResourceFacts): MetricsResource {
+  const version = facts.version.trim().slice(0, 64) || "unknown";
+  return {
+    agent_version: version,
+    architecture: architecture(facts.arch),
+    install_method: installMethod(facts.installMethodEnv, facts.installStamp),
+    os_family: osFamily(facts.os),
+  };
+}
+
+/** The stamp file a packager (apt, Homebrew, Nix …) writes beside the program. */
+export const INSTALL_STAMP_FILE = ".install-method";
+
+/**
+ * The resource tuple of this process: `Deno.build`, this build's version,
+ * `AGENT_INSTALL_METHOD` (from `env`), and the stamp file at the project root.
+ */
+export function currentResource(env: (name: string) => string | undefined): MetricsResource {
+  let installStamp: string | undefined;
+  try {
+    const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+    installStamp = Deno.readTextFileSync(join(root, INSTALL_STAMP_FILE));
+  } catch {
+    installStamp = undefined;
+  }
+  return resourceOf({
+    os: Deno.build.os,
+    arch: Deno.build.arch,
+    version: AGENT_VERSION,
+    installMethodEnv: env("AGENT_INSTALL_METHOD"),
+    installStamp,
+  });
+}
+
+/**
+ * Canonical JSON: object keys sorted at every level, no spaces. Used for the aggregation key.
+ *
+ * @example
+ * ```ts
+ * import { canonicalJson } from "./resource.ts";
+ * console.assert(canonicalJson({ b: "1", a: "2" }) === '{"a":"2","b":"1"}');
+ * ```
+ */
+export function canonicalJson(value: Record<string, string>): string {
+  const keys = Object.keys(value).sort();
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) out += ",";
+    out += JSON.stringify(keys[i]) + ":" + JSON.stringify(value[keys[i]]);
+  }
+  return out + "}";
+}
