@@ -154,6 +154,17 @@ Deno.test("two processes recording at once lose nothing", async () => {
   assert.equal(total, 3 * perProcess);
 });
 
+Deno.test("buffered counts are written when the process exits without closing", async () => {
+  await using t = await tempStore();
+  const result = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", WRITER, t.store.path, "record-then-exit", "42"],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
+  assert.equal(t.store.pendingDeltas({})[0]?.delta, 42);
+});
+
 Deno.test("counts survive a restart: buffered facts are written on close", async () => {
   const dir = await Deno.makeTempDir();
   try {
