@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
+import { isMap, isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import type { Document } from "yaml";
 import { ConfigError } from "./errors.ts";
 import { readTextIfExists } from "./files.ts";
@@ -48,9 +48,9 @@ export class ConfigSource {
     const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
     const first = document.errors[0];
     if (first) {
-      const pos = first.linePos?.[0];
+      const pos = lines.linePos(errorOffset(text, first.code, first.message, first.pos[0]));
       throw new ConfigError(
-        { file, line: pos?.line, column: pos?.col },
+        { file, line: pos.line, column: pos.col },
         `invalid YAML: ${firstLine(first.message)}`,
         "correct the YAML syntax at that line (check indentation, quotes and colons)",
       );
@@ -81,10 +81,26 @@ export class ConfigSource {
     return node;
   }
 
-  /** The 1-based line of the value at `keyPath`, when it is in the file. */
+  /**
+   * The 1-based line of `keyPath` in the file: the line of its key (for a list index, of the
+   * item), or `undefined` when the path is not in the file.
+   */
   lineOf(keyPath: string): number | undefined {
-    const node = this.document.getIn(keyPath.split("."), true);
-    const offset = isScalar(node) || isMap(node) ? node.range?.[0] : undefined;
+    let node: unknown = this.document.contents;
+    let offset: number | undefined;
+    for (const segment of keyPath.split(".")) {
+      if (isMap(node)) {
+        const pair = node.items.find((item) => isNode(item.key) && item.key.toJSON() === segment);
+        if (!pair) return undefined;
+        offset = isNode(pair.key) ? pair.key.range?.[0] : undefined;
+        node = pair.value;
+      } else if (isSeq(node) && /^\d+$/.test(segment)) {
+        node = node.items[Number(segment)];
+        offset = isNode(node) ? node.range?.[0] : undefined;
+      } else {
+        return undefined;
+      }
+    }
     return offset === undefined ? undefined : this.#lines.linePos(offset).line;
   }
 
@@ -264,6 +280,18 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
   return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/**
+ * Where to point for a YAML error. The parser reports an unclosed quote at the end of the file;
+ * the user needs the line where the quote was opened.
+ */
+function errorOffset(text: string, code: string, message: string, offset: number): number {
+  if (code !== "MISSING_CHAR") return offset;
+  const quote = message.includes('"quote') ? '"' : message.includes("'quote") ? "'" : undefined;
+  if (!quote) return offset;
+  const opening = text.lastIndexOf(quote, Math.min(offset, text.length) - 1);
+  return opening >= 0 ? opening : offset;
 }
 
 function firstLine(text: string): string {

@@ -31,7 +31,30 @@ export const NEW_CONFIG_HEADER =
 export function editConfigFile(file: string, edit: (document: Document) => void): void {
   const original = readTextIfExists(file);
   ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
-  const document = parseDocument(original ?? NEW_CONFIG_HEADER);
+  const text = original ?? NEW_CONFIG_HEADER;
+  const document = parseDocument(text);
   edit(document);
-  writeFileAtomic(file, document.toString());
+  const printed = document.toString({
+    lineWidth: 0, // never re-wrap long values
+    flowCollectionPadding: false, // `[a, b]`, as people write it
+    indentSeq: !usesUnindentedSequences(text),
+  });
+  writeFileAtomic(file, keepTrailingCommentSpacing(text, printed));
+}
+
+/** Whether the file writes block lists at their key's indentation (`key:` then `- item`). */
+function usesUnindentedSequences(text: string): boolean {
+  return /^([ \t]*)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\r?\n\1- /m.test(text);
+}
+
+/**
+ * The YAML printer puts a blank line before a comment block at the end of the file; keep the
+ * user's spacing when they had none.
+ */
+function keepTrailingCommentSpacing(original: string, printed: string): string {
+  const block = /(?:^|\n)((?:[ \t]*#[^\n]*(?:\n|$))+)$/.exec(original)?.[1];
+  if (!block || original.endsWith(`\n\n${block}`) || !printed.endsWith(`\n\n${block}`)) {
+    return printed;
+  }
+  return printed.slice(0, printed.length - block.length - 1) + block;
 }

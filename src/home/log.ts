@@ -11,6 +11,7 @@ import {
   getLogger,
   type Logger,
   type LogLevel,
+  type Sink,
 } from "@logtape/logtape";
 import { ensurePrivateDir, restrictFileMode } from "./files.ts";
 import type { HomePaths } from "./paths.ts";
@@ -49,13 +50,15 @@ export async function configureLogging(
   options: LoggingOptions = {},
 ): Promise<void> {
   ensurePrivateDir(paths.logs);
-  const sink = getRotatingFileSink(paths.gatewayLog, {
-    maxSize: options.maxBytes ?? 10 * 1024 * 1024,
-    maxFiles: options.maxFiles ?? 5,
-    formatter: getJsonLinesFormatter(),
-    bufferSize: 0,
-  });
-  restrictFileMode(paths.gatewayLog);
+  const sink = privateFileSink(
+    paths.gatewayLog,
+    getRotatingFileSink(paths.gatewayLog, {
+      maxSize: options.maxBytes ?? 10 * 1024 * 1024,
+      maxFiles: options.maxFiles ?? 5,
+      formatter: getJsonLinesFormatter(),
+      bufferSize: 0,
+    }),
+  );
   await configure({
     reset: true,
     sinks: { file: sink },
@@ -64,6 +67,24 @@ export async function configureLogging(
       { category: ["logtape", "meta"], sinks: ["file"], lowestLevel: "warning" },
     ],
   });
+}
+
+/**
+ * Keeps the log file 0600: the rotating sink creates a fresh file (new inode) at each rotation
+ * with the default mode, so the mode is re-asserted whenever the inode changes.
+ */
+function privateFileSink(path: string, inner: Sink & Disposable): Sink & Disposable {
+  restrictFileMode(path);
+  let inode = Deno.statSync(path).ino;
+  const sink = (record: Parameters<Sink>[0]) => {
+    inner(record);
+    const current = Deno.statSync(path).ino;
+    if (current !== inode) {
+      restrictFileMode(path);
+      inode = current;
+    }
+  };
+  return Object.assign(sink, { [Symbol.dispose]: () => inner[Symbol.dispose]() });
 }
 
 /** Flushes and closes the log sinks. */

@@ -1,0 +1,34 @@
+/** Shared helpers of the `<home>` tests. */
+import type { EnvReader } from "../../src/home/paths.ts";
+
+/** An environment reader over a fixed record; the real process environment is never read. */
+export function envOf(vars: Record<string, string> = {}): EnvReader {
+  return (name) => Object.hasOwn(vars, name) ? vars[name] : undefined;
+}
+
+/** Permission bits of `path` (e.g. `0o600`). */
+export function modeOf(path: string): number {
+  const mode = Deno.statSync(path).mode;
+  if (mode === null) throw new Error(`no mode for ${path} on this platform`);
+  return mode & 0o777;
+}
+
+/** Names in `dir`, sorted. */
+export function namesIn(dir: string): string[] {
+  return [...Deno.readDirSync(dir)].map((entry) => entry.name).sort();
+}
+
+/** Runs `body` with a fresh temp folder and removes the folder afterwards. */
+export async function withTempDir<T>(body: (dir: string) => T | Promise<T>): Promise<T> {
+  const dir = await Deno.makeTempDir({ prefix: "home-test-" });
+  try {
+    return await body(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Escapes `text` for use inside a regular expression. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

@@ -1,0 +1,200 @@
+// LogTape keeps one global configuration: every logging test lives in this file, and Deno runs
+// the tests of one file one after the other. Each test closes logging in a `finally`.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { getLogger } from "@logtape/logtape";
+import { closeLogging, configureLogging, logger } from "../../src/home/log.ts";
+import { homePaths } from "../../src/home/paths.ts";
+import { modeOf, namesIn, withTempDir } from "./_helpers.ts";
+
+interface LogLine {
+  "@timestamp": string;
+  level: string;
+  logger: string;
+  message: string;
+  properties: Record<string, unknown>;
+}
+
+function readLines(path: string): LogLine[] {
+  const text = Deno.readTextFileSync(path);
+  if (text === "") return [];
+  assert.ok(text.endsWith("\n"), "every record ends with a newline");
+  return text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as LogLine);
+}
+
+Deno.test("configureLogging: creates logs/ (0700) and writes JSON lines to logs/gateway.log", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(join(dir, "home"));
+    await configureLogging(paths);
+    try {
+      assert.equal(modeOf(paths.home), 0o700);
+      assert.equal(modeOf(paths.logs), 0o700);
+      assert.equal(modeOf(paths.gatewayLog), 0o600);
+
+      logger("gateway").info("listening on {port}", { port: 8644 });
+      logger("webhook", "listener").warn("route {route} has no secret", { route: "gh" });
+      logger("metrics").error("store failed");
+    } finally {
+      await closeLogging();
+    }
+    assert.deepEqual(namesIn(paths.logs), ["gateway.log"]);
+    const lines = readLines(paths.gatewayLog);
+    assert.equal(lines.length, 3);
+
+    const [info, warning, error] = lines;
+    assert.equal(info.level, "INFO");
+    assert.equal(info.logger, "agent.gateway");
+    assert.equal(info.message, "listening on 8644");
+    assert.deepEqual(info.properties, { port: 8644 });
+    assert.ok(!Number.isNaN(Date.parse(info["@timestamp"])), info["@timestamp"]);
+
+    assert.match(warning.level, /^WARN/);
+    assert.equal(warning.logger, "agent.webhook.listener");
+    assert.equal(warning.message, 'route "gh" has no secret');
+    assert.deepEqual(warning.properties, { route: "gh" });
+
+    assert.equal(error.level, "ERROR");
+    assert.equal(error.logger, "agent.metrics");
+    assert.equal(error.message, "store failed");
+  });
+});
+
+Deno.test("configureLogging: default level info; other categories are not written", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    await configureLogging(paths);
+    try {
+      logger("gateway").debug("debug is below the default level");
+      getLogger(["someone-else"]).error("not ours");
+      logger("gateway").info("kept");
+    } finally {
+      await closeLogging();
+    }
+    const lines = readLines(paths.gatewayLog);
+    assert.deepEqual(lines.map((line) => line.message), ["kept"]);
+  });
+});
+
+Deno.test("configureLogging: the level option is honoured", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    await configureLogging(paths, { level: "debug" });
+    try {
+      logger("a").debug("d1");
+    } finally {
+      await closeLogging();
+    }
+    await configureLogging(paths, { level: "warning" });
+    try {
+      logger("a").info("i2");
+      logger("a").warn("w2");
+    } finally {
+      await closeLogging();
+    }
+    const lines = readLines(paths.gatewayLog);
+    assert.deepEqual(lines.map((line) => line.message), ["d1", "w2"]);
+    assert.equal(lines[0].level, "DEBUG");
+    assert.match(lines[1].level, /^WARN/);
+  });
+});
+
+Deno.test("configureLogging: an existing gateway.log is appended to and made 0600", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    Deno.mkdirSync(paths.logs, { recursive: true });
+    const old =
+      JSON.stringify({ level: "INFO", logger: "agent.old", message: "old", properties: {} }) + "\n";
+    Deno.writeTextFileSync(paths.gatewayLog, old);
+    Deno.chmodSync(paths.gatewayLog, 0o644);
+    await configureLogging(paths);
+    try {
+      assert.equal(modeOf(paths.gatewayLog), 0o600);
+      logger("gateway").info("new");
+    } finally {
+      await closeLogging();
+    }
+    const text = Deno.readTextFileSync(paths.gatewayLog);
+    assert.ok(text.startsWith(old), "old lines are kept");
+    assert.deepEqual(readLines(paths.gatewayLog).map((line) => line.message), ["old", "new"]);
+  });
+});
+
+Deno.test("configureLogging: rotates by size and keeps at most maxFiles old files", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    const maxBytes = 2_000;
+    const maxFiles = 2;
+    const total = 300;
+    await configureLogging(paths, { maxBytes, maxFiles });
+    try {
+      for (let i = 0; i < total; i++) {
+        logger("gateway").info("line {i} {pad}", { i, pad: "x".repeat(40) });
+      }
+    } finally {
+      await closeLogging();
+    }
+    const names = namesIn(paths.logs);
+    assert.ok(names.includes("gateway.log"), names.join(","));
+    assert.ok(names.includes("gateway.log.1"), `rotation happened: ${names.join(",")}`);
+    const rotated = names.filter((name) => /^gateway\.log\.\d+$/.test(name));
+    assert.ok(rotated.length <= maxFiles, `at most ${maxFiles} rotated files: ${names.join(",")}`);
+    assert.deepEqual(names, ["gateway.log", ...rotated].sort(), "nothing else in logs/");
+
+    const files = ["gateway.log", ...rotated.sort()];
+    // Newest first: gateway.log holds the latest records, .1 the ones before, and so on.
+    const newestFirst: number[] = [];
+    for (const name of files) {
+      const path = join(paths.logs, name);
+      assert.ok(
+        Deno.statSync(path).size <= maxBytes,
+        `${name} is ${Deno.statSync(path).size} bytes`,
+      );
+      const lines = readLines(path); // every line is complete JSON
+      assert.ok(lines.length > 0, `${name} is not empty`);
+      newestFirst.push(...lines.map((line) => line.properties.i as number).reverse());
+    }
+    assert.equal(newestFirst[0], total - 1, "the last record is in gateway.log");
+    for (let k = 1; k < newestFirst.length; k++) {
+      assert.equal(
+        newestFirst[k],
+        newestFirst[k - 1] - 1,
+        "no record lost or reordered across files",
+      );
+    }
+    assert.ok(newestFirst.length < total, "old files beyond maxFiles were dropped");
+  });
+});
+
+Deno.test({
+  name: "configureLogging: log files stay 0600 after rotation",
+  async fn() {
+    await withTempDir(async (dir) => {
+      const paths = homePaths(dir);
+      await configureLogging(paths, { maxBytes: 2_000, maxFiles: 2 });
+      try {
+        for (let i = 0; i < 200; i++) {
+          logger("gateway").info("line {i} {pad}", { i, pad: "x".repeat(40) });
+        }
+      } finally {
+        await closeLogging();
+      }
+      for (const name of namesIn(paths.logs)) {
+        assert.equal(modeOf(join(paths.logs, name)), 0o600, name);
+      }
+    });
+  },
+});
+
+Deno.test("closeLogging: flushes; records logged after it are not written", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    await configureLogging(paths);
+    try {
+      logger("gateway").info("before close");
+    } finally {
+      await closeLogging();
+    }
+    logger("gateway").info("after close");
+    assert.deepEqual(readLines(paths.gatewayLog).map((line) => line.message), ["before close"]);
+  });
+});
