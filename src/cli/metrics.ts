@@ -109,11 +109,13 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   ).option("--out <dir>", "also copy the new packages to this folder")
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadConfig({ env: io.env });
+      // Check the copy target before anything is exported, so a bad --out loses nothing.
+      const outDir = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
       const service = openExistingUsageMetrics(config, { now: io.now });
       try {
         const built = service?.exportNow() ?? [];
         assertValid(built.map((entry) => entry.package));
-        const copies = options.out ? copyPackages(built, resolve(options.out)) : [];
+        const copies = outDir ? copyPackages(built, outDir) : [];
         const sent = service ? await sendWithProgress(io, service) : [];
         if (options.json) {
           return printJson(io, {
@@ -145,6 +147,14 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("send").description("send outbox packages that are due to the endpoint now")
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadConfig({ env: io.env });
+      if (!config.telemetry.enabled) {
+        const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
+          ? ""
+          : "; run `agent metrics enable --send --endpoint <url>` to turn them on";
+        throw new CliError(
+          `nothing is sent: usage metrics are off (${config.telemetry.decidedBy})${hint}`,
+        );
+      }
       if (!config.telemetry.send) {
         throw new CliError(
           "sending is off: run `agent metrics enable --send --endpoint <url>` to turn it on",
@@ -265,9 +275,12 @@ function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): 
       warnings: t.warnings,
     });
   }
-  io.out(`Usage metrics ${t.enabled ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
+  const configured = config.source.boolean("telemetry.shared_metrics.enabled");
+  io.out(`Usage metrics ${configured ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
+  if (configured && !t.enabled) {
+    io.out(`Collection stays off for now: ${t.decidedBy}.\n`);
+  }
   if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
-  if (!t.enabled && t.decidedBy.startsWith("DO_NOT_TRACK")) io.out(`Note: ${t.decidedBy}.\n`);
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
 }
 
@@ -314,8 +327,24 @@ function reportSent(io: CliIo, sent: Awaited<ReturnType<UsageMetrics["sendDue"]>
   }
 }
 
+function prepareOutDir(dir: string): string {
+  try {
+    ensurePrivateDir(dir);
+  } catch (error) {
+    const reason = error instanceof Deno.errors.AlreadyExists
+      ? "it exists and is not a folder"
+      : error instanceof Error
+      ? error.message
+      : String(error);
+    throw new UsageError(`--out ${dir}: cannot use it as the export folder (${reason})`);
+  }
+  if (!Deno.statSync(dir).isDirectory) {
+    throw new UsageError(`--out ${dir}: cannot use it as the export folder (it is not a folder)`);
+  }
+  return dir;
+}
+
 function copyPackages(built: { package: MetricsPackage; path: string }[], dir: string): string[] {
-  ensurePrivateDir(dir);
   return built.map((entry) => {
     const target = join(dir, `${entry.package.package_id}.json`);
     writeFileAtomic(target, Deno.readTextFileSync(entry.path));
@@ -366,7 +395,10 @@ function validateText(
       }],
     };
   }
-  return validateMetricsPackage(value);
+  const result = validateMetricsPackage(value);
+  if (result.valid) return result;
+  // JSON has no undefined: report a missing value as null so every error has the same keys.
+  return { valid: false, errors: result.errors.map((e) => ({ ...e, value: e.value ?? null })) };
 }
 
 function exists(path: string): boolean {

@@ -32,6 +32,10 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
     if (error instanceof CommanderError) {
       // Help and version are printed by commander and are not failures.
       if (error.exitCode === 0) return ExitCode.ok;
+      if (wantsJson) {
+        const message = error.message.replace(/^error: /, "");
+        io.out(JSON.stringify({ error: { message, exit_code: ExitCode.usage } }, null, 2) + "\n");
+      }
       return ExitCode.usage;
     }
     return reportError(io, error, wantsJson);

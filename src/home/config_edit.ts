@@ -36,10 +36,15 @@ export function editConfigFile(file: string, edit: (document: Document) => void)
   edit(document);
   const printed = document.toString({
     lineWidth: 0, // never re-wrap long values
-    flowCollectionPadding: false, // `[a, b]`, as people write it
+    flowCollectionPadding: usesFlowPadding(text), // `[a, b]` or `[ a, b ]`, as the file does
     indentSeq: !usesUnindentedSequences(text),
   });
   writeFileAtomic(file, keepTrailingCommentSpacing(text, printed));
+}
+
+/** Whether the file pads flow collections (`{ a: 1 }`, `[ x ]`); new files do not. */
+function usesFlowPadding(text: string): boolean {
+  return /:[ \t]+[[{] [^\s\]}]/.test(text);
 }
 
 /** Whether the file writes block lists at their key's indentation (`key:` then `- item`). */

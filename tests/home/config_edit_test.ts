@@ -247,3 +247,13 @@ Deno.test({
     });
   },
 });
+
+Deno.test("editConfigFile: padded flow collections stay padded", async () => {
+  await withTempDir((dir) => {
+    const file = join(dir, "config.yaml");
+    const original = "a: 1\nargs: [ -y, server ]\nenv: { A: b }\n";
+    Deno.writeTextFileSync(file, original);
+    editConfigFile(file, (doc) => doc.setIn(["a"], 2));
+    assert.equal(Deno.readTextFileSync(file), original.replace("a: 1", "a: 2"));
+  });
+});

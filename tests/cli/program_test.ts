@@ -1,0 +1,107 @@
+/**
+ * The shape of `agent`: help, version, exit codes, and the groups that have not landed yet.
+ */
+import assert from "node:assert/strict";
+import manifest from "../../deno.json" with { type: "json" };
+import { cli, filesIn, spawnCli, tempHome } from "./_helpers.ts";
+
+Deno.test("--help lists every command group and the exit codes, exit 0", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["--help"]);
+  assert.equal(result.code, 0);
+  for (const group of ["metrics", "gateway", "webhook", "mcp", "chat", "run"]) {
+    assert.match(result.stdout, new RegExp(`^\\s+${group}\\b`, "m"), `help lists ${group}`);
+  }
+  assert.match(result.stdout, /Exit codes: 0 ok, 1 the operation failed, 2 usage or validation/);
+  assert.equal(result.stderr, "");
+  assert.deepEqual(filesIn(h.home), [], "help creates nothing in <home>");
+});
+
+Deno.test("metrics --help lists its subcommands and the consent note, exit 0", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["metrics", "--help"]);
+  assert.equal(result.code, 0);
+  for (const sub of ["status", "enable", "disable", "preview", "export", "send", "validate"]) {
+    assert.match(result.stdout, new RegExp(`^\\s+${sub}\\b`, "m"), `metrics help lists ${sub}`);
+  }
+  assert.match(result.stdout, /^\s+reset\b/m);
+  assert.match(result.stdout, /DO_NOT_TRACK/);
+});
+
+Deno.test("--version and -V print the deno.json version", async () => {
+  await using h = await tempHome();
+  for (const flag of ["--version", "-V"]) {
+    const result = await cli(h.home, [flag]);
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, `${manifest.version}\n`);
+  }
+});
+
+Deno.test("an unknown command is a usage error (exit 2) naming the command", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["frobnicate"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /unknown command 'frobnicate'/);
+  assert.equal(result.stdout, "");
+});
+
+Deno.test("an unknown option of a metrics command is a usage error (exit 2)", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["metrics", "status", "--bogus"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /unknown option '--bogus'/);
+});
+
+Deno.test("metrics validate without a file is a usage error (exit 2)", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["metrics", "validate"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /missing required argument 'files'/);
+  assert.equal(result.stdout, "");
+});
+
+for (
+  const argv of [
+    ["gateway", "run"],
+    ["gateway", "setup"],
+    ["webhook", "list"],
+    ["webhook", "subscribe", "github", "--prompt", "x"],
+    ["mcp", "list"],
+    ["mcp", "login", "server"],
+    ["chat"],
+    ["run", "x"],
+  ]
+) {
+  Deno.test(`\`agent ${argv.join(" ")}\` says it is not available yet (exit 1)`, async () => {
+    await using h = await tempHome();
+    const result = await cli(h.home, argv);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /not available yet/);
+    assert.match(result.stderr, new RegExp(`agent ${argv.slice(0, 2)[0]}`));
+    assert.equal(result.stdout, "");
+    assert.deepEqual(filesIn(h.home), []);
+  });
+}
+
+Deno.test("e2e: the real CLI prints help, version, and exit codes", async () => {
+  await using h = await tempHome();
+  const help = await spawnCli(h.home, ["--help"]);
+  assert.equal(help.code, 0, help.stderr);
+  for (const group of ["metrics", "gateway", "webhook", "mcp", "chat", "run"]) {
+    assert.match(help.stdout, new RegExp(`^\\s+${group}\\b`, "m"));
+  }
+  assert.match(help.stdout, /Exit codes: 0 ok, 1 the operation failed, 2 usage/);
+
+  const version = await spawnCli(h.home, ["--version"]);
+  assert.equal(version.code, 0, version.stderr);
+  assert.equal(version.stdout.trim(), manifest.version);
+
+  const unknown = await spawnCli(h.home, ["frobnicate"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command 'frobnicate'/);
+
+  const later = await spawnCli(h.home, ["run", "x"]);
+  assert.equal(later.code, 1);
+  assert.match(later.stderr, /`agent run` is not available yet/);
+  assert.deepEqual(filesIn(h.home), []);
+});
