@@ -73,5 +73,10 @@ export function processIo(): CliIo {
 
 function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {
   let written = 0;
-  while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
+  try {
+    while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
+  } catch (error) {
+    // The reader went away (`agent … | head`): like other Unix tools, stop writing quietly.
+    if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
+  }
 }

@@ -37,18 +37,12 @@ const LATER_GROUPS: LaterGroup[] = [
   },
   {
     name: "mcp",
-    description: "manage MCP tool servers",
+    description: "",
     subcommands: [
-      ["list", "list configured servers"],
-      ["test", "connect to a server and show what it offers"],
-      ["tools", "list registered tools"],
-      ["call", "call a tool"],
-      ["add", "add a server to config.yaml"],
-      ["remove", "remove a server from config.yaml"],
       ["login", "run the OAuth login of a server"],
       ["install", "install a server from an agent:// deep link"],
     ],
-    capability: "the MCP client",
+    capability: "MCP OAuth and deep links",
   },
 ];
 
@@ -60,11 +54,15 @@ const LATER_COMMANDS: [name: string, description: string][] = [
 /** Adds the groups that are not available yet; each answers with exit code 1 and says so. */
 export function addLaterCommands(program: Command): void {
   for (const group of LATER_GROUPS) {
-    const command = program.command(group.name).description(
-      `${group.description} (not available yet)`,
-    );
+    // A group that exists already (mcp) only gets its missing subcommands.
+    const existing = program.commands.find((command) => command.name() === group.name) as
+      | Command
+      | undefined;
+    const command = existing ??
+      program.command(group.name).description(`${group.description} (not available yet)`);
     for (const [name, description] of group.subcommands) {
-      command.command(name).description(description).allowUnknownOption().allowExcessArguments()
+      command.command(name).description(`${description} (not available yet)`).allowUnknownOption()
+        .allowExcessArguments()
         .action(() => notYet(`${group.name} ${name}`, group.capability));
     }
   }

@@ -8,6 +8,7 @@ import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
 import { addLaterCommands } from "./later.ts";
+import { addMcpCommands } from "./mcp.ts";
 import { addMetricsCommands } from "./metrics.ts";
 
 /**
@@ -64,6 +65,7 @@ function buildProgram(io: CliIo, state: CommandState): Command {
         "Commands that list or create things take --json (one JSON document on stdout).",
     );
   addMetricsCommands(program, io, state);
+  addMcpCommands(program, io, state);
   addLaterCommands(program);
   return program;
 }

@@ -66,7 +66,7 @@ for (
     ["gateway", "setup"],
     ["webhook", "list"],
     ["webhook", "subscribe", "github", "--prompt", "x"],
-    ["mcp", "list"],
+    ["mcp", "install", "agent://mcp/install?name=x"],
     ["mcp", "login", "server"],
     ["chat"],
     ["run", "x"],

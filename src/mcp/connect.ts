@@ -1,0 +1,425 @@
+/**
+ * Connects to one MCP server as its config entry says: the transport (stdio, Streamable HTTP,
+ * SSE, with the initial-connect SSE fallback), the content-type preflight, and the protocol
+ * negotiation of SPEC.md (`auto`, `stateless`, `legacy`). The wire protocol is the SDK's.
+ *
+ * @module
+ */
+import {
+  Client,
+  type ClientOptions,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { McpServerConfig, McpTransportKind } from "./config.ts";
+import { McpServerError, messageOf } from "./errors.ts";
+import { type HttpAccess, httpAccessFor, preflight, unreachable } from "./http.ts";
+
+/** The modern protocol revision (the 2026-07-28 era). */
+export const MODERN_PROTOCOL_VERSION = "2026-07-28";
+
+/** Environment variables a stdio server inherits; everything else must be in its `env`. */
+export const INHERITED_ENV = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"];
+
+/** What connecting needs from the outside world. */
+export interface ConnectOptions {
+  /** Our client identity sent in the handshake. */
+  clientInfo: { name: string; version: string };
+  /** Reads the process environment (for the stdio child's minimal environment). */
+  processEnv: (name: string) => string | undefined;
+  /** Lists the process environment's names (for `XDG_*`). */
+  processEnvNames?: () => string[];
+  /** Receives the stderr output of stdio servers. */
+  onStderr?: (server: string, text: string) => void;
+  /** Called when the server says its tool list changed, with the new list. */
+  onToolsChanged?: (tools: Tool[]) => void;
+  /** Aborts the connect. */
+  signal?: AbortSignal;
+}
+
+/** One live connection to one server. */
+export interface McpConnection {
+  readonly config: McpServerConfig;
+  readonly client: Client;
+  /** The transport actually used (after an SSE fallback it is `sse`). */
+  readonly transport: McpTransportKind;
+  /** `legacy` (initialize handshake) or `modern` (2026-07-28 `server/discover`). */
+  readonly era: "legacy" | "modern";
+  /** The negotiated protocol version. */
+  readonly protocolVersion: string | undefined;
+  /** Milliseconds the connect took, preflight and fallbacks included. */
+  readonly connectMs: number;
+  /** Things the user should know (an SSE fallback, for instance). */
+  readonly warnings: string[];
+  /** The stdio child's pid. */
+  readonly pid: number | undefined;
+  /** Whether the connection was lost or closed. */
+  readonly closed: boolean;
+  /** Calls `listener` once when the connection goes away (not on {@linkcode close}). */
+  onLost(listener: (reason: string) => void): void;
+  /** Closes the connection (and stops a stdio child: stdin, SIGTERM, SIGKILL). */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to `config`'s server within its `connect_timeout`. Failures are
+ * {@linkcode McpServerError}s naming the server; a timeout never triggers a fallback.
+ */
+export async function connectServer(
+  config: McpServerConfig,
+  options: ConnectOptions,
+): Promise<McpConnection> {
+  const started = performance.now();
+  const deadline = AbortSignal.timeout(config.connectTimeoutSeconds * 1000);
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  const warnings: string[] = [];
+  const access = config.transport === "stdio" ? undefined : httpAccessFor(config);
+  try {
+    if (access && config.transport === "http" && !config.skipPreflight && config.auth !== "oauth") {
+      await withAbort(preflight(config, access, signal), signal, config, deadline);
+    }
+    let transportKind: McpTransportKind = config.transport;
+    let attempt: Attempt;
+    try {
+      attempt = await negotiate(config, options, access, transportKind, signal, deadline);
+    } catch (error) {
+      const status = error instanceof McpServerError && error.cause instanceof SdkHttpError
+        ? error.cause.status
+        : undefined;
+      // A JSON-RPC error in the 400 body means the server speaks MCP: no SSE fallback.
+      if (
+        transportKind !== "http" || status === undefined ||
+        ![400, 405, 406, 411].includes(status) ||
+        isModernOnlyRejection(error)
+      ) throw error;
+      warnings.push(
+        `MCP server '${config.name}': Streamable HTTP was refused (HTTP ${status}); connected over SSE ` +
+          `instead. Set \`transport: sse\` for this server to skip the failed attempt.`,
+      );
+      transportKind = "sse";
+      attempt = await negotiate(config, options, access, transportKind, signal, deadline);
+    }
+    return liveConnection(
+      config,
+      attempt,
+      transportKind,
+      access,
+      warnings,
+      performance.now() - started,
+    );
+  } catch (error) {
+    access?.[Symbol.dispose]();
+    throw error;
+  }
+}
+
+interface Attempt {
+  client: Client;
+  transport: Transport;
+}
+
+/** Runs SPEC.md's negotiation table over fresh client + transport pairs. */
+async function negotiate(
+  config: McpServerConfig,
+  options: ConnectOptions,
+  access: HttpAccess | undefined,
+  kind: McpTransportKind,
+  signal: AbortSignal,
+  deadline: AbortSignal,
+): Promise<Attempt> {
+  const legacy = () => attemptConnect(config, options, access, kind, "legacy", signal, deadline);
+  const modern = () => attemptConnect(config, options, access, kind, "modern", signal, deadline);
+  // The legacy SSE transport predates the modern era: only the handshake applies.
+  if (config.protocol === "legacy" || kind === "sse") return await legacy();
+  if (config.protocol === "stateless") {
+    try {
+      return await modern();
+    } catch (error) {
+      if (!isEraRejection(error)) throw error;
+      return await legacy(); // the one legacy retry
+    }
+  }
+  try {
+    return await legacy();
+  } catch (error) {
+    if (!isModernOnlyRejection(error)) throw error;
+    return await modern();
+  }
+}
+
+async function attemptConnect(
+  config: McpServerConfig,
+  options: ConnectOptions,
+  access: HttpAccess | undefined,
+  kind: McpTransportKind,
+  era: "legacy" | "modern",
+  signal: AbortSignal,
+  deadline: AbortSignal,
+): Promise<Attempt> {
+  const clientOptions: ClientOptions = {
+    capabilities: {},
+    versionNegotiation: { mode: era === "modern" ? { pin: MODERN_PROTOCOL_VERSION } : "legacy" },
+  };
+  if (options.onToolsChanged) {
+    const onToolsChanged = options.onToolsChanged;
+    clientOptions.listChanged = {
+      tools: {
+        debounceMs: 50,
+        onChanged: (error, tools) => {
+          if (!error && tools) onToolsChanged(tools);
+        },
+      },
+    };
+  }
+  const client = new Client(options.clientInfo, clientOptions);
+  const transport = makeTransport(config, options, access, kind);
+  try {
+    await withAbort(
+      client.connect(transport, { signal, timeout: config.connectTimeoutSeconds * 1000 }),
+      signal,
+      config,
+      deadline,
+    );
+    return { client, transport };
+  } catch (error) {
+    await client.close().catch(() => {});
+    await transport.close().catch(() => {});
+    throw classifyConnectError(config, error, deadline);
+  }
+}
+
+function makeTransport(
+  config: McpServerConfig,
+  options: ConnectOptions,
+  access: HttpAccess | undefined,
+  kind: McpTransportKind,
+): Transport {
+  if (kind === "stdio") {
+    const transport = new StdioClientTransport({
+      command: config.command!,
+      args: config.args,
+      env: childEnvironment(config, options),
+      stderr: "pipe",
+    });
+    const onStderr = options.onStderr;
+    if (onStderr) {
+      const decoder = new TextDecoder();
+      transport.stderr?.on(
+        "data",
+        (chunk: Uint8Array) => onStderr(config.name, decoder.decode(chunk)),
+      );
+    }
+    return transport;
+  }
+  const url = new URL(config.url!);
+  if (kind === "sse") return new SSEClientTransport(url, { fetch: access!.fetch });
+  return new StreamableHTTPClientTransport(url, { fetch: access!.fetch });
+}
+
+/** The stdio child's environment: a minimal inherited set plus the entry's `env`. */
+export function childEnvironment(
+  config: McpServerConfig,
+  options: Pick<ConnectOptions, "processEnv" | "processEnvNames">,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  const names = [
+    ...INHERITED_ENV,
+    ...(options.processEnvNames?.() ?? []).filter((name) => name.startsWith("XDG_")),
+  ];
+  for (const name of names) {
+    const value = options.processEnv(name);
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, ...config.env };
+}
+
+function liveConnection(
+  config: McpServerConfig,
+  attempt: Attempt,
+  transport: McpTransportKind,
+  access: HttpAccess | undefined,
+  warnings: string[],
+  connectMs: number,
+): McpConnection {
+  const { client } = attempt;
+  const listeners: ((reason: string) => void)[] = [];
+  let closed = false;
+  let closing = false;
+  client.onclose = () => {
+    if (closed) return;
+    closed = true;
+    access?.[Symbol.dispose]();
+    if (!closing) { for (const listener of listeners) listener("the connection was closed"); }
+  };
+  return {
+    config,
+    client,
+    transport,
+    era: client.getProtocolEra() === "modern" ? "modern" : "legacy",
+    protocolVersion: client.getNegotiatedProtocolVersion(),
+    connectMs,
+    warnings,
+    pid: attempt.transport instanceof StdioClientTransport
+      ? attempt.transport.pid ?? undefined
+      : undefined,
+    get closed() {
+      return closed;
+    },
+    onLost(listener) {
+      listeners.push(listener);
+    },
+    async close() {
+      closing = true;
+      if (attempt.transport instanceof StreamableHTTPClientTransport) {
+        await attempt.transport.terminateSession().catch(() => {});
+      }
+      await client.close().catch(() => {});
+      closed = true;
+      access?.[Symbol.dispose]();
+    },
+  };
+}
+
+/** The legacy handshake was refused because the server only speaks the modern era. */
+function isModernOnlyRejection(error: unknown): boolean {
+  const cause = error instanceof McpServerError ? error.cause : error;
+  if (cause instanceof ProtocolError && (cause.code === -32022 || cause.code === -32601)) {
+    return true;
+  }
+  // Over HTTP the rejection arrives as an HTTP 400 whose body is the JSON-RPC error.
+  return /unsupported protocol version|method not found|"code":\s*-32022/i.test(messageOf(cause));
+}
+
+/** The modern probe was refused in a way that means "try the legacy handshake". */
+function isEraRejection(error: unknown): boolean {
+  if (!(error instanceof McpServerError) || error.kind === "timeout") return false;
+  const cause = error.cause;
+  if (cause instanceof SdkError && cause.code === SdkErrorCode.EraNegotiationFailed) return true;
+  return isModernOnlyRejection(cause) || (cause instanceof ProtocolError);
+}
+
+/** Turns whatever the SDK or the runtime threw into an error naming the server. */
+export function classifyConnectError(
+  config: McpServerConfig,
+  error: unknown,
+  deadline?: AbortSignal,
+): McpServerError {
+  if (error instanceof McpServerError) return error;
+  const name = config.name;
+  if (
+    deadline?.aborted || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
+  ) {
+    return new McpServerError(
+      name,
+      "timeout",
+      `no answer within connect_timeout (${config.connectTimeoutSeconds} s)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof SdkHttpError) {
+    if (error.status === 401 || error.status === 403) {
+      return new McpServerError(
+        name,
+        "auth",
+        `the server refused the credentials (HTTP ${error.status}); check headers (for example an ` +
+          "Authorization header) or set auth: oauth",
+        { cause: error },
+      );
+    }
+    return new McpServerError(
+      name,
+      "protocol",
+      `HTTP ${error.status} from ${config.url}: ${error.message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const text = messageOf(error);
+  const code = (error as { code?: unknown })?.code;
+  if (
+    config.transport === "stdio" &&
+    (code === "ENOENT" || /ENOENT|not found|No such file/i.test(text))
+  ) {
+    return new McpServerError(
+      name,
+      "spawn",
+      `cannot start command '${config.command}': not found (check command and PATH)`,
+      { cause: error },
+    );
+  }
+  if (code === "EACCES" || /EACCES|permission denied/i.test(text)) {
+    return new McpServerError(
+      name,
+      "spawn",
+      `cannot start command '${config.command}': permission denied`,
+      {
+        cause: error,
+      },
+    );
+  }
+  if (error instanceof TypeError && /fetch|connect|dns|refused|network/i.test(text)) {
+    return unreachable(config, error);
+  }
+  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+    const where = config.transport === "stdio"
+      ? " (the process exited; see logs/mcp-stderr.log)"
+      : "";
+    return new McpServerError(
+      name,
+      "closed",
+      `the connection closed during the handshake${where}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return new McpServerError(name, "protocol", `connect failed: ${text}`, { cause: error });
+}
+
+/** Rejects as soon as `signal` aborts, even if `work` never settles. */
+async function withAbort<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  config: McpServerConfig,
+  deadline: AbortSignal,
+): Promise<T> {
+  if (signal.aborted) throw abortError(config, signal, deadline);
+  let onAbort: () => void = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(config, signal, deadline));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    work.catch(() => {}); // the loser's rejection is already answered
+  }
+}
+
+function abortError(
+  config: McpServerConfig,
+  signal: AbortSignal,
+  deadline: AbortSignal,
+): McpServerError {
+  if (deadline.aborted) {
+    return new McpServerError(
+      config.name,
+      "timeout",
+      `no answer within connect_timeout (${config.connectTimeoutSeconds} s)`,
+    );
+  }
+  return new McpServerError(
+    config.name,
+    "closed",
+    `connect cancelled: ${messageOf(signal.reason)}`,
+  );
+}

@@ -1,0 +1,712 @@
+/**
+ * The MCP connection manager: one slot per configured server, connected in parallel, with
+ * keepalive, reconnect with backoff, parking, stdio idle/lifetime recycling, per-server call
+ * concurrency, and a reload that diffs configurations. It is the engine behind `/reload-mcp`.
+ *
+ * @module
+ */
+import {
+  type CallToolResult,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  type Tool,
+} from "@modelcontextprotocol/client";
+import type { McpServerConfig, McpTransportKind } from "./config.ts";
+import { connectServer, type McpConnection } from "./connect.ts";
+import { McpServerError, messageOf } from "./errors.ts";
+import { buildToolset, type RegisteredTool } from "./registry.ts";
+
+/** Where a server stands. */
+export type ServerStatus =
+  | "disabled" // `enabled: false`: never connected
+  | "connecting"
+  | "connected"
+  | "idle" // a recycled stdio server: tools stay, the next call respawns it
+  | "reconnecting" // lost or failed, retrying with backoff
+  | "parked" // failed repeatedly (or permanently): tools withdrawn, retried every 5 minutes
+  | "failed" // failed, and this manager does not retry (one-shot commands)
+  | "stopped";
+
+/** A snapshot of one server for listings. */
+export interface ServerState {
+  name: string;
+  status: ServerStatus;
+  /** Configured transport, or the one actually used once connected. */
+  transport: McpTransportKind;
+  era?: "legacy" | "modern";
+  protocolVersion?: string;
+  serverInfo?: { name: string; version: string };
+  connectMs?: number;
+  toolCount: number;
+  error?: string;
+  warnings: string[];
+  pid?: number;
+}
+
+/** What a reload changed. */
+export interface ReloadReport {
+  added: string[];
+  removed: string[];
+  /** Servers whose entry changed and were connected again. */
+  reconnected: string[];
+  unchanged: string[];
+  /** Servers that could not be connected, with the reason. */
+  failed: { name: string; error: string }[];
+  /** Registered tools after the reload. */
+  toolCount: number;
+}
+
+/** Options of {@linkcode McpManager}. */
+export interface McpManagerOptions {
+  clientInfo?: { name: string; version: string };
+  /** Reads the process environment (for stdio children). Default `Deno.env.get`. */
+  processEnv?: (name: string) => string | undefined;
+  /** Lists process environment names. Default `Object.keys(Deno.env.toObject())`. */
+  processEnvNames?: () => string[];
+  /** Receives stdio servers' stderr. */
+  onStderr?: (server: string, text: string) => void;
+  /** Retry failed servers in the background (long-running sessions). Default true. */
+  reconnect?: boolean;
+  /** Called when something worth logging happens. */
+  onEvent?: (event: McpEvent) => void;
+  /** Jitter source. Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Something worth logging or showing. */
+export type McpEvent =
+  | { type: "connected"; server: string; tools: number; era: string; ms: number }
+  | { type: "failed"; server: string; error: string; retryInMs?: number }
+  | { type: "parked"; server: string; error: string }
+  | { type: "lost"; server: string; reason: string }
+  | { type: "recycled"; server: string; reason: "idle" | "lifetime" }
+  | { type: "tools_changed"; server: string; tools: number }
+  | { type: "warning"; server: string; message: string };
+
+type ResolvedOptions =
+  & McpManagerOptions
+  & Required<
+    Pick<
+      McpManagerOptions,
+      "clientInfo" | "processEnv" | "processEnvNames" | "reconnect" | "random"
+    >
+  >;
+
+const INITIAL_TRIES = 3;
+const PARKED_RETRY_MS = 300_000;
+const MAX_BACKOFF_MS = 60_000;
+
+/**
+ * Connects and serves the configured MCP servers.
+ *
+ * @example
+ * ```ts ignore
+ * const manager = new McpManager({ reconnect: false });
+ * await manager.start(servers);
+ * const result = await manager.callTool("mcp__everything__echo", { message: "hi" });
+ * await manager.shutdown();
+ * ```
+ */
+export class McpManager {
+  readonly #options: ResolvedOptions;
+  readonly #slots = new Map<string, ServerSlot>();
+  readonly #listeners = new Set<() => void>();
+
+  constructor(options: McpManagerOptions = {}) {
+    this.#options = {
+      clientInfo: { name: "agent", version: "0.0.0" },
+      processEnv: (name) => Deno.env.get(name),
+      processEnvNames: () => Object.keys(Deno.env.toObject()),
+      reconnect: true,
+      random: Math.random,
+      ...options,
+    };
+  }
+
+  /** Connects every enabled server in parallel; resolves when each has connected or failed once. */
+  async start(configs: readonly McpServerConfig[]): Promise<void> {
+    const slots = configs.map((config) => this.#addSlot(config));
+    await Promise.all(slots.map((slot) => slot.start()));
+  }
+
+  /** The servers, in configuration order. */
+  servers(): ServerState[] {
+    return [...this.#slots.values()].map((slot) => slot.state());
+  }
+
+  /** Every registered tool of every available server. */
+  tools(): RegisteredTool[] {
+    return [...this.#slots.values()].flatMap((slot) => slot.availableTools());
+  }
+
+  /** Subscribes to changes of the tool list; returns the unsubscribe function. */
+  onToolsChanged(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Calls a registered tool by its generated name. Errors are {@linkcode McpServerError}s naming
+   * the server; a tool that reports an error itself returns a result with `isError: true`.
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<CallToolResult> {
+    for (const slot of this.#slots.values()) {
+      const tool = slot.findTool(name);
+      if (tool) return await slot.call(tool, args, options.signal);
+    }
+    for (const slot of this.#slots.values()) {
+      if (slot.owns(name)) throw slot.unavailableError();
+    }
+    throw new Error(`no MCP tool named '${name}' is registered`);
+  }
+
+  /**
+   * Applies a new configuration: removed servers are closed, added ones connected, changed ones
+   * connected anew before the old connection is dropped, unchanged ones left alone.
+   */
+  async reload(configs: readonly McpServerConfig[]): Promise<ReloadReport> {
+    const report: ReloadReport = {
+      added: [],
+      removed: [],
+      reconnected: [],
+      unchanged: [],
+      failed: [],
+      toolCount: 0,
+    };
+    const next = new Map(configs.map((config) => [config.name, config]));
+    const work: Promise<void>[] = [];
+    for (const [name, slot] of this.#slots) {
+      if (!next.has(name)) {
+        report.removed.push(name);
+        this.#slots.delete(name);
+        work.push(slot.stop());
+      }
+    }
+    const ordered = new Map<string, ServerSlot>();
+    for (const config of configs) {
+      const current = this.#slots.get(config.name);
+      if (current && current.config.fingerprint === config.fingerprint) {
+        report.unchanged.push(config.name);
+        ordered.set(config.name, current);
+        continue;
+      }
+      const slot = this.#newSlot(config);
+      ordered.set(config.name, slot);
+      (current ? report.reconnected : report.added).push(config.name);
+      work.push(
+        slot.start().then(async () => {
+          if (current) await current.stop(); // the new one is up (or failed) first
+          if (
+            slot.status === "failed" || slot.status === "parked" || slot.status === "reconnecting"
+          ) {
+            report.failed.push({ name: config.name, error: slot.errorText() ?? "unknown error" });
+          }
+        }),
+      );
+    }
+    await Promise.all(work);
+    this.#slots.clear();
+    for (const [name, slot] of ordered) this.#slots.set(name, slot);
+    report.toolCount = this.tools().length;
+    this.#notify();
+    return report;
+  }
+
+  /** Closes every connection and stops every stdio child. */
+  async shutdown(): Promise<void> {
+    const slots = [...this.#slots.values()];
+    this.#slots.clear();
+    await Promise.all(slots.map((slot) => slot.stop()));
+  }
+
+  #addSlot(config: McpServerConfig): ServerSlot {
+    const slot = this.#newSlot(config);
+    this.#slots.set(config.name, slot);
+    return slot;
+  }
+
+  #newSlot(config: McpServerConfig): ServerSlot {
+    return new ServerSlot(config, this.#options, () => this.#notify());
+  }
+
+  #notify(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}
+
+/** The runtime of one server. */
+class ServerSlot {
+  readonly config: McpServerConfig;
+  status: ServerStatus;
+  readonly #options: ResolvedOptions;
+  readonly #notify: () => void;
+  #connection: McpConnection | undefined;
+  #connecting: Promise<McpConnection> | undefined;
+  #tools: RegisteredTool[] = [];
+  #warnings: string[] = [];
+  #error: McpServerError | undefined;
+  #failures = 0;
+  #inflight = 0;
+  #chain: Promise<unknown> = Promise.resolve();
+  #recycleWhenIdle: "idle" | "lifetime" | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #keepaliveTimer: ReturnType<typeof setInterval> | undefined;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #lifetimeTimer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(config: McpServerConfig, options: ResolvedOptions, notify: () => void) {
+    this.config = config;
+    this.#options = options;
+    this.#notify = notify;
+    this.status = config.enabled ? "connecting" : "disabled";
+  }
+
+  /** First connect; never throws (the failure is in the state). */
+  async start(): Promise<void> {
+    if (this.status === "disabled") return;
+    await this.#connect().catch(() => {});
+  }
+
+  state(): ServerState {
+    const connection = this.#connection;
+    return {
+      name: this.config.name,
+      status: this.status,
+      transport: connection?.transport ?? this.config.transport,
+      era: connection?.era,
+      protocolVersion: connection?.protocolVersion,
+      serverInfo: connection?.client.getServerVersion(),
+      connectMs: connection ? Math.round(connection.connectMs) : undefined,
+      toolCount: this.availableTools().length,
+      error: this.errorText(),
+      warnings: [...this.#warnings],
+      pid: connection?.pid,
+    };
+  }
+
+  errorText(): string | undefined {
+    return this.#error?.message;
+  }
+
+  /** Tools the agent may call now (none while parked, failed, stopped or disabled). */
+  availableTools(): RegisteredTool[] {
+    return ["connected", "idle", "reconnecting", "connecting"].includes(this.status)
+      ? this.#tools
+      : [];
+  }
+
+  findTool(name: string): RegisteredTool | undefined {
+    return this.availableTools().find((tool) => tool.name === name);
+  }
+
+  /** Whether `name` would belong to this server (to explain why it is unavailable). */
+  owns(name: string): boolean {
+    return this.#tools.some((tool) => tool.name === name);
+  }
+
+  unavailableError(): McpServerError {
+    const reason = this.#error
+      ? `: ${this.#error.message.replace(/^MCP server '[^']*': /, "")}`
+      : "";
+    const retry = this.status === "parked" ? " (it is retried every 5 minutes)" : "";
+    return new McpServerError(this.config.name, "closed", `is ${this.status}${reason}${retry}`);
+  }
+
+  async call(
+    tool: RegisteredTool,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
+    const run = () => this.#callOnce(tool, args, signal, true);
+    if (this.config.supportsParallelToolCalls) return await run();
+    const result = this.#chain.then(run, run);
+    this.#chain = result.catch(() => {});
+    return await result;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.status = this.status === "disabled" ? "disabled" : "stopped";
+    this.#clearTimers();
+    const connecting = this.#connecting;
+    const connection = this.#connection;
+    this.#connection = undefined;
+    await connection?.close();
+    // A connect still under way is closed when it lands.
+    await connecting?.then((late) => late.close(), () => {});
+  }
+
+  async #callOnce(
+    tool: RegisteredTool,
+    args: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+    mayRetry: boolean,
+  ): Promise<CallToolResult> {
+    if (this.#stopped) {
+      throw new McpServerError(this.config.name, "closed", "was removed or shut down");
+    }
+    const connection = await this.#ensureConnected();
+    this.#inflight++;
+    this.#clearIdleTimer();
+    const timeoutMs = this.config.timeoutSeconds * 1000;
+    try {
+      if (tool.kind === "utility") {
+        return await this.#utility(connection, tool.originalName, args, timeoutMs, signal);
+      }
+      return await connection.client.callTool(
+        { name: tool.originalName, arguments: args },
+        { timeout: timeoutMs, signal },
+      ) as CallToolResult;
+    } catch (error) {
+      const failure = this.#callError(tool, error);
+      // A dropped session may be retried for a read-only tool only: a write may have happened.
+      if (
+        failure.kind === "closed" && tool.readOnly && mayRetry && !this.#stopped && !signal?.aborted
+      ) {
+        return await this.#callOnce(tool, args, signal, false);
+      }
+      throw failure;
+    } finally {
+      this.#inflight--;
+      this.#afterActivity();
+    }
+  }
+
+  #callError(tool: RegisteredTool, error: unknown): McpServerError {
+    const name = this.config.name;
+    if (error instanceof McpServerError) return error;
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      return new McpServerError(
+        name,
+        "timeout",
+        `tool '${tool.originalName}' did not answer within timeout (${this.config.timeoutSeconds} s)`,
+        { cause: error },
+      );
+    }
+    if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+      const hint = this.config.transport === "stdio" ? "; see logs/mcp-stderr.log" : "";
+      const retry = tool.readOnly ? "" : "; not retried because the tool may have side effects";
+      return new McpServerError(
+        name,
+        "closed",
+        `the connection was lost during tool '${tool.originalName}' (the server may have crashed${hint})${retry}`,
+        { cause: error },
+      );
+    }
+    if (error instanceof ProtocolError) {
+      return new McpServerError(
+        name,
+        "tool",
+        `tool '${tool.originalName}' failed: ${error.message}`,
+        { cause: error },
+      );
+    }
+    if (error instanceof DOMException && error.name === "AbortError") {
+      return new McpServerError(name, "closed", `tool '${tool.originalName}' was cancelled`, {
+        cause: error,
+      });
+    }
+    return new McpServerError(
+      name,
+      "protocol",
+      `tool '${tool.originalName}' failed: ${messageOf(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+
+  async #utility(
+    connection: McpConnection,
+    utility: string,
+    args: Record<string, unknown>,
+    timeout: number,
+    signal: AbortSignal | undefined,
+  ): Promise<CallToolResult> {
+    const client = connection.client;
+    const options = { timeout, signal };
+    const text = (value: unknown): CallToolResult => ({
+      content: [{
+        type: "text",
+        text: typeof value === "string" ? value : JSON.stringify(value, null, 2),
+      }],
+    });
+    switch (utility) {
+      case "list_resources":
+        return text((await client.listResources(undefined, options)).resources);
+      case "read_resource": {
+        if (typeof args.uri !== "string") return invalidArgs("read_resource needs a string `uri`");
+        const result = await client.readResource({ uri: args.uri }, options);
+        return {
+          content: result.contents.map((item) =>
+            "text" in item && typeof item.text === "string"
+              ? { type: "text" as const, text: item.text }
+              : {
+                type: "text" as const,
+                text: `[binary resource ${item.uri}, ${item.mimeType ?? "unknown type"}]`,
+              }
+          ),
+        };
+      }
+      case "list_prompts":
+        return text((await client.listPrompts(undefined, options)).prompts);
+      case "get_prompt": {
+        if (typeof args.name !== "string") return invalidArgs("get_prompt needs a string `name`");
+        const promptArgs = args.arguments && typeof args.arguments === "object"
+          ? Object.fromEntries(Object.entries(args.arguments).map(([k, v]) => [k, String(v)]))
+          : undefined;
+        return text(await client.getPrompt({ name: args.name, arguments: promptArgs }, options));
+      }
+      default:
+        return invalidArgs(`unknown utility tool ${utility}`);
+    }
+  }
+
+  async #ensureConnected(): Promise<McpConnection> {
+    const connection = this.#connection;
+    if (connection && !connection.closed) return connection;
+    if (this.status === "parked" || this.status === "failed") {
+      // An explicit call is a good moment to try again.
+      this.#clearRetryTimer();
+    }
+    return await this.#connect();
+  }
+
+  /** Single-flight connect (discovery included). */
+  #connect(): Promise<McpConnection> {
+    if (this.#connecting) return this.#connecting;
+    const connecting = this.#doConnect().finally(() => {
+      if (this.#connecting === connecting) this.#connecting = undefined;
+    });
+    this.#connecting = connecting;
+    return connecting;
+  }
+
+  async #doConnect(): Promise<McpConnection> {
+    if (this.status !== "idle") this.status = "connecting";
+    let connection: McpConnection | undefined;
+    try {
+      connection = await connectServer(this.config, {
+        clientInfo: this.#options.clientInfo,
+        processEnv: this.#options.processEnv,
+        processEnvNames: this.#options.processEnvNames,
+        onStderr: this.#options.onStderr,
+        onToolsChanged: (tools) => this.#toolsChanged(tools),
+      });
+      if (this.#stopped) {
+        await connection.close();
+        throw new McpServerError(this.config.name, "closed", "was removed or shut down");
+      }
+      const capabilities = connection.client.getServerCapabilities();
+      const tools = capabilities?.tools
+        ? (await connection.client.listTools(undefined, {
+          timeout: this.config.connectTimeoutSeconds * 1000,
+        })).tools
+        : [];
+      const toolset = buildToolset(this.config, tools, capabilities);
+      this.#warnings = [...connection.warnings, ...toolset.warnings];
+      for (const message of this.#warnings) {
+        this.#emit({ type: "warning", server: this.config.name, message });
+      }
+      this.#tools = toolset.tools;
+      this.#connection = connection;
+      this.#error = undefined;
+      this.#failures = 0;
+      this.status = "connected";
+      connection.onLost((reason) => this.#lost(connection!, reason));
+      this.#startTimers(connection);
+      this.#emit({
+        type: "connected",
+        server: this.config.name,
+        tools: this.#tools.length,
+        era: connection.era,
+        ms: Math.round(connection.connectMs),
+      });
+      this.#notify();
+      return connection;
+    } catch (error) {
+      await connection?.close();
+      const failure = error instanceof McpServerError ? error : new McpServerError(
+        this.config.name,
+        "protocol",
+        `tool discovery failed: ${messageOf(error)}`,
+        {
+          cause: error,
+        },
+      );
+      this.#failed(failure);
+      throw failure;
+    }
+  }
+
+  #failed(error: McpServerError): void {
+    this.#error = error;
+    this.#failures++;
+    if (this.#stopped) return;
+    if (!this.#options.reconnect) {
+      this.status = "failed";
+      this.#emit({ type: "failed", server: this.config.name, error: error.message });
+      this.#notify();
+      return;
+    }
+    if (error.permanent || this.#failures >= INITIAL_TRIES) {
+      this.status = "parked";
+      this.#emit({ type: "parked", server: this.config.name, error: error.message });
+      this.#scheduleRetry(PARKED_RETRY_MS);
+    } else {
+      this.status = "reconnecting";
+      const delay = this.#backoff(this.#failures);
+      this.#emit({
+        type: "failed",
+        server: this.config.name,
+        error: error.message,
+        retryInMs: delay,
+      });
+      this.#scheduleRetry(delay);
+    }
+    this.#notify();
+  }
+
+  #lost(connection: McpConnection, reason: string): void {
+    if (this.#connection !== connection || this.#stopped) return;
+    this.#connection = undefined;
+    this.#clearTimers();
+    this.#emit({ type: "lost", server: this.config.name, reason });
+    if (!this.#options.reconnect) {
+      this.status = "failed";
+      this.#error = new McpServerError(this.config.name, "closed", reason);
+      this.#notify();
+      return;
+    }
+    this.status = "reconnecting";
+    this.#scheduleRetry(this.#backoff(1));
+  }
+
+  #backoff(failures: number): number {
+    const base = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (failures - 1));
+    return Math.round(base * (0.8 + 0.4 * this.#options.random()));
+  }
+
+  #scheduleRetry(delayMs: number): void {
+    this.#clearRetryTimer();
+    const timer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (!this.#stopped) this.#connect().catch(() => {});
+    }, delayMs);
+    Deno.unrefTimer(timer);
+    this.#retryTimer = timer;
+  }
+
+  #toolsChanged(tools: Tool[]): void {
+    const connection = this.#connection;
+    if (!connection) return;
+    const toolset = buildToolset(this.config, tools, connection.client.getServerCapabilities());
+    this.#tools = toolset.tools;
+    this.#emit({ type: "tools_changed", server: this.config.name, tools: this.#tools.length });
+    this.#notify();
+  }
+
+  #startTimers(connection: McpConnection): void {
+    this.#clearTimers();
+    const interval = this.config.keepaliveIntervalSeconds;
+    if (interval !== null) {
+      const timer = setInterval(() => this.#keepalive(connection), interval * 1000);
+      Deno.unrefTimer(timer);
+      this.#keepaliveTimer = timer;
+    }
+    if (this.config.transport === "stdio" && this.config.maxLifetimeSeconds > 0) {
+      const timer = setTimeout(
+        () => this.#recycle("lifetime"),
+        this.config.maxLifetimeSeconds * 1000,
+      );
+      Deno.unrefTimer(timer);
+      this.#lifetimeTimer = timer;
+    }
+    this.#afterActivity();
+  }
+
+  async #keepalive(connection: McpConnection): Promise<void> {
+    if (this.#connection !== connection || connection.closed) return;
+    const timeout = Math.min(30_000, this.config.connectTimeoutSeconds * 1000);
+    try {
+      await connection.client.ping({ timeout });
+    } catch (error) {
+      if (error instanceof ProtocolError && error.code === -32601) {
+        // No ping on this server: listing tools proves liveness as well.
+        try {
+          await connection.client.listTools(undefined, { timeout });
+          return;
+        } catch { /* fall through: the server is gone */ }
+      }
+      if (this.#connection !== connection) return;
+      await connection.close();
+      this.#lost(connection, `keepalive failed: ${messageOf(error)}`);
+    }
+  }
+
+  #afterActivity(): void {
+    if (this.#inflight > 0) return;
+    if (this.#recycleWhenIdle) {
+      const reason = this.#recycleWhenIdle;
+      this.#recycleWhenIdle = undefined;
+      this.#recycle(reason);
+      return;
+    }
+    this.#clearIdleTimer();
+    if (
+      this.config.transport === "stdio" && this.config.idleTimeoutSeconds > 0 && this.#connection
+    ) {
+      const timer = setTimeout(() => this.#recycle("idle"), this.config.idleTimeoutSeconds * 1000);
+      Deno.unrefTimer(timer);
+      this.#idleTimer = timer;
+    }
+  }
+
+  /** Stops the stdio child; tools stay registered and the next call spawns it again. */
+  #recycle(reason: "idle" | "lifetime"): void {
+    if (this.#inflight > 0) {
+      this.#recycleWhenIdle = reason;
+      return;
+    }
+    const connection = this.#connection;
+    if (!connection || this.#stopped) return;
+    this.#connection = undefined;
+    this.#clearTimers();
+    this.status = "idle";
+    this.#emit({ type: "recycled", server: this.config.name, reason });
+    connection.close().catch(() => {});
+  }
+
+  #clearIdleTimer(): void {
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+  }
+
+  #clearRetryTimer(): void {
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+  }
+
+  #clearTimers(): void {
+    this.#clearIdleTimer();
+    this.#clearRetryTimer();
+    if (this.#keepaliveTimer !== undefined) clearInterval(this.#keepaliveTimer);
+    if (this.#lifetimeTimer !== undefined) clearTimeout(this.#lifetimeTimer);
+    this.#keepaliveTimer = undefined;
+    this.#lifetimeTimer = undefined;
+  }
+
+  #emit(event: McpEvent): void {
+    this.#options.onEvent?.(event);
+  }
+}
+
+function invalidArgs(message: string): CallToolResult {
+  return { content: [{ type: "text", text: message }], isError: true };
+}

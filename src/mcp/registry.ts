@@ -1,0 +1,128 @@
+/**
+ * The tools one server contributes to the agent: its own tools after `include`/`exclude`, and
+ * the utility tools for resources and prompts when both the switch and the server allow them.
+ *
+ * @module
+ */
+import type { ServerCapabilities, Tool } from "@modelcontextprotocol/client";
+import type { McpServerConfig } from "./config.ts";
+import { selectTools } from "./filter.ts";
+import { detectCollisions, toolName, type UtilityTool, utilityToolName } from "./names.ts";
+
+/** A tool as the agent sees it. */
+export interface RegisteredTool {
+  /** The generated name, e.g. `mcp__my_api__list_items_v2`. */
+  name: string;
+  /** The server's configured name. */
+  server: string;
+  /** The server-native name, or the utility tool's name. */
+  originalName: string;
+  /** A server-native tool, or one of the four utility tools. */
+  kind: "tool" | "utility";
+  description: string;
+  /** JSON Schema of the arguments. */
+  inputSchema: Record<string, unknown>;
+  /** True only when the server annotated the tool `readOnlyHint: true`. */
+  readOnly: boolean;
+}
+
+/** The tools of one server, and what the user should know about them. */
+export interface ServerToolset {
+  tools: RegisteredTool[];
+  warnings: string[];
+}
+
+const UTILITY_SCHEMAS: Record<
+  UtilityTool,
+  { description: string; inputSchema: Record<string, unknown> }
+> = {
+  list_resources: {
+    description: "List the resources this MCP server offers (uri, name, description, mime type).",
+    inputSchema: { type: "object", properties: {} },
+  },
+  read_resource: {
+    description: "Read one resource of this MCP server by its uri.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        uri: { type: "string", description: "The resource uri, from list_resources." },
+      },
+      required: ["uri"],
+    },
+  },
+  list_prompts: {
+    description: "List the prompt templates this MCP server offers, with their arguments.",
+    inputSchema: { type: "object", properties: {} },
+  },
+  get_prompt: {
+    description: "Render one prompt template of this MCP server with its arguments.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        name: { type: "string", description: "The prompt name, from list_prompts." },
+        arguments: {
+          type: "object",
+          description: "The prompt's arguments as string values.",
+          additionalProperties: { type: "string" },
+        },
+      },
+      required: ["name"],
+    },
+  },
+};
+
+/**
+ * Builds the toolset of one connected server. An empty `tools` list means the server gets no
+ * toolset at all (SPEC.md: no empty runtime toolset).
+ *
+ * @example
+ * ```ts
+ * import { buildToolset } from "./registry.ts";
+ * const { tools } = buildToolset(
+ *   { name: "my-api", tools: { resources: true, prompts: true } } as never,
+ *   [{ name: "list-items.v2", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }],
+ *   {},
+ * );
+ * console.assert(tools[0].name === "mcp__my_api__list_items_v2" && tools[0].readOnly);
+ * ```
+ */
+export function buildToolset(
+  config: Pick<McpServerConfig, "name" | "tools">,
+  serverTools: readonly Tool[],
+  capabilities: ServerCapabilities | undefined,
+): ServerToolset {
+  const selected = selectTools(serverTools, config.tools);
+  const tools: RegisteredTool[] = selected.map((tool) => ({
+    name: toolName(config.name, tool.name),
+    server: config.name,
+    originalName: tool.name,
+    kind: "tool",
+    description: tool.description ?? tool.title ?? "",
+    inputSchema: (tool.inputSchema as Record<string, unknown> | undefined) ?? { type: "object" },
+    readOnly: tool.annotations?.readOnlyHint === true,
+  }));
+  const utilities: UtilityTool[] = [];
+  if (config.tools.resources && capabilities?.resources) {
+    utilities.push("list_resources", "read_resource");
+  }
+  if (config.tools.prompts && capabilities?.prompts) utilities.push("list_prompts", "get_prompt");
+  for (const utility of utilities) {
+    tools.push({
+      name: utilityToolName(config.name, utility),
+      server: config.name,
+      originalName: utility,
+      kind: "utility",
+      ...UTILITY_SCHEMAS[utility],
+      readOnly: true,
+    });
+  }
+  const collisions = detectCollisions(
+    tools.map((tool) => ({ registered: tool.name, original: tool.originalName })),
+  );
+  const warnings = collisions.map((name) =>
+    `MCP server '${config.name}': several tools become ${name} after sanitising; only the first is registered`
+  );
+  const seen = new Set<string>();
+  const unique = tools.filter((tool) => !seen.has(tool.name) && seen.add(tool.name));
+  return { tools: unique, warnings };
+}
