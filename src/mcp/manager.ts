@@ -112,6 +112,7 @@ export class McpManager {
   readonly #options: ResolvedOptions;
   readonly #slots = new Map<string, ServerSlot>();
   readonly #listeners = new Set<() => void>();
+  readonly #warnedCollisions = new Set<string>();
 
   constructor(options: McpManagerOptions = {}) {
     this.#options = {
@@ -132,12 +133,24 @@ export class McpManager {
 
   /** The servers, in configuration order. */
   servers(): ServerState[] {
-    return [...this.#slots.values()].map((slot) => slot.state());
+    const collisions = this.#collisions();
+    return [...this.#slots.values()].map((slot) => {
+      const state = slot.state();
+      for (const collision of collisions) {
+        if (collision.server === slot.config.name) state.warnings.push(collision.message);
+      }
+      return state;
+    });
   }
 
-  /** Every registered tool of every available server. */
+  /**
+   * Every registered tool of every available server. When two servers produce the same name
+   * (`a-b` and `a_b` both sanitise to `a_b`), the first server in configuration order keeps it.
+   */
   tools(): RegisteredTool[] {
-    return [...this.#slots.values()].flatMap((slot) => slot.availableTools());
+    const seen = new Set<string>();
+    return [...this.#slots.values()].flatMap((slot) => slot.availableTools())
+      .filter((tool) => !seen.has(tool.name) && seen.add(tool.name));
   }
 
   /** Subscribes to changes of the tool list; returns the unsubscribe function. */
@@ -157,7 +170,7 @@ export class McpManager {
   ): Promise<CallToolResult> {
     for (const slot of this.#slots.values()) {
       const tool = slot.findTool(name);
-      if (tool) return await slot.call(tool, args, options.signal);
+      if (tool) return await slot.call(tool, args, options.signal); // the first server wins
     }
     for (const slot of this.#slots.values()) {
       if (slot.owns(name)) throw slot.unavailableError();
@@ -187,29 +200,32 @@ export class McpManager {
         work.push(slot.stop());
       }
     }
-    const ordered = new Map<string, ServerSlot>();
     for (const config of configs) {
       const current = this.#slots.get(config.name);
       if (current && current.config.fingerprint === config.fingerprint) {
         report.unchanged.push(config.name);
-        ordered.set(config.name, current);
         continue;
       }
       const slot = this.#newSlot(config);
-      ordered.set(config.name, slot);
+      if (!current) this.#slots.set(config.name, slot);
       (current ? report.reconnected : report.added).push(config.name);
       work.push(
         slot.start().then(async () => {
-          if (current) await current.stop(); // the new one is up (or failed) first
-          if (
-            slot.status === "failed" || slot.status === "parked" || slot.status === "reconnecting"
-          ) {
+          if (current) {
+            // Make before break: the new connection serves calls before the old one goes.
+            this.#slots.set(config.name, slot);
+            await current.stop();
+          }
+          if (["failed", "parked", "reconnecting"].includes(slot.status)) {
             report.failed.push({ name: config.name, error: slot.errorText() ?? "unknown error" });
           }
+          this.#notify();
         }),
       );
     }
     await Promise.all(work);
+    // Keep configuration order for listings.
+    const ordered = configs.map((config) => [config.name, this.#slots.get(config.name)!] as const);
     this.#slots.clear();
     for (const [name, slot] of ordered) this.#slots.set(name, slot);
     report.toolCount = this.tools().length;
@@ -235,7 +251,37 @@ export class McpManager {
   }
 
   #notify(): void {
+    for (const collision of this.#collisions()) {
+      if (this.#warnedCollisions.has(collision.message)) continue;
+      this.#warnedCollisions.add(collision.message);
+      this.#options.onEvent?.({
+        type: "warning",
+        server: collision.server,
+        message: collision.message,
+      });
+    }
     for (const listener of this.#listeners) listener();
+  }
+
+  /** Tools of a later server whose generated name an earlier server already registers. */
+  #collisions(): { server: string; message: string }[] {
+    const owner = new Map<string, string>();
+    const found: { server: string; message: string }[] = [];
+    for (const slot of this.#slots.values()) {
+      for (const tool of slot.availableTools()) {
+        const first = owner.get(tool.name);
+        if (first === undefined) owner.set(tool.name, slot.config.name);
+        else if (first !== slot.config.name) {
+          found.push({
+            server: slot.config.name,
+            message:
+              `MCP server '${slot.config.name}': tool '${tool.originalName}' is not available ` +
+              `because MCP server '${first}' already registers ${tool.name}; rename one of the servers`,
+          });
+        }
+      }
+    }
+    return found;
   }
 }
 
@@ -259,6 +305,7 @@ class ServerSlot {
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #lifetimeTimer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
+  readonly #abort = new AbortController();
 
   constructor(config: McpServerConfig, options: ResolvedOptions, notify: () => void) {
     this.config = config;
@@ -333,6 +380,7 @@ class ServerSlot {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.status = this.status === "disabled" ? "disabled" : "stopped";
+    this.#abort.abort(new Error("the server was removed or shut down"));
     this.#clearTimers();
     const connecting = this.#connecting;
     const connection = this.#connection;
@@ -364,7 +412,7 @@ class ServerSlot {
         { timeout: timeoutMs, signal },
       ) as CallToolResult;
     } catch (error) {
-      const failure = this.#callError(tool, error);
+      const failure = this.#callError(tool, error, signal);
       // A dropped session may be retried for a read-only tool only: a write may have happened.
       if (
         failure.kind === "closed" && tool.readOnly && mayRetry && !this.#stopped && !signal?.aborted
@@ -378,9 +426,19 @@ class ServerSlot {
     }
   }
 
-  #callError(tool: RegisteredTool, error: unknown): McpServerError {
+  #callError(
+    tool: RegisteredTool,
+    error: unknown,
+    signal: AbortSignal | undefined,
+  ): McpServerError {
     const name = this.config.name;
     if (error instanceof McpServerError) return error;
+    // The SDK reports the caller's abort like a timeout; the signal tells them apart.
+    if (signal?.aborted) {
+      return new McpServerError(name, "closed", `tool '${tool.originalName}' was cancelled`, {
+        cause: error,
+      });
+    }
     if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
       return new McpServerError(
         name,
@@ -406,11 +464,6 @@ class ServerSlot {
         `tool '${tool.originalName}' failed: ${error.message}`,
         { cause: error },
       );
-    }
-    if (error instanceof DOMException && error.name === "AbortError") {
-      return new McpServerError(name, "closed", `tool '${tool.originalName}' was cancelled`, {
-        cause: error,
-      });
     }
     return new McpServerError(
       name,
@@ -498,17 +551,18 @@ class ServerSlot {
         processEnvNames: this.#options.processEnvNames,
         onStderr: this.#options.onStderr,
         onToolsChanged: (tools) => this.#toolsChanged(tools),
+        signal: this.#abort.signal,
       });
-      if (this.#stopped) {
-        await connection.close();
-        throw new McpServerError(this.config.name, "closed", "was removed or shut down");
-      }
       const capabilities = connection.client.getServerCapabilities();
       const tools = capabilities?.tools
         ? (await connection.client.listTools(undefined, {
           timeout: this.config.connectTimeoutSeconds * 1000,
+          signal: this.#abort.signal,
         })).tools
         : [];
+      if (this.#stopped) {
+        throw new McpServerError(this.config.name, "closed", "was removed or shut down");
+      }
       const toolset = buildToolset(this.config, tools, capabilities);
       this.#warnings = [...connection.warnings, ...toolset.warnings];
       for (const message of this.#warnings) {
