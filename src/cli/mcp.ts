@@ -14,6 +14,7 @@ import {
   McpManager,
   type McpServerConfig,
   McpServerError,
+  type McpTransportKind,
   type ServerState,
   StderrLog,
 } from "../mcp/mod.ts";
@@ -82,7 +83,13 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           const ok = server.status === "connected";
           if (!ok) state.exitCode = 1;
           if (options.json) {
-            return printJson(io, { ok, ...server, totalMs, tools: tools.map(toolRow) });
+            return printJson(io, {
+              ok,
+              ...server,
+              enabled: config.enabled,
+              totalMs,
+              tools: tools.map(toolRow),
+            });
           }
           if (!ok) {
             io.err(`${server.error}\n`);
@@ -349,12 +356,20 @@ class McpSession {
     return names.filter((name) => !this.servers.some((s) => s.name === name)).map((name) => ({
       name,
       status: "invalid" as ServerState["status"],
-      transport: "stdio",
+      transport: this.#configuredTransport(name),
       toolCount: 0,
       error: this.issues.filter((i) => i.server === name && i.severity === "error")
         .map((i) => formatIssue(i, this.config.paths.config)).join("; "),
       warnings: [],
     }));
+  }
+
+  /** The transport an entry asks for, read from the raw entry (it did not validate). */
+  #configuredTransport(name: string): McpTransportKind {
+    const entry = this.config.source.get("mcp_servers") as Record<string, unknown> | undefined;
+    const raw = entry?.[name] as Record<string, unknown> | undefined;
+    if (!raw || typeof raw !== "object" || raw.url === undefined) return "stdio";
+    return String(raw.transport ?? "").trim().toLowerCase() === "sse" ? "sse" : "http";
   }
 
   printIssues(): void {

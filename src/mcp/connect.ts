@@ -252,10 +252,16 @@ function liveConnection(
   const listeners: ((reason: string) => void)[] = [];
   let closed = false;
   let closing = false;
+  let disposed = false;
+  const dispose = () => {
+    if (disposed) return;
+    disposed = true;
+    access?.[Symbol.dispose]();
+  };
   client.onclose = () => {
     if (closed) return;
     closed = true;
-    access?.[Symbol.dispose]();
+    dispose();
     if (!closing) { for (const listener of listeners) listener("the connection was closed"); }
   };
   return {
@@ -282,7 +288,7 @@ function liveConnection(
       }
       await client.close().catch(() => {});
       closed = true;
-      access?.[Symbol.dispose]();
+      dispose();
     },
   };
 }

@@ -457,6 +457,15 @@ class ServerSlot {
         { cause: error },
       );
     }
+    if (error instanceof TypeError && /fetch failed|connection/i.test(error.message)) {
+      const retry = tool.readOnly ? "" : "; not retried because the tool may have side effects";
+      return new McpServerError(
+        name,
+        "closed",
+        `the connection to ${this.config.url} was lost during tool '${tool.originalName}'${retry}`,
+        { cause: error },
+      );
+    }
     if (error instanceof ProtocolError) {
       return new McpServerError(
         name,

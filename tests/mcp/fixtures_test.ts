@@ -37,7 +37,10 @@ type Kind = "stdio" | "http" | "sse";
 function newClient(mode: VersionNegotiationMode, options: ClientOptions = {}): Client {
   return new Client({ name: "fixtures-test", version: "1.0.0" }, {
     ...options,
-    versionNegotiation: { mode, probe: { timeoutMs: 5_000 } },
+    // Over HTTP a probe timeout is a connect failure (not a fallback), so the bound must hold on a
+    // loaded machine (`deno test --parallel`); every expected outcome here is an answer, not a
+    // timeout, so a generous bound costs nothing.
+    versionNegotiation: { mode, probe: { timeoutMs: 20_000 } },
   });
 }
 
@@ -499,7 +502,9 @@ Deno.test("mTLS: the server requires a client certificate signed by its CA", asy
 
     const attempt = async (options: Parameters<typeof Deno.createHttpClient>[0]) => {
       using client = Deno.createHttpClient(options);
-      const response = await fetch(server.url, { client, method: "GET" });
+      // Bounded: a refused handshake the server left open would otherwise hang the suite.
+      const signal = AbortSignal.timeout(15_000);
+      const response = await fetch(server.url, { client, method: "GET", signal });
       await response.body?.cancel();
       return response.status;
     };
