@@ -38,7 +38,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
 
   mcp.command("list").description("connect to every configured server and show its status")
     .option("--json", "print one JSON document").action(async (options) => {
-      const session = await McpSession.open(io);
+      const session = McpSession.open(io);
       try {
         await session.start(session.servers);
         const rows = [...session.manager.servers(), ...session.invalidServers()];
@@ -72,7 +72,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
   )
     .argument("<name>", "server name").option("--json", "print one JSON document").action(
       async (name, options) => {
-        const session = await McpSession.open(io);
+        const session = McpSession.open(io);
         try {
           const config = session.server(name, { allowDisabled: true });
           const started = performance.now();
@@ -124,7 +124,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
   mcp.command("tools").description("list registered tool names with the server's original names")
     .argument("[name]", "only this server").option("--json", "print one JSON document").action(
       async (name, options) => {
-        const session = await McpSession.open(io);
+        const session = McpSession.open(io);
         try {
           await session.start(name ? [session.server(name)] : session.servers);
           const tools = session.manager.tools();
@@ -172,7 +172,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       if (typeof args !== "object" || args === null || Array.isArray(args)) {
         throw new UsageError('--args must be a JSON object, e.g. --args \'{"message":"hi"}\'');
       }
-      const session = await McpSession.open(io);
+      const session = McpSession.open(io);
       try {
         await session.start([session.server(name)]);
         const [server] = session.manager.servers();
@@ -315,8 +315,8 @@ class McpSession {
     });
   }
 
-  static open(io: CliIo): Promise<McpSession> {
-    return Promise.resolve(new McpSession(io, loadConfig({ env: io.env })));
+  static open(io: CliIo): McpSession {
+    return new McpSession(io, loadConfig({ env: io.env }));
   }
 
   /** The configured server `name`, or a usage error that lists the valid names. */
