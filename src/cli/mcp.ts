@@ -256,7 +256,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       }
       if (options.disabled) entry.enabled = false;
       const config = loadConfig({ env: io.env });
-      if (config.source.get(`mcp_servers`) !== undefined && hasServer(config, name)) {
+      if (hasServer(config, name)) {
         throw new CliError(
           `MCP server '${name}' already exists in ${config.paths.config}; remove it first (agent mcp remove ${name})`,
         );

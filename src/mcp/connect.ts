@@ -224,7 +224,7 @@ function makeTransport(
 }
 
 /** The stdio child's environment: a minimal inherited set plus the entry's `env`. */
-export function childEnvironment(
+function childEnvironment(
   config: McpServerConfig,
   options: Pick<ConnectOptions, "processEnv" | "processEnvNames">,
 ): Record<string, string> {
@@ -312,7 +312,7 @@ function isEraRejection(error: unknown): boolean {
 }
 
 /** Turns whatever the SDK or the runtime threw into an error naming the server. */
-export function classifyConnectError(
+function classifyConnectError(
   config: McpServerConfig,
   error: unknown,
   deadline?: AbortSignal,
