@@ -376,6 +376,8 @@ Deno.test("a server that crashes or hangs mid-call fails that call only", async 
       assert.ok(error instanceof McpServerError, String(error));
       assert.equal(error.server, "crashy-http");
       assert.match(error.message, /^MCP server 'crashy-http': .*'crash'/);
+      assert.equal(error.kind, "closed", error.message);
+      assert.match(error.message, /not retried because the tool may have side effects/);
       assert.equal((await crashyHttp.process.status).code, 1);
       await stillWorks();
     });

@@ -42,6 +42,9 @@ for (const transport of ["stdio", "http"] as const) {
               assert.ok(error instanceof McpServerError, String(error));
               assert.equal(error.server, `${era}-${transport}`);
               assert.notEqual(error.kind, "timeout");
+              // The server answered in JSON-RPC (-32022): no SSE fallback, the rejection is reported.
+              assert.match(error.message, /Unsupported protocol version/);
+              assert.doesNotMatch(error.message, /SSE/i);
               return true;
             });
             return;
