@@ -24,6 +24,10 @@ export interface CliIo {
   confirm(question: string): Promise<boolean>;
   /** Clock (ms since epoch). */
   now(): number;
+  /** stdin as a byte stream (interactive commands read it line by line). */
+  stdin?(): ReadableStream<Uint8Array>;
+  /** Subscribes to Ctrl-C (SIGINT) while the listener is registered; returns the unsubscribe. */
+  onInterrupt?(listener: () => void): () => void;
 }
 
 /** Exit codes of `agent` (decisions.md §3). */
@@ -68,6 +72,11 @@ export function processIo(): CliIo {
       return await confirm({ message: question, default: false });
     },
     now: () => Date.now(),
+    stdin: () => Deno.stdin.readable,
+    onInterrupt: (listener) => {
+      Deno.addSignalListener("SIGINT", listener);
+      return () => Deno.removeSignalListener("SIGINT", listener);
+    },
   };
 }
 

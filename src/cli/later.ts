@@ -46,10 +46,7 @@ const LATER_GROUPS: LaterGroup[] = [
   },
 ];
 
-const LATER_COMMANDS: [name: string, description: string][] = [
-  ["chat", "interactive agent session"],
-  ["run", "run the agent once on a prompt"],
-];
+const LATER_COMMANDS: [name: string, description: string][] = [];
 
 /** Adds the groups that are not available yet; each answers with exit code 1 and says so. */
 export function addLaterCommands(program: Command): void {

@@ -6,6 +6,7 @@
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
+import { addAgentCommands } from "./agent.ts";
 import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
 import { addLaterCommands } from "./later.ts";
 import { addMcpCommands } from "./mcp.ts";
@@ -66,6 +67,7 @@ function buildProgram(io: CliIo, state: CommandState): Command {
     );
   addMetricsCommands(program, io, state);
   addMcpCommands(program, io, state);
+  addAgentCommands(program, io, state);
   addLaterCommands(program);
   return program;
 }

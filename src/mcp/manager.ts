@@ -166,11 +166,11 @@ export class McpManager {
   async callTool(
     name: string,
     args: Record<string, unknown> = {},
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal; onRetry?: () => void } = {},
   ): Promise<CallToolResult> {
     for (const slot of this.#slots.values()) {
       const tool = slot.findTool(name);
-      if (tool) return await slot.call(tool, args, options.signal); // the first server wins
+      if (tool) return await slot.call(tool, args, options.signal, options.onRetry); // the first server wins
     }
     for (const slot of this.#slots.values()) {
       if (slot.owns(name)) throw slot.unavailableError();
@@ -369,8 +369,9 @@ class ServerSlot {
     tool: RegisteredTool,
     args: Record<string, unknown>,
     signal?: AbortSignal,
+    onRetry?: () => void,
   ): Promise<CallToolResult> {
-    const run = () => this.#callOnce(tool, args, signal, true);
+    const run = () => this.#callOnce(tool, args, signal, onRetry);
     if (this.config.supportsParallelToolCalls) return await run();
     const result = this.#chain.then(run, run);
     this.#chain = result.catch(() => {});
@@ -394,7 +395,8 @@ class ServerSlot {
     tool: RegisteredTool,
     args: Record<string, unknown>,
     signal: AbortSignal | undefined,
-    mayRetry: boolean,
+    /** Set while a retry is still allowed; called when the retry is made. */
+    onRetry: (() => void) | undefined | false,
   ): Promise<CallToolResult> {
     if (this.#stopped) {
       throw new McpServerError(this.config.name, "closed", "was removed or shut down");
@@ -415,8 +417,10 @@ class ServerSlot {
       const failure = this.#callError(tool, error, signal);
       // A dropped session may be retried for a read-only tool only: a write may have happened.
       if (
-        failure.kind === "closed" && tool.readOnly && mayRetry && !this.#stopped && !signal?.aborted
+        failure.kind === "closed" && tool.readOnly && onRetry !== false && !this.#stopped &&
+        !signal?.aborted
       ) {
+        onRetry?.();
         return await this.#callOnce(tool, args, signal, false);
       }
       throw failure;

@@ -24,6 +24,8 @@ export interface RegisteredTool {
   inputSchema: Record<string, unknown>;
   /** True only when the server annotated the tool `readOnlyHint: true`. */
   readOnly: boolean;
+  /** The server's `trust`: calls of an `untrusted` server's write-capable tools need approval. */
+  trust: "full" | "untrusted";
 }
 
 /** The tools of one server, and what the user should know about them. */
@@ -87,7 +89,7 @@ const UTILITY_SCHEMAS: Record<
  * ```
  */
 export function buildToolset(
-  config: Pick<McpServerConfig, "name" | "tools">,
+  config: Pick<McpServerConfig, "name" | "tools"> & Partial<Pick<McpServerConfig, "trust">>,
   serverTools: readonly Tool[],
   capabilities: ServerCapabilities | undefined,
 ): ServerToolset {
@@ -100,6 +102,7 @@ export function buildToolset(
     description: tool.description ?? tool.title ?? "",
     inputSchema: (tool.inputSchema as Record<string, unknown> | undefined) ?? { type: "object" },
     readOnly: tool.annotations?.readOnlyHint === true,
+    trust: config.trust ?? "full",
   }));
   const utilities: UtilityTool[] = [];
   if (config.tools.resources && capabilities?.resources) {
@@ -114,6 +117,7 @@ export function buildToolset(
       kind: "utility",
       ...UTILITY_SCHEMAS[utility],
       readOnly: true,
+      trust: config.trust ?? "full",
     });
   }
   const collisions = detectCollisions(

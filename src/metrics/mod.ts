@@ -19,9 +19,10 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type { ResolvedConfig, TelemetrySettings } from "../home/config.ts";
 import type { HomePaths } from "../home/paths.ts";
-import type { MetricsPackage, MetricsResource } from "./contract.ts";
+import type { MetricsPackage, MetricsResource, SkillProvenance } from "./contract.ts";
 import {
   outboxFile,
   packageDueDays,
@@ -160,6 +161,28 @@ export class UsageMetrics {
     return outcomes;
   }
 
+  /**
+   * Records that a skill was loaded for a run. Its use count and whether its file changed since
+   * the last use are kept in the store under a hash of the name (never the name itself).
+   */
+  recordSkillLoad(name: string, digest: string, provenance: SkillProvenance = "local"): void {
+    const store = this.#store;
+    if (!store || !this.recorder.enabled) return;
+    const key = `skill_use:${createHash("sha256").update(name).digest("hex")}`;
+    const { useCount, patched } = store.transaction(() => {
+      const previous = parseSkillUse(store.getMeta(key));
+      const next = { uses: (previous?.uses ?? 0) + 1, digest };
+      store.setMeta(key, JSON.stringify(next));
+      return { useCount: next.uses, patched: previous !== undefined && previous.digest !== digest };
+    });
+    this.recorder.record({
+      kind: "skill_load",
+      provenance,
+      useCount,
+      patchedSinceLastUse: patched,
+    });
+  }
+
   /** Store counts for `agent metrics status`, or `undefined` when there is no store. */
   summary(): ReturnType<MetricsStore["summary"]> & { installId: string } | undefined {
     if (!this.#store) return undefined;
@@ -172,6 +195,15 @@ export class UsageMetrics {
     this.recorder.close();
     this.#store?.close();
   }
+}
+
+function parseSkillUse(text: string | undefined): { uses: number; digest: string } | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text);
+    if (Number.isInteger(value?.uses) && typeof value?.digest === "string") return value;
+  } catch { /* a damaged record starts over */ }
+  return undefined;
 }
 
 /**

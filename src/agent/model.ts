@@ -1,0 +1,392 @@
+/**
+ * A client for OpenAI-compatible chat completions (`POST {base_url}/chat/completions`): the
+ * request and answer shapes of that API, per-request timeout, retries with backoff on 429, 5xx
+ * and lost connections, and errors that say which setting to fix.
+ *
+ * @module
+ */
+import type { ModelSettings } from "./settings.ts";
+
+/** A function call the model asked for (the wire shape). */
+export interface ToolCallRequest {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** One message of a conversation (the wire shape). */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCallRequest[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** A tool offered to the model. */
+export interface FunctionTool {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** The model's answer to one request. */
+export interface ModelReply {
+  /** Text of the answer (may be empty when the model only calls tools). */
+  content: string | null;
+  /** Tool calls requested, in order. */
+  toolCalls: ToolCallRequest[];
+  /** `stop`, `tool_calls`, `length`, … as the endpoint said. */
+  finishReason?: string;
+  /** Retries this request needed (0 when the first attempt succeeded). */
+  retries: number;
+  /** Token usage, when the endpoint reported it. */
+  usage?: { promptTokens?: number; completionTokens?: number };
+}
+
+/** What went wrong with a model request, in the user's terms. */
+export type ModelErrorKind =
+  | "auth" // 401/403: the key is wrong or missing
+  | "model_not_found" // 404, or the endpoint says the model does not exist
+  | "bad_request" // another 4xx
+  | "rate_limited" // 429 after every retry
+  | "server" // 5xx after every retry
+  | "unreachable" // no connection after every retry
+  | "timeout" // no answer within model.timeout_seconds after every retry
+  | "bad_response" // an answer that is not a chat completion
+  | "cancelled"; // the caller aborted
+
+/** A model request that failed; `message` says what to do about it. */
+export class ModelError extends Error {
+  readonly kind: ModelErrorKind;
+  /** HTTP status, when there was an answer. */
+  readonly status?: number;
+  /** Retries made before giving up. */
+  readonly retries: number;
+  constructor(
+    kind: ModelErrorKind,
+    message: string,
+    options: { status?: number; retries?: number; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "ModelError";
+    this.kind = kind;
+    this.status = options.status;
+    this.retries = options.retries ?? 0;
+  }
+}
+
+/** Inputs of {@linkcode ModelClient} besides the settings; injectable for tests. */
+export interface ModelClientOptions {
+  /** HTTP client. Default the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Waits between retries. Default a timer that the signal cancels. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Jitter source. Default `Math.random`. */
+  random?: () => number;
+  /** First backoff in ms (doubling, ±20 % jitter, at most 30 s). Default 1000. */
+  retryBaseMs?: number;
+  /** Where the `model.*` keys live, for messages. Default `config.yaml`. */
+  configFile?: string;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+const MAX_RETRY_AFTER_MS = 60_000;
+
+/**
+ * Sends chat-completion requests to one configured model.
+ *
+ * @example
+ * ```ts
+ * import { ModelClient } from "./model.ts";
+ * const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, () =>
+ *   Response.json({ choices: [{ message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] }));
+ * const client = new ModelClient({
+ *   model: "m", provider: "custom", baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+ *   apiKeyVariable: "CUSTOM_API_KEY", timeoutSeconds: 5, maxRetries: 0,
+ * });
+ * const reply = await client.complete([{ role: "user", content: "hello" }], []);
+ * console.assert(reply.content === "hi");
+ * await server.shutdown();
+ * ```
+ */
+export class ModelClient {
+  readonly settings: ModelSettings;
+  readonly #fetch: typeof fetch;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly #random: () => number;
+  readonly #retryBaseMs: number;
+  readonly #configFile: string;
+
+  constructor(settings: ModelSettings, options: ModelClientOptions = {}) {
+    this.settings = settings;
+    this.#fetch = options.fetch ?? fetch;
+    this.#sleep = options.sleep ?? abortableSleep;
+    this.#random = options.random ?? Math.random;
+    this.#retryBaseMs = options.retryBaseMs ?? 1000;
+    this.#configFile = options.configFile ?? "config.yaml";
+  }
+
+  /** The endpoint requests go to. */
+  get url(): string {
+    return `${this.settings.baseUrl}/chat/completions`;
+  }
+
+  /**
+   * Sends `messages` with `tools` offered, retrying 429, 5xx, timeouts and lost connections up
+   * to `model.max_retries` times. Throws a {@linkcode ModelError}.
+   */
+  async complete(
+    messages: readonly ChatMessage[],
+    tools: readonly FunctionTool[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ModelReply> {
+    const body = JSON.stringify(this.#requestBody(messages, tools));
+    const { maxRetries } = this.settings;
+    for (let attempt = 0;; attempt++) {
+      const failure = await this.#attempt(body, attempt, options.signal);
+      if (!(failure instanceof RetryableFailure)) return { ...failure, retries: attempt };
+      if (attempt >= maxRetries) throw failure.toError(attempt);
+      const backoff = Math.min(MAX_BACKOFF_MS, this.#retryBaseMs * 2 ** attempt) *
+        (0.8 + 0.4 * this.#random());
+      try {
+        await this.#sleep(failure.retryAfterMs ?? backoff, options.signal);
+      } catch (error) {
+        throw this.#cancelled(attempt + 1, error);
+      }
+    }
+  }
+
+  #requestBody(messages: readonly ChatMessage[], tools: readonly FunctionTool[]) {
+    const request: Record<string, unknown> = { model: this.settings.model, messages };
+    if (tools.length > 0) request.tools = tools;
+    if (this.settings.temperature !== undefined) request.temperature = this.settings.temperature;
+    if (this.settings.maxTokens !== undefined) request.max_tokens = this.settings.maxTokens;
+    return request;
+  }
+
+  async #attempt(
+    body: string,
+    attempt: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Omit<ModelReply, "retries"> | RetryableFailure> {
+    const { settings } = this;
+    if (signal?.aborted) throw this.#cancelled(attempt, signal.reason);
+    const timeout = AbortSignal.timeout(settings.timeoutSeconds * 1000);
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json",
+    };
+    if (settings.apiKey) headers.authorization = `Bearer ${settings.apiKey}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(this.url, {
+        method: "POST",
+        headers,
+        body,
+        redirect: "error",
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      text = await response.text();
+    } catch (error) {
+      if (signal?.aborted) throw this.#cancelled(attempt, error);
+      if (timeout.aborted) {
+        return new RetryableFailure(
+          "timeout",
+          `the model endpoint ${this.url} did not answer within model.timeout_seconds ` +
+            `(${settings.timeoutSeconds} s)`,
+          undefined,
+          error,
+        );
+      }
+      return new RetryableFailure(
+        "unreachable",
+        `cannot reach the model endpoint ${this.url} (${this.#redact(messageOf(error))}). ` +
+          `Fix: start the model server, or set model.base_url in ${this.#configFile}`,
+        undefined,
+        error,
+      );
+    }
+    if (response.ok) return this.#parse(text, response.status, attempt);
+    const detail = this.#redact(errorDetail(text));
+    const status = response.status;
+    if (status === 429) {
+      return new RetryableFailure(
+        "rate_limited",
+        `the model endpoint rate-limited the request (HTTP 429${detail ? `: ${detail}` : ""})`,
+        status,
+        undefined,
+        retryAfterMs(response.headers.get("retry-after")),
+      );
+    }
+    if (status >= 500) {
+      return new RetryableFailure(
+        "server",
+        `the model endpoint ${this.url} failed (HTTP ${status}${detail ? `: ${detail}` : ""})`,
+        status,
+        undefined,
+        retryAfterMs(response.headers.get("retry-after")),
+      );
+    }
+    const retries = attempt;
+    if (status === 401 || status === 403) {
+      throw new ModelError(
+        "auth",
+        `the model endpoint refused the API key (HTTP ${status}${detail ? `: ${detail}` : ""}). ` +
+          `Fix: check ${settings.apiKeyVariable} in .env` +
+          (settings.apiKey ? "" : ` (it is not set)`),
+        { status, retries },
+      );
+    }
+    if (status === 404 || /model.*(not.?found|does not exist|not exist|unknown)/i.test(detail)) {
+      throw new ModelError(
+        "model_not_found",
+        `the model endpoint does not know model '${settings.model}' (HTTP ${status}` +
+          `${detail ? `: ${detail}` : ""}). Fix: set model.default in ${this.#configFile} to a ` +
+          `model this endpoint serves` + (status === 404 ? `, and check model.base_url` : ""),
+        { status, retries },
+      );
+    }
+    throw new ModelError(
+      "bad_request",
+      `the model endpoint rejected the request (HTTP ${status}${detail ? `: ${detail}` : ""})`,
+      { status, retries },
+    );
+  }
+
+  #parse(text: string, status: number, retries: number): Omit<ModelReply, "retries"> {
+    const bad = (why: string) =>
+      new ModelError(
+        "bad_response",
+        `the model endpoint ${this.url} answered HTTP ${status} but ${why}. Fix: check that ` +
+          `model.base_url points at an OpenAI-compatible API root (it usually ends in /v1)`,
+        { status, retries },
+      );
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      throw bad("not with JSON");
+    }
+    const choice = isRecord(data) && Array.isArray(data.choices) ? data.choices[0] : undefined;
+    const message = isRecord(choice) ? choice.message : undefined;
+    if (!isRecord(message)) throw bad("without choices[0].message");
+    const toolCalls: ToolCallRequest[] = [];
+    const rawCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+    for (const [index, call] of rawCalls.entries()) {
+      const fn = isRecord(call) ? call.function : undefined;
+      if (!isRecord(fn) || typeof fn.name !== "string") {
+        throw bad(`tool_calls[${index}] has no function name`);
+      }
+      const args = fn.arguments;
+      toolCalls.push({
+        id: isRecord(call) && typeof call.id === "string" && call.id ? call.id : `call_${index}`,
+        type: "function",
+        function: {
+          name: fn.name,
+          arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}),
+        },
+      });
+    }
+    const usage = isRecord(data) && isRecord(data.usage) ? data.usage : undefined;
+    return {
+      content: contentText(message.content),
+      toolCalls,
+      finishReason: isRecord(choice) && typeof choice.finish_reason === "string"
+        ? choice.finish_reason
+        : undefined,
+      usage: usage
+        ? {
+          promptTokens: typeof usage.prompt_tokens === "number" ? usage.prompt_tokens : undefined,
+          completionTokens: typeof usage.completion_tokens === "number"
+            ? usage.completion_tokens
+            : undefined,
+        }
+        : undefined,
+    };
+  }
+
+  #cancelled(retries: number, cause: unknown): ModelError {
+    return new ModelError("cancelled", "the model request was cancelled", { retries, cause });
+  }
+
+  /** Keeps the API key out of any message that might echo it. */
+  #redact(text: string): string {
+    const key = this.settings.apiKey;
+    return key && key.length >= 4 ? text.split(key).join("[REDACTED]") : text;
+  }
+}
+
+/** A failed attempt that may be retried; becomes a {@linkcode ModelError} when retries run out. */
+class RetryableFailure {
+  constructor(
+    readonly kind: "rate_limited" | "server" | "unreachable" | "timeout",
+    readonly message: string,
+    readonly status: number | undefined,
+    readonly cause?: unknown,
+    readonly retryAfterMs?: number,
+  ) {}
+
+  toError(retries: number): ModelError {
+    const tries = retries === 0 ? "" : ` (after ${retries + 1} attempts)`;
+    return new ModelError(this.kind, `${this.message}${tries}`, {
+      status: this.status,
+      retries,
+      cause: this.cause,
+    });
+  }
+}
+
+/** `Retry-After` in seconds or as an HTTP date, capped at a minute; `undefined` if absent. */
+function retryAfterMs(header: string | null, nowMs: number = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header.trim());
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - nowMs;
+  if (!Number.isFinite(ms) || ms < 0) return undefined;
+  return Math.min(ms, MAX_RETRY_AFTER_MS);
+}
+
+/** The endpoint's own error message, from `{error: {message}}` or the body text, shortened. */
+function errorDetail(text: string): string {
+  let detail = text.trim();
+  try {
+    const data = JSON.parse(text);
+    const error = isRecord(data) ? data.error : undefined;
+    if (isRecord(error) && typeof error.message === "string") detail = error.message;
+    else if (typeof error === "string") detail = error;
+    else if (isRecord(data) && typeof data.message === "string") detail = data.message;
+  } catch { /* not JSON: the text itself */ }
+  detail = detail.replace(/\s+/g, " ");
+  return detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
+}
+
+function contentText(content: unknown): string | null {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    // Some servers answer with content parts; the text parts are the answer.
+    return content.map((part) => isRecord(part) && typeof part.text === "string" ? part.text : "")
+      .join("");
+  }
+  return null;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

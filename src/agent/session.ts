@@ -1,0 +1,277 @@
+/**
+ * An agent session: the configured model, the MCP servers, the approval surface and the usage
+ * metrics of one `<home>`, ready to run prompts. `agent run` opens one for a single run,
+ * `agent chat` for a conversation, the gateway for its workers.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { logger } from "../home/log.ts";
+import type { EnvReader } from "../home/paths.ts";
+import {
+  loadMcpServers,
+  type McpConfigIssue,
+  type McpEvent,
+  McpManager,
+  type ReloadReport,
+  StderrLog,
+} from "../mcp/mod.ts";
+import type { ExecutionSurface, TaskEntrypoint } from "../metrics/contract.ts";
+import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
+import { AGENT_VERSION } from "../version.ts";
+import { type ApprovalSurface, PolicyApprovals } from "./approvals.ts";
+import { type ChatMessage, ModelClient, type ModelClientOptions } from "./model.ts";
+import { buildSystemPrompt } from "./prompt.ts";
+import { type RunEvent, runLoop, type RunResult } from "./run.ts";
+import { type AgentSettings, readAgentSettings } from "./settings.ts";
+import { loadSkills } from "./skills.ts";
+
+/** How to open an {@linkcode AgentSession}. */
+export interface AgentSessionOptions {
+  /** The resolved configuration of `<home>`. */
+  config: ResolvedConfig;
+  /** How runs of this session start, for the metrics. */
+  entrypoint: TaskEntrypoint;
+  surface: ExecutionSurface;
+  /** Who answers approvals. Default: the `approvals.gateway` policy (deny unless `allow`). */
+  approvals?: ApprovalSurface;
+  /** A running MCP manager to share (the gateway's); default the session starts its own. */
+  manager?: McpManager;
+  /** Usage metrics to share; default the session opens `<home>`'s (disabled without consent). */
+  metrics?: UsageMetrics;
+  /** Options of the model client (tests shorten retries). */
+  model?: ModelClientOptions;
+  /** Process environment for stdio MCP servers and for re-reading the config. */
+  env?: EnvReader;
+  /** `${workspaceFolder}` of MCP entries. Default the working directory. */
+  workspaceFolder?: string;
+  /** Retry MCP servers that fail, in the background. Default true. */
+  reconnect?: boolean;
+  /** MCP connection events (connected, lost, …). */
+  onMcpEvent?: (event: McpEvent) => void;
+}
+
+/** Per-run choices. */
+export interface RunRequestOptions {
+  /** Skills to load from `<home>/skills/<name>/SKILL.md`. */
+  skills?: readonly string[];
+  /** Earlier turns (chat). */
+  history?: readonly ChatMessage[];
+  /** Aborting cancels the run (see `RunCancelled`). */
+  signal?: AbortSignal;
+  /** Progress of the run. */
+  onEvent?: (event: RunEvent) => void;
+}
+
+/** What a reload of `mcp_servers` did. */
+export interface McpReload {
+  report: ReloadReport;
+  /** Problems in the new `mcp_servers` (entries with errors are left out). */
+  issues: McpConfigIssue[];
+}
+
+const SEND_GRACE_MS = 3_000;
+
+/**
+ * A configured agent, ready to run prompts.
+ *
+ * @example
+ * ```ts ignore
+ * const session = await AgentSession.open({
+ *   config: loadConfig(),
+ *   entrypoint: "interactive",
+ *   surface: "cli",
+ * });
+ * const result = await session.run("What is in my notes?");
+ * console.log(result.answer);
+ * await session.close();
+ * ```
+ */
+export class AgentSession {
+  readonly settings: AgentSettings;
+  readonly manager: McpManager;
+  readonly metrics: UsageMetrics;
+  readonly model: ModelClient;
+  /** Problems found in `mcp_servers` when the session opened or last reloaded. */
+  mcpIssues: McpConfigIssue[];
+  #config: ResolvedConfig;
+  readonly #options: AgentSessionOptions;
+  readonly #ownsManager: boolean;
+  readonly #ownsMetrics: boolean;
+  readonly #stderr: StderrLog | undefined;
+  readonly #redact: (text: string) => string;
+  readonly #sendAbort = new AbortController();
+  #sending: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(
+    options: AgentSessionOptions,
+    settings: AgentSettings,
+    model: ModelClient,
+    manager: McpManager | undefined,
+    issues: McpConfigIssue[],
+  ) {
+    this.#options = options;
+    this.#config = options.config;
+    this.settings = settings;
+    this.model = model;
+    this.mcpIssues = issues;
+    this.#ownsManager = manager === undefined;
+    if (manager) {
+      this.manager = manager;
+    } else {
+      const stderr = new StderrLog(join(options.config.paths.logs, "mcp-stderr.log"));
+      this.#stderr = stderr;
+      this.manager = new McpManager({
+        reconnect: options.reconnect ?? true,
+        clientInfo: { name: "agent", version: AGENT_VERSION },
+        processEnv: options.env,
+        onStderr: (server, text) => stderr.write(server, text),
+        onEvent: (event) => {
+          logMcpEvent(event);
+          options.onMcpEvent?.(event);
+        },
+      });
+    }
+    this.#ownsMetrics = options.metrics === undefined;
+    this.metrics = options.metrics ?? openUsageMetrics(options.config);
+    this.#redact = redactor(options.config, settings);
+  }
+
+  /**
+   * Reads the settings, checks that a model is configured, and (unless a manager is shared)
+   * connects the MCP servers. Throws a `ConfigError` for an unusable configuration.
+   */
+  static async open(options: AgentSessionOptions): Promise<AgentSession> {
+    const settings = readAgentSettings(options.config);
+    if (!settings.model) throw settings.modelProblem!;
+    const model = new ModelClient(settings.model, {
+      configFile: options.config.paths.config,
+      ...options.model,
+    });
+    let issues: McpConfigIssue[] = [];
+    let servers: ReturnType<typeof loadMcpServers>["servers"] = [];
+    if (!options.manager) {
+      ({ servers, issues } = loadMcpServers(options.config, options.workspaceFolder));
+    }
+    const session = new AgentSession(options, settings, model, options.manager, issues);
+    if (!options.manager) await session.manager.start(servers);
+    return session;
+  }
+
+  /** Runs one prompt. Never throws for model or tool failures: they are the result's end reason. */
+  async run(prompt: string, options: RunRequestOptions = {}): Promise<RunResult> {
+    if (this.#closed) throw new Error("the agent session is closed");
+    const { skills, warnings } = loadSkills(this.#config.paths.skills, options.skills ?? []);
+    for (const skill of skills) {
+      try {
+        this.metrics.recordSkillLoad(skill.name, skill.digest);
+      } catch (error) {
+        log.warn("could not count a skill load: {error}", { error: String(error) });
+      }
+    }
+    for (const warning of warnings) log.warn(warning);
+    const result = await runLoop({
+      systemPrompt: buildSystemPrompt({ extra: this.settings.systemPrompt, skills }),
+      prompt,
+      history: options.history,
+      model: this.model,
+      tools: this.manager,
+      approvals: this.#options.approvals ??
+        new PolicyApprovals(this.settings.nonInteractiveApprovals),
+      limits: this.settings.limits,
+      entrypoint: this.#options.entrypoint,
+      surface: this.#options.surface,
+      metrics: this.metrics.recorder,
+      signal: options.signal,
+      onEvent: options.onEvent,
+      log: runLog,
+      redact: this.#redact,
+      warnings,
+    });
+    this.#afterRun();
+    return result;
+  }
+
+  /**
+   * Re-reads `config.yaml` and `.env` and applies `mcp_servers` through the manager's diff:
+   * removed servers close, added ones connect, changed ones reconnect.
+   */
+  async reloadMcp(): Promise<McpReload> {
+    this.#config = loadConfig({ env: this.#options.env, home: this.#config.paths.home });
+    const { servers, issues } = loadMcpServers(this.#config, this.#options.workspaceFolder);
+    this.mcpIssues = issues;
+    const report = await this.manager.reload(servers);
+    log.info("MCP servers reloaded: {added} added, {removed} removed, {reconnected} reconnected", {
+      added: report.added.length,
+      removed: report.removed.length,
+      reconnected: report.reconnected.length,
+      tools: report.toolCount,
+    });
+    return { report, issues };
+  }
+
+  /** Packages due metrics, lets a send under way finish briefly, closes what it opened. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const grace = setTimeout(() => this.#sendAbort.abort(), SEND_GRACE_MS);
+    await this.#sending;
+    clearTimeout(grace);
+    if (this.#ownsManager) await this.manager.shutdown();
+    this.#stderr?.close();
+    if (this.#ownsMetrics) {
+      this.#packageDue();
+      this.metrics.close();
+    }
+  }
+
+  /** After a task: automatic packaging (at most once per UTC day) and sending what is due. */
+  #afterRun(): void {
+    if (!this.metrics.enabled) return;
+    this.#packageDue();
+    if (!this.metrics.settings.send) return;
+    this.#sending = this.#sending.then(() =>
+      this.metrics.sendDue({ signal: this.#sendAbort.signal }).catch((error) =>
+        log.warn("sending usage metrics failed: {error}", { error: String(error) })
+      )
+    );
+  }
+
+  #packageDue(): void {
+    try {
+      this.metrics.packageDue();
+    } catch (error) {
+      log.warn("packaging usage metrics failed: {error}", { error: String(error) });
+    }
+  }
+}
+
+const log = logger("session");
+const runLog = logger("run");
+
+function logMcpEvent(event: McpEvent): void {
+  const mcpLog = logger("mcp");
+  if (event.type === "failed" || event.type === "parked" || event.type === "lost") {
+    mcpLog.warn("MCP server {server}: {type}", { ...event });
+  } else {
+    mcpLog.info("MCP server {server}: {type}", { ...event });
+  }
+}
+
+/** Removes the API key and every `.env` value from text before it is logged. */
+function redactor(config: ResolvedConfig, settings: AgentSettings): (text: string) => string {
+  const secrets = new Set<string>();
+  if (settings.model?.apiKey) secrets.add(settings.model.apiKey);
+  for (const name of config.secrets.dotenvNames()) {
+    const value = config.secrets.get(name);
+    if (value && value.length >= 6) secrets.add(value);
+  }
+  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const secret of ordered) out = out.split(secret).join("[REDACTED]");
+    return out;
+  };
+}

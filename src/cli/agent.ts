@@ -1,0 +1,392 @@
+/**
+ * `agent run` (one run on a prompt) and `agent chat` (an interactive session with `/reload-mcp`).
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import {
+  AgentSession,
+  type ApprovalSurface,
+  type ChatMessage,
+  PolicyApprovals,
+  PromptApprovals,
+  readAgentSettings,
+  RunCancelled,
+  type RunEvent,
+  type RunResult,
+} from "../agent/mod.ts";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { closeLogging, configureLogging } from "../home/log.ts";
+import { formatIssue } from "../mcp/mod.ts";
+import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import { LineReader } from "./lines.ts";
+import type { CommandState } from "./mod.ts";
+
+const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
+
+/** Adds `run` and `chat` to `program`. */
+export function addAgentCommands(program: Command, io: CliIo, state: CommandState): void {
+  program.command("run").description("run the agent once on a prompt and print the answer")
+    .argument("[prompt]", "the prompt; '-' or none reads it from stdin")
+    .option("--skills <names>", "comma-separated skills from <home>/skills/<name>/SKILL.md")
+    .option("--json", "print one JSON document: answer, end reason, tool calls")
+    .addHelpText(
+      "after",
+      "\nThe model comes from model.default / model.provider / model.base_url in config.yaml;\n" +
+        "the key from <PROVIDER>_API_KEY (or model.api_key_env) in <home>/.env. Every tool of\n" +
+        "the enabled mcp_servers is offered. Exit code 1 when the run ends without an answer\n" +
+        "(timeout, iteration limit, model error, Ctrl-C).",
+    )
+    .action(async (promptArgument, options) => {
+      const prompt = await readPrompt(io, promptArgument);
+      const config = loadConfig({ env: io.env });
+      await withLogging(io, config, async () => {
+        const lines = io.stdinIsTerminal ? new LineReader(stdinOf(io)) : undefined;
+        const session = await openSession(io, config, approvalsFor(io, config, lines));
+        try {
+          printMcpProblems(io, session, config);
+          const result = await cancellable(io, (signal) =>
+            session.run(prompt, {
+              skills: splitList(options.skills),
+              signal,
+              onEvent: io.stderrIsTerminal && !options.json ? progress(io) : undefined,
+            }));
+          if (result.endReason !== "completed") state.exitCode = 1;
+          if (options.json) return printJson(io, runJson(result));
+          for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
+          if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
+          if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
+        } finally {
+          await lines?.close();
+          await session.close();
+        }
+      });
+    });
+
+  program.command("chat").description("interactive agent session (type /help inside)")
+    .option("--skills <names>", "comma-separated skills loaded for every turn")
+    .addHelpText(
+      "after",
+      "\nCommands inside the session:\n" +
+        "  /reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed\n" +
+        "  /tools       list the tools the agent can call\n" +
+        "  /new         forget the conversation so far\n" +
+        "  /exit        leave (Ctrl-D does too)\n" +
+        "Ctrl-C cancels the current run and keeps the session.",
+    )
+    .action(async (options) => {
+      const config = loadConfig({ env: io.env });
+      await withLogging(io, config, async () => {
+        const lines = new LineReader(stdinOf(io));
+        const session = await openSession(io, config, approvalsFor(io, config, lines));
+        try {
+          await chat(io, session, config, lines, splitList(options.skills));
+        } finally {
+          await lines.close();
+          await session.close();
+        }
+      });
+    });
+}
+
+async function chat(
+  io: CliIo,
+  session: AgentSession,
+  config: ResolvedConfig,
+  lines: LineReader,
+  skills: string[],
+): Promise<void> {
+  const model = session.model.settings;
+  io.out(
+    `agent chat: ${model.model} via ${model.provider}, ${
+      countOf(session.manager.tools().length, "tool")
+    }. ` +
+      "Type /help for commands, /exit to leave.\n",
+  );
+  printMcpProblems(io, session, config);
+  let history: ChatMessage[] = [];
+  let running: AbortController | undefined;
+  const stopListening = io.onInterrupt?.(() => {
+    if (running) {
+      io.err("\n^C: cancelling the run …\n");
+      running.abort(new RunCancelled("user"));
+    } else {
+      io.err("\n(type /exit or press Ctrl-D to leave)\n");
+      if (io.stdinIsTerminal) io.out("you> ");
+    }
+  });
+  try {
+    while (true) {
+      if (io.stdinIsTerminal) io.out("you> ");
+      const line = await lines.readLine();
+      if (line === null) break;
+      const text = line.trim();
+      if (text === "") continue;
+      if (text.startsWith("/")) {
+        const keepGoing = await chatCommand(
+          io,
+          session,
+          text,
+          () => history = [],
+          config.paths.config,
+        );
+        if (!keepGoing) break;
+        continue;
+      }
+      running = new AbortController();
+      let result: RunResult;
+      try {
+        result = await session.run(text, {
+          skills,
+          history,
+          signal: running.signal,
+          onEvent: progress(io),
+        });
+      } finally {
+        running = undefined;
+      }
+      history = result.messages;
+      for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
+      if (result.answer) io.out(`agent> ${result.answer.replace(/\n*$/, "")}\n`);
+      if (result.endReason !== "completed") io.err(`[${endText(result)}]\n`);
+    }
+  } finally {
+    stopListening?.();
+  }
+}
+
+/** Runs a `/command`; returns false to leave the session. */
+async function chatCommand(
+  io: CliIo,
+  session: AgentSession,
+  text: string,
+  clearHistory: () => void,
+  configFile: string,
+): Promise<boolean> {
+  const [command] = text.split(/\s+/);
+  switch (command) {
+    case "/exit":
+    case "/quit":
+      return false;
+    case "/help":
+      io.out(
+        "/reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed\n" +
+          "/tools       list the tools the agent can call\n" +
+          "/new         forget the conversation so far\n" +
+          "/exit        leave the session (Ctrl-D does too); Ctrl-C cancels a run\n",
+      );
+      return true;
+    case "/tools": {
+      const tools = session.manager.tools();
+      if (tools.length === 0) io.out("No tools: no MCP server is connected.\n");
+      for (const tool of tools) {
+        const notes = [
+          tool.readOnly ? "read-only" : "",
+          tool.trust === "untrusted" ? "untrusted" : "",
+        ]
+          .filter(Boolean).join(", ");
+        io.out(`${tool.name}${notes ? ` (${notes})` : ""}\n`);
+      }
+      return true;
+    }
+    case "/new":
+      clearHistory();
+      io.out("Conversation cleared.\n");
+      return true;
+    case "/reload-mcp": {
+      io.out("Reloading MCP servers …\n");
+      let reload;
+      try {
+        reload = await session.reloadMcp();
+      } catch (error) {
+        // A broken config.yaml keeps the current servers.
+        io.err(`reload failed: ${error instanceof Error ? error.message : error}\n`);
+        return true;
+      }
+      const { report, issues } = reload;
+      for (const issue of issues) {
+        io.err(`${issue.severity}: ${formatIssue(issue, configFile)}\n`);
+      }
+      const list = (names: string[]) => names.length > 0 ? names.join(", ") : "none";
+      io.out(`added: ${list(report.added)}\n`);
+      io.out(`removed: ${list(report.removed)}\n`);
+      io.out(`reconnected: ${list(report.reconnected)}\n`);
+      for (const failure of report.failed) io.out(`failed: ${failure.name}: ${failure.error}\n`);
+      io.out(`tools: ${report.toolCount}\n`);
+      return true;
+    }
+    default:
+      io.out(`Unknown command ${command}. Type /help for the commands.\n`);
+      return true;
+  }
+}
+
+async function openSession(
+  io: CliIo,
+  config: ResolvedConfig,
+  approvals: ApprovalSurface,
+): Promise<AgentSession> {
+  const settings = readAgentSettings(config);
+  if (!settings.model) throw settings.modelProblem!;
+  if (io.stderrIsTerminal && config.source.get("mcp_servers")) {
+    io.err("Connecting to MCP servers …\n");
+  }
+  return await AgentSession.open({
+    config,
+    entrypoint: "interactive",
+    surface: "cli",
+    approvals,
+    env: io.env,
+  });
+}
+
+function approvalsFor(
+  io: CliIo,
+  config: ResolvedConfig,
+  lines: LineReader | undefined,
+): ApprovalSurface {
+  const settings = readAgentSettings(config);
+  if (!io.stdinIsTerminal || !lines) return new PolicyApprovals(settings.nonInteractiveApprovals);
+  return new PromptApprovals(
+    async (question, signal) => {
+      io.err(question);
+      return await lines.readLine(signal);
+    },
+    { timeoutMs: settings.approvalTimeoutSeconds * 1000, write: io.err },
+  );
+}
+
+function printMcpProblems(io: CliIo, session: AgentSession, config: ResolvedConfig): void {
+  for (const issue of session.mcpIssues) {
+    io.err(`${issue.severity}: ${formatIssue(issue, config.paths.config)}\n`);
+  }
+  for (const server of session.manager.servers()) {
+    if (server.error && server.status !== "connected") {
+      io.err(`warning: ${server.error}; its tools are not available\n`);
+    }
+  }
+}
+
+/** Runs `work` with Ctrl-C wired to cancel it. */
+async function cancellable<T>(io: CliIo, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const stop = io.onInterrupt?.(() => {
+    io.err("\n^C: cancelling the run …\n");
+    controller.abort(new RunCancelled("user"));
+  });
+  try {
+    return await work(controller.signal);
+  } finally {
+    stop?.();
+  }
+}
+
+async function readPrompt(io: CliIo, argument: string | undefined): Promise<string> {
+  if (argument !== undefined && argument !== "-") {
+    if (argument.trim() === "") throw new UsageError("the prompt is empty");
+    return argument;
+  }
+  if (io.stdinIsTerminal) {
+    throw new UsageError('give a prompt: agent run "<prompt>" (or pipe it: echo … | agent run -)');
+  }
+  const text = await io.readStdin();
+  if (text.trim() === "") throw new UsageError("the prompt read from stdin is empty");
+  return text;
+}
+
+/** Writes `logs/gateway.log` at `logging.level` (or `AGENT_LOG_LEVEL`) while `work` runs. */
+async function withLogging(
+  io: CliIo,
+  config: ResolvedConfig,
+  work: () => Promise<void>,
+): Promise<void> {
+  const key = "logging.level";
+  const raw = io.env("AGENT_LOG_LEVEL") ?? config.source.string(key);
+  const level = raw?.trim().toLowerCase();
+  if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw config.source.error(
+      key,
+      `unknown log level ${JSON.stringify(raw)}`,
+      `use one of ${LOG_LEVELS.join(", ")}`,
+    );
+  }
+  try {
+    await configureLogging(config.paths, { level: level as typeof LOG_LEVELS[number] });
+  } catch (error) {
+    throw new CliError(
+      `cannot write the log under ${config.paths.logs}: ${
+        error instanceof Error ? error.message : error
+      }`,
+    );
+  }
+  try {
+    await work();
+  } finally {
+    await closeLogging();
+  }
+}
+
+function progress(io: CliIo): (event: RunEvent) => void {
+  return (event) => {
+    if (event.type === "tool_call") io.err(`  → ${event.name} ${shorten(event.arguments, 120)}\n`);
+    if (event.type === "tool_result") {
+      io.err(`  ← ${event.name}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`);
+    }
+  };
+}
+
+function runJson(result: RunResult) {
+  return {
+    answer: result.answer,
+    end_reason: result.endReason,
+    ...(result.error === undefined ? {} : { error: result.error }),
+    tool_calls: result.toolCalls.map((call) => ({
+      name: call.name,
+      server: call.server ?? null,
+      arguments: call.arguments,
+      outcome: call.outcome,
+      approval: call.approval,
+      latency_ms: Math.round(call.latencyMs),
+      ...(call.error === undefined ? {} : { error: call.error }),
+    })),
+    model_calls: result.modelCalls,
+    retries: result.retries,
+    duration_ms: Math.round(result.timings.totalMs),
+    warnings: result.warnings,
+  };
+}
+
+function endText(result: RunResult): string {
+  const labels: Record<string, string> = {
+    failed: "the run failed",
+    iteration_limit: "iteration limit reached",
+    timed_out: "the run timed out",
+    user_cancelled: "cancelled",
+    system_aborted: "stopped",
+  };
+  const label = labels[result.endReason] ?? result.endReason;
+  return result.error ? `${label}: ${result.error}` : label;
+}
+
+function stdinOf(io: CliIo): ReadableStream<Uint8Array> {
+  if (io.stdin) return io.stdin();
+  // An io without a stream (tests): the whole of stdin, read once.
+  return ReadableStream.from(
+    (async function* () {
+      yield new TextEncoder().encode(await io.readStdin());
+    })(),
+  );
+}
+
+function splitList(value: string | undefined): string[] {
+  return value ? value.split(",").map((item) => item.trim()).filter(Boolean) : [];
+}
+
+function countOf(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function shorten(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ");
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}

@@ -1,0 +1,67 @@
+/**
+ * Line input for the interactive commands: one reader over stdin shared by the chat prompt and
+ * approval questions, so neither steals the other's input.
+ *
+ * @module
+ */
+
+/**
+ * Reads lines from a byte stream. A read interrupted by its signal loses nothing: the next call
+ * gets the line.
+ *
+ * @example
+ * ```ts
+ * import { LineReader } from "./lines.ts";
+ * const reader = new LineReader(ReadableStream.from([new TextEncoder().encode("a\r\nb")]));
+ * console.assert(await reader.readLine() === "a");
+ * console.assert(await reader.readLine() === "b");
+ * console.assert(await reader.readLine() === null);
+ * ```
+ */
+export class LineReader {
+  readonly #reader: ReadableStreamDefaultReader<string>;
+  #buffer = "";
+  #done = false;
+  #pending: Promise<ReadableStreamReadResult<string>> | undefined;
+
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  }
+
+  /** The next line without its line ending, or `null` at end of input. Rejects on abort. */
+  async readLine(signal?: AbortSignal): Promise<string | null> {
+    while (true) {
+      const end = this.#buffer.indexOf("\n");
+      if (end >= 0) {
+        const line = this.#buffer.slice(0, end).replace(/\r$/, "");
+        this.#buffer = this.#buffer.slice(end + 1);
+        return line;
+      }
+      if (this.#done) {
+        if (this.#buffer === "") return null;
+        const last = this.#buffer;
+        this.#buffer = "";
+        return last;
+      }
+      this.#pending ??= this.#reader.read();
+      const result = signal ? await abortable(this.#pending, signal) : await this.#pending;
+      this.#pending = undefined;
+      if (result.done) this.#done = true;
+      else this.#buffer += result.value;
+    }
+  }
+
+  /** Stops reading. */
+  async close(): Promise<void> {
+    await this.#reader.cancel().catch(() => {});
+  }
+}
+
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
