@@ -1,6 +1,21 @@
 /**
- * The agent service as a library: configuration of a `<home>`, and the usage-metrics package
- * (schema v2 validation and the recording API).
+ * The agent service as a library: agent runs over the MCP servers of a `<home>`, its
+ * configuration, and the usage-metrics package (schema v2 validation and the recording API).
+ *
+ * @example Run the agent once (here against a one-answer stand-in for the model API)
+ * ```ts
+ * import { runAgent } from "./mod.ts";
+ * const model = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
+ *   Response.json({ choices: [{ message: { role: "assistant", content: "4" }, finish_reason: "stop" }] }));
+ * const home = await Deno.makeTempDir();
+ * Deno.writeTextFileSync(
+ *   `${home}/config.yaml`,
+ *   `model:\n  default: qwen2.5:7b\n  base_url: http://127.0.0.1:${model.addr.port}/v1\n`,
+ * );
+ * const result = await runAgent("What is 2 + 2?", { home, env: () => undefined });
+ * console.assert(result.endReason === "completed" && result.answer === "4");
+ * await model.shutdown();
+ * ```
  *
  * @example Validate a usage-metrics package
  * ```ts
@@ -22,6 +37,29 @@
  * @module
  */
 export {
+  AgentSession,
+  type AgentSessionOptions,
+  type AgentSettings,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ApprovalSurface,
+  type ChatMessage,
+  ModelClient,
+  ModelError,
+  type ModelSettings,
+  PolicyApprovals,
+  PromptApprovals,
+  readAgentSettings,
+  runAgent,
+  type RunAgentOptions,
+  RunCancelled,
+  type RunEvent,
+  runLoop,
+  type RunOptions,
+  type RunResult,
+  type ToolCallRecord,
+} from "./src/agent/mod.ts";
+export {
   ConfigSource,
   loadConfig,
   type LoadConfigOptions,
@@ -31,6 +69,14 @@ export {
 export { ConfigError, type ConfigLocation } from "./src/home/errors.ts";
 export { type EnvReader, type HomePaths, homePaths, resolveHome } from "./src/home/paths.ts";
 export { SecretScope } from "./src/home/secrets.ts";
+export {
+  loadMcpServers,
+  McpManager,
+  type McpServerConfig,
+  McpServerError,
+  type RegisteredTool,
+  type ReloadReport,
+} from "./src/mcp/mod.ts";
 export {
   type MetricItem,
   MetricsContractError,

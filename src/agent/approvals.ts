@@ -47,7 +47,7 @@ export class PolicyApprovals implements ApprovalSurface {
   constructor(policy: ApprovalPolicy) {
     this.policy = policy;
   }
-  approve(): Promise<ApprovalDecision> {
+  approve(_request: ApprovalRequest): Promise<ApprovalDecision> {
     return Promise.resolve(this.policy === "allow" ? "approved" : "denied");
   }
 }
