@@ -81,7 +81,7 @@ export interface ModelClientOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Jitter source. Default `Math.random`. */
   random?: () => number;
-  /** First backoff in ms (doubling, ±20 % jitter, at most 30 s). Default 1000. */
+  /** First backoff in ms (doubling, ±20 % jitter, never over 30 s). Default 1000. */
   retryBaseMs?: number;
   /** Where the `model.*` keys live, for messages. Default `config.yaml`. */
   configFile?: string;
@@ -144,8 +144,10 @@ export class ModelClient {
       const failure = await this.#attempt(body, attempt, options.signal);
       if (!(failure instanceof RetryableFailure)) return { ...failure, retries: attempt };
       if (attempt >= maxRetries) throw failure.toError(attempt);
-      const backoff = Math.min(MAX_BACKOFF_MS, this.#retryBaseMs * 2 ** attempt) *
-        (0.8 + 0.4 * this.#random());
+      const backoff = Math.min(
+        MAX_BACKOFF_MS,
+        this.#retryBaseMs * 2 ** attempt * (0.8 + 0.4 * this.#random()),
+      );
       try {
         await this.#sleep(failure.retryAfterMs ?? backoff, options.signal);
       } catch (error) {
@@ -182,7 +184,7 @@ export class ModelClient {
         method: "POST",
         headers,
         body,
-        redirect: "error",
+        redirect: "manual",
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
       text = await response.text();
@@ -206,7 +208,18 @@ export class ModelClient {
       );
     }
     if (response.ok) return this.#parse(text, response.status, attempt);
-    const detail = this.#redact(errorDetail(text));
+    if (response.status >= 300 && response.status < 400) {
+      // Following a redirect would resend the API key to wherever it points.
+      const location = response.headers.get("location") ?? "?";
+      throw new ModelError(
+        "bad_request",
+        `the model endpoint ${this.url} redirects (HTTP ${response.status} to ${location}); ` +
+          `requests are not followed there. Fix: set model.base_url in ${this.#configFile} to ` +
+          "the final API root",
+        { status: response.status, retries: attempt },
+      );
+    }
+    const detail = errorDetail(this.#redact(text));
     const status = response.status;
     if (status === 429) {
       return new RetryableFailure(

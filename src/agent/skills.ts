@@ -31,7 +31,7 @@ export interface SkillLoad {
 
 const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_SKILL_BYTES = 256 * 1024;
-const FRONT_MATTER = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
+const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
 
 /**
  * Loads the named skills from `skillsDir`, in the order given, each once.
@@ -120,7 +120,7 @@ function readSkill(name: string, path: string): Skill | string {
   if (match) {
     let meta: unknown;
     try {
-      meta = parse(match[1]);
+      meta = parse(match[1] ?? "");
     } catch (error) {
       const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
       return `skill '${name}' was not loaded: the front matter of ${path} is not valid YAML (${reason})`;

@@ -43,8 +43,10 @@ export class LineReader {
         this.#buffer = "";
         return last;
       }
-      this.#pending ??= this.#reader.read();
-      const result = signal ? await abortable(this.#pending, signal) : await this.#pending;
+      const pending = this.#pending ??= this.#reader.read();
+      const result = signal ? await abortable(pending, signal) : await pending;
+      // Another caller waiting on the same read has taken its data already.
+      if (this.#pending !== pending) continue;
       this.#pending = undefined;
       if (result.done) this.#done = true;
       else this.#buffer += result.value;

@@ -202,10 +202,10 @@ function makeTransport(
   kind: McpTransportKind,
 ): Transport {
   if (kind === "stdio") {
+    const env = childEnvironment(config, options);
     const transport = new StdioClientTransport({
-      command: config.command!,
-      args: config.args,
-      env: childEnvironment(config, options),
+      ...ownSessionLaunch(config.command!, config.args ?? [], env.PATH),
+      env,
       stderr: "pipe",
     });
     const onStderr = options.onStderr;
@@ -221,6 +221,47 @@ function makeTransport(
   const url = new URL(config.url!);
   if (kind === "sse") return new SSEClientTransport(url, { fetch: access!.fetch });
   return new StreamableHTTPClientTransport(url, { fetch: access!.fetch });
+}
+
+/**
+ * Runs a stdio server in its own session (`setsid`, which execs in place: same pid), so the
+ * Ctrl-C of a terminal session reaches the agent, which cancels a run, and not its servers.
+ * Without `setsid`, or for a command that cannot be found, the command runs as it is (and a
+ * missing command fails as before).
+ */
+function ownSessionLaunch(
+  command: string,
+  args: string[],
+  path: string | undefined,
+): { command: string; args: string[] } {
+  const setsid = SETSID;
+  const resolved = setsid ? resolveExecutable(command, path) : undefined;
+  return setsid && resolved
+    ? { command: setsid, args: [resolved, ...args] }
+    : { command, args };
+}
+
+const SETSID = Deno.build.os === "windows"
+  ? undefined
+  : ["/usr/bin/setsid", "/bin/setsid"].find((candidate) => isExecutable(candidate));
+
+function resolveExecutable(command: string, path: string | undefined): string | undefined {
+  if (command.includes("/")) return isExecutable(command) ? command : undefined;
+  for (const dir of (path ?? "").split(":")) {
+    if (dir === "") continue;
+    const candidate = `${dir}/${command}`;
+    if (isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    const info = Deno.statSync(path);
+    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The stdio child's environment: a minimal inherited set plus the entry's `env`. */

@@ -1,0 +1,820 @@
+import assert from "node:assert/strict";
+import {
+  type ChatMessage,
+  type FunctionTool,
+  ModelClient,
+  type ModelClientOptions,
+  ModelError,
+  type ModelErrorKind,
+} from "../../src/agent/model.ts";
+import type { ModelSettings } from "../../src/agent/settings.ts";
+import { type FakeModelOptions, startFakeModel } from "../fixtures/fake_model.ts";
+
+// The client promises no leaked timers, bodies or connections.
+Deno.test.sanitizer({ ops: true, resources: true });
+
+const KEY = "sk-test-SECRET-0123456789abcdef";
+const HELLO: ChatMessage[] = [{ role: "user", content: "hello" }];
+const NOTE_TOOL: FunctionTool = {
+  type: "function",
+  function: {
+    name: "write_note",
+    description: "Writes a note",
+    parameters: { type: "object", properties: { text: { type: "string" } } },
+  },
+};
+
+/** Settings of a keyless custom endpoint at `baseUrl`, no retries unless overridden. */
+function settingsFor(baseUrl: string, overrides: Partial<ModelSettings> = {}): ModelSettings {
+  return {
+    model: "test-model",
+    provider: "custom",
+    baseUrl,
+    apiKeyVariable: "CUSTOM_API_KEY",
+    timeoutSeconds: 30,
+    maxRetries: 0,
+    ...overrides,
+  };
+}
+
+/** Client options whose sleep records the delays asked for and returns at once. */
+function instant(extra: ModelClientOptions = {}) {
+  const delays: number[] = [];
+  const options: ModelClientOptions = {
+    random: () => 0.5,
+    sleep: (ms, signal) => {
+      delays.push(ms);
+      return signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve();
+    },
+    ...extra,
+  };
+  return { options, delays };
+}
+
+/** Awaits `promise`, asserts it rejects with a ModelError of `kind`, and returns the error. */
+async function modelError(promise: Promise<unknown>, kind: ModelErrorKind): Promise<ModelError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof ModelError, `expected a ModelError, got ${error}`);
+    assert.equal(error.name, "ModelError");
+    assert.equal(error.kind, kind, error.message);
+    return error;
+  }
+  assert.fail(`expected a ModelError (${kind}), the request succeeded`);
+}
+
+/** Starts the fake model and a client pointed at it. */
+async function setup(
+  fake: FakeModelOptions,
+  overrides: Partial<ModelSettings> = {},
+  extra: ModelClientOptions = {},
+) {
+  const model = await startFakeModel(fake);
+  const { options, delays } = instant(extra);
+  const client = new ModelClient(settingsFor(model.baseUrl, overrides), options);
+  return { model, client, delays };
+}
+
+/** A resolvable promise. */
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** A port on 127.0.0.1 that nothing listens on. */
+function closedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** A tiny real HTTP server on 127.0.0.1 answering every request with `handler`. */
+function serve(handler: (request: Request) => Response | Promise<Response>) {
+  const hits: Array<{ method: string; url: string; headers: Headers }> = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    hits.push({ method: request.method, url: request.url, headers: new Headers(request.headers) });
+    return handler(request);
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+    hits,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+function assertClose(actual: number[], expected: number[]) {
+  assert.equal(actual.length, expected.length, `got ${JSON.stringify(actual)}`);
+  for (const [i, value] of expected.entries()) {
+    assert.ok(Math.abs(actual[i] - value) < 1e-6, `delay ${i}: ${actual[i]} ≠ ${value}`);
+  }
+}
+
+// --- answers -------------------------------------------------------------------------------
+
+Deno.test("complete: a plain answer → content, no tool calls, finish reason, usage, 0 retries", async () => {
+  const { model, client } = await setup({ turns: [{ content: "Hi there" }] });
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.equal(reply.content, "Hi there");
+  assert.deepEqual(reply.toolCalls, []);
+  assert.equal(reply.finishReason, "stop");
+  assert.equal(reply.retries, 0);
+  assert.deepEqual(reply.usage, { promptTokens: 10, completionTokens: 5 });
+  assert.equal(model.requests.length, 1);
+  assert.equal(client.url, `${model.baseUrl}/chat/completions`);
+});
+
+Deno.test("complete: a tool-call answer is parsed (id, name, arguments text, in order)", async () => {
+  const { model, client } = await setup({
+    turns: [{
+      toolCalls: [
+        { id: "call_abc", name: "write_note", arguments: { text: "hi" } },
+        { id: "call_def", name: "list_notes", arguments: "{broken" },
+      ],
+    }],
+  });
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, [NOTE_TOOL]);
+
+  assert.equal(reply.content, null);
+  assert.equal(reply.finishReason, "tool_calls");
+  assert.deepEqual(reply.toolCalls, [
+    {
+      id: "call_abc",
+      type: "function",
+      function: { name: "write_note", arguments: '{"text":"hi"}' },
+    },
+    { id: "call_def", type: "function", function: { name: "list_notes", arguments: "{broken" } },
+  ]);
+});
+
+Deno.test("complete: object arguments are stringified, missing ones are {}, a missing id is call_<index>", async () => {
+  const { model, client } = await setup({
+    turns: [{
+      status: 200,
+      body: {
+        choices: [{
+          message: {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              { type: "function", function: { name: "a", arguments: { x: 1, y: [true] } } },
+              { id: "", type: "function", function: { name: "b" } },
+              { id: "keep", type: "function", function: { name: "c", arguments: "{}" } },
+            ],
+          },
+        }],
+      },
+    }],
+  });
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.deepEqual(reply.toolCalls.map((call) => [call.id, call.function]), [
+    ["call_0", { name: "a", arguments: '{"x":1,"y":[true]}' }],
+    ["call_1", { name: "b", arguments: "{}" }],
+    ["keep", { name: "c", arguments: "{}" }],
+  ]);
+  assert.equal(reply.finishReason, undefined);
+  assert.equal(reply.usage, undefined);
+});
+
+Deno.test("complete: content given as an array of parts is joined (text parts only)", async () => {
+  const { model, client } = await setup({
+    turns: [{
+      status: 200,
+      body: {
+        choices: [{
+          message: {
+            role: "assistant",
+            content: [
+              { type: "text", text: "Hello, " },
+              { type: "image_url", image_url: { url: "x" } },
+              { type: "text", text: "world" },
+            ],
+          },
+          finish_reason: "stop",
+        }],
+      },
+    }],
+  });
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.equal(reply.content, "Hello, world");
+});
+
+// --- the request ---------------------------------------------------------------------------
+
+Deno.test("request: carries model, messages and tools; no sampling keys when unset", async () => {
+  const { model, client } = await setup({ turns: [{ content: "ok" }] });
+  await using _ = model;
+  const messages: ChatMessage[] = [
+    { role: "system", content: "be brief" },
+    { role: "user", content: "note this" },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "c1",
+        type: "function",
+        function: { name: "write_note", arguments: "{}" },
+      }],
+    },
+    { role: "tool", tool_call_id: "c1", content: "done" },
+  ];
+
+  await client.complete(messages, [NOTE_TOOL]);
+
+  const [request] = model.requests;
+  assert.equal(request.model, "test-model");
+  assert.deepEqual(request.messages, messages);
+  assert.deepEqual(request.tools, [NOTE_TOOL]);
+  assert.equal("temperature" in request, false);
+  assert.equal("max_tokens" in request, false);
+});
+
+Deno.test("request: tools are omitted when none are offered", async () => {
+  const { model, client } = await setup({ turns: [{ content: "ok" }] });
+  await using _ = model;
+
+  await client.complete(HELLO, []);
+
+  assert.equal("tools" in model.requests[0], false);
+});
+
+Deno.test("request: temperature (even 0) and max_tokens are sent when set", async () => {
+  const { model, client } = await setup(
+    { turns: [{ content: "ok" }, { content: "ok" }] },
+    { temperature: 0, maxTokens: 256 },
+  );
+  await using _ = model;
+
+  await client.complete(HELLO, []);
+
+  assert.equal(model.requests[0].temperature, 0);
+  assert.equal(model.requests[0].max_tokens, 256);
+});
+
+Deno.test("request: Authorization: Bearer <key> only when an API key is set", async () => {
+  const keyed = await setup({ apiKey: KEY, turns: [{ content: "ok" }] }, { apiKey: KEY });
+  await using _keyed = keyed.model;
+  const keyless = await setup({ turns: [{ content: "ok" }] });
+  await using _keyless = keyless.model;
+
+  assert.equal((await keyed.client.complete(HELLO, [])).content, "ok");
+  await keyless.client.complete(HELLO, []);
+
+  assert.equal(keyed.model.requests[0].authorization, `Bearer ${KEY}`);
+  assert.equal(keyless.model.requests[0].authorization, null);
+});
+
+Deno.test("request: JSON content type and accept headers, POST to <base_url>/chat/completions", async () => {
+  await using server = serve(() =>
+    Response.json({ choices: [{ message: { role: "assistant", content: "ok" } }] })
+  );
+  const client = new ModelClient(settingsFor(server.baseUrl));
+
+  await client.complete(HELLO, []);
+
+  const [hit] = server.hits;
+  assert.equal(hit.method, "POST");
+  assert.equal(new URL(hit.url).pathname, "/v1/chat/completions");
+  assert.equal(hit.headers.get("content-type"), "application/json");
+  assert.equal(hit.headers.get("accept"), "application/json");
+});
+
+// --- retries -------------------------------------------------------------------------------
+
+Deno.test("429 is retried, then the answer counts the retries", async () => {
+  const { model, client, delays } = await setup(
+    { turns: [{ status: 429 }, { status: 429 }, { content: "finally" }] },
+    { maxRetries: 3 },
+  );
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.equal(reply.content, "finally");
+  assert.equal(reply.retries, 2);
+  assert.equal(model.requests.length, 3);
+  assert.equal(delays.length, 2);
+});
+
+Deno.test("Retry-After in seconds is the delay, capped at 60 s", async () => {
+  const { model, client, delays } = await setup(
+    {
+      turns: [
+        { status: 429, headers: { "retry-after": "7" } },
+        { status: 429, headers: { "retry-after": " 1.5 " } },
+        { status: 429, headers: { "retry-after": "600" } },
+        { status: 429, headers: { "retry-after": "0" } },
+        { content: "ok" },
+      ],
+    },
+    { maxRetries: 5 },
+  );
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.equal(reply.retries, 4);
+  assert.deepEqual(delays, [7_000, 1_500, 60_000, 0]);
+});
+
+Deno.test("Retry-After as an HTTP date: the time until then, capped at 60 s; a past date → backoff", async () => {
+  const soon = new Date(Date.now() + 45_000).toUTCString();
+  const { model, client, delays } = await setup(
+    {
+      turns: [
+        { status: 429, headers: { "retry-after": "Fri, 01 Jan 2100 00:00:00 GMT" } },
+        { status: 429, headers: { "retry-after": "Thu, 01 Jan 1970 00:00:00 GMT" } },
+        { status: 429, headers: { "retry-after": soon } },
+        { status: 429, headers: { "retry-after": "soon-ish" } },
+        { content: "ok" },
+      ],
+    },
+    { maxRetries: 4 },
+  );
+  await using _ = model;
+
+  await client.complete(HELLO, []);
+
+  assert.equal(delays.length, 4);
+  assert.equal(delays[0], 60_000);
+  assert.equal(delays[1], 2_000, "a past date falls back to the backoff (1 s × 2¹ × 1.0)");
+  // The date has whole seconds, so the wait is a little under 45 s: far above the 4 s backoff.
+  assert.ok(delays[2] > 30_000 && delays[2] <= 45_000, `got ${delays[2]}`);
+  assert.equal(delays[3], 8_000, "an unparseable header falls back to the backoff");
+});
+
+Deno.test("Retry-After also applies to a 503", async () => {
+  const { model, client, delays } = await setup(
+    { turns: [{ status: 503, headers: { "retry-after": "3" } }, { content: "ok" }] },
+    { maxRetries: 1 },
+  );
+  await using _ = model;
+
+  await client.complete(HELLO, []);
+
+  assert.deepEqual(delays, [3_000]);
+});
+
+for (const status of [500, 502, 503]) {
+  Deno.test(`${status} is retried with doubling backoff and ±20 % jitter`, async () => {
+    const randoms = [0, 0.5, 1, 0.25];
+    const { model, client, delays } = await setup(
+      { turns: [{ status }, { status }, { status }, { status }, { content: "ok" }] },
+      { maxRetries: 4 },
+      { random: () => randoms.shift()! },
+    );
+    await using _ = model;
+
+    const reply = await client.complete(HELLO, []);
+
+    assert.equal(reply.content, "ok");
+    assert.equal(reply.retries, 4);
+    // base 1000 ms × 2^attempt × (0.8 + 0.4 × random)
+    assertClose(delays, [800, 2_000, 4_800, 7_200]);
+  });
+}
+
+Deno.test("backoff: retryBaseMs sets the first delay; doubling stops at 30 s before jitter", async () => {
+  const { model, client, delays } = await setup(
+    { fallback: { status: 503 } },
+    { maxRetries: 4 },
+    { retryBaseMs: 10_000 },
+  );
+  await using _ = model;
+
+  await modelError(client.complete(HELLO, []), "server");
+
+  assertClose(delays, [10_000, 20_000, 30_000, 30_000]);
+});
+
+Deno.test("429 after every retry → rate_limited with retries = maxRetries, 'after N attempts'", async () => {
+  const { model, client, delays } = await setup(
+    { fallback: { status: 429, body: { error: { message: "Slow down" } } } },
+    { maxRetries: 2 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "rate_limited");
+
+  assert.equal(error.retries, 2);
+  assert.equal(error.status, 429);
+  assert.match(error.message, /after 3 attempts/);
+  assert.match(error.message, /HTTP 429: Slow down/);
+  assert.equal(model.requests.length, 3);
+  assert.equal(delays.length, 2);
+});
+
+Deno.test("5xx after every retry → server error with the status, 'after N attempts'", async () => {
+  const { model, client } = await setup({ fallback: { status: 502 } }, { maxRetries: 3 });
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "server");
+
+  assert.equal(error.retries, 3);
+  assert.equal(error.status, 502);
+  assert.match(error.message, /HTTP 502/);
+  assert.match(error.message, /after 4 attempts/);
+  assert.ok(error.message.includes(client.url));
+  assert.equal(model.requests.length, 4);
+});
+
+Deno.test("maxRetries 0: a 429 or 503 is not retried", async () => {
+  const { model, client, delays } = await setup({ turns: [{ status: 429 }, { status: 503 }] });
+  await using _ = model;
+
+  const limited = await modelError(client.complete(HELLO, []), "rate_limited");
+  const server = await modelError(client.complete(HELLO, []), "server");
+
+  for (const error of [limited, server]) {
+    assert.equal(error.retries, 0);
+    assert.doesNotMatch(error.message, /attempts/);
+  }
+  assert.equal(model.requests.length, 2);
+  assert.deepEqual(delays, []);
+});
+
+// --- errors that are not retried -----------------------------------------------------------
+
+for (const status of [401, 403]) {
+  Deno.test(`${status} → auth, not retried, names the key variable and says it is not set`, async () => {
+    const { model, client, delays } = await setup(
+      { turns: [{ status, body: { error: { message: "Incorrect API key provided" } } }] },
+      { maxRetries: 3, apiKeyVariable: "ACME_API_KEY" },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), "auth");
+
+    assert.equal(error.status, status);
+    assert.equal(error.retries, 0);
+    assert.match(error.message, new RegExp(`HTTP ${status}: Incorrect API key provided`));
+    assert.match(error.message, /check ACME_API_KEY in \.env \(it is not set\)/);
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(delays, []);
+  });
+}
+
+Deno.test("401 with a key set → auth, without '(it is not set)'", async () => {
+  const { model, client } = await setup(
+    { apiKey: "the-right-key" },
+    { apiKey: KEY, apiKeyVariable: "OPENAI_API_KEY" },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "auth");
+
+  assert.match(error.message, /check OPENAI_API_KEY in \.env/);
+  assert.doesNotMatch(error.message, /not set/);
+});
+
+Deno.test("404 → model_not_found naming the model, model.default, the config file and model.base_url", async () => {
+  const { model, client, delays } = await setup(
+    { models: ["other-model"] },
+    { maxRetries: 3 },
+    { configFile: "/h/config.yaml" },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "model_not_found");
+
+  assert.equal(error.status, 404);
+  assert.match(error.message, /model 'test-model'/);
+  assert.match(error.message, /set model\.default in \/h\/config\.yaml/);
+  assert.match(error.message, /check model\.base_url/);
+  assert.equal(model.requests.length, 1);
+  assert.deepEqual(delays, []);
+});
+
+Deno.test("400 saying the model does not exist → model_not_found naming model.default", async () => {
+  const { model, client } = await setup(
+    {
+      turns: [{
+        status: 400,
+        body: { error: { message: "The model `test-model` does not exist." } },
+      }],
+    },
+    { maxRetries: 2 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "model_not_found");
+
+  assert.equal(error.status, 400);
+  assert.match(error.message, /model\.default in config\.yaml/);
+  assert.doesNotMatch(error.message, /model\.base_url/);
+  assert.equal(model.requests.length, 1);
+});
+
+Deno.test("another 400 → bad_request with the endpoint's message, not retried", async () => {
+  const { model, client, delays } = await setup(
+    {
+      turns: [{
+        status: 400,
+        body: { error: { message: "Invalid value for 'temperature'", type: "invalid_request" } },
+      }],
+    },
+    { maxRetries: 3 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_request");
+
+  assert.equal(error.status, 400);
+  assert.equal(error.retries, 0);
+  assert.match(error.message, /rejected the request \(HTTP 400: Invalid value for 'temperature'\)/);
+  assert.equal(model.requests.length, 1);
+  assert.deepEqual(delays, []);
+});
+
+Deno.test("error detail: {error: text}, {message}, plain text; whitespace collapsed; long text cut", async () => {
+  const { model, client } = await setup({
+    turns: [
+      { status: 422, body: { error: "plain error string" } },
+      { status: 422, body: { message: "top-level message" } },
+      { status: 422, body: "  not\n\n json   at all " },
+      { status: 422, body: "x".repeat(400) },
+    ],
+  });
+  await using _ = model;
+
+  const messages: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    messages.push((await modelError(client.complete(HELLO, []), "bad_request")).message);
+  }
+
+  assert.match(messages[0], /HTTP 422: plain error string\)/);
+  assert.match(messages[1], /HTTP 422: top-level message\)/);
+  assert.match(messages[2], /HTTP 422: not json at all\)/);
+  assert.ok(messages[3].includes(`HTTP 422: ${"x".repeat(300)}…)`), messages[3]);
+  assert.ok(!messages[3].includes("x".repeat(301)));
+});
+
+// --- answers that are not chat completions -------------------------------------------------
+
+const BAD_ANSWERS: Array<[string, unknown, RegExp]> = [
+  ["an HTML page", "<!doctype html><html><body>Welcome</body></html>", /not with JSON/],
+  ["{} without choices", {}, /without choices\[0\]\.message/],
+  ["empty choices", { choices: [] }, /without choices\[0\]\.message/],
+  ["a choice without message", { choices: [{ text: "hi" }] }, /without choices\[0\]\.message/],
+  [
+    "a tool call without function name",
+    {
+      choices: [{
+        message: {
+          role: "assistant",
+          tool_calls: [
+            { id: "a", function: { name: "ok" } },
+            { id: "b", function: { arguments: "{}" } },
+          ],
+        },
+      }],
+    },
+    /tool_calls\[1\] has no function name/,
+  ],
+];
+
+for (const [what, body, why] of BAD_ANSWERS) {
+  Deno.test(`200 with ${what} → bad_response pointing at model.base_url, not retried`, async () => {
+    const { model, client, delays } = await setup(
+      { turns: [{ status: 200, body }] },
+      { maxRetries: 2 },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), "bad_response");
+
+    assert.equal(error.status, 200);
+    assert.match(error.message, why);
+    assert.match(error.message, /model\.base_url/);
+    assert.ok(error.message.includes(client.url));
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(delays, []);
+  });
+}
+
+Deno.test("a redirect is not followed: the request fails and the target is never asked", async () => {
+  await using target = serve(() =>
+    Response.json({ choices: [{ message: { role: "assistant", content: "redirected" } }] })
+  );
+  await using redirector = serve(() =>
+    new Response(null, {
+      status: 307,
+      headers: { location: `${target.baseUrl}/chat/completions` },
+    })
+  );
+  const client = new ModelClient(settingsFor(redirector.baseUrl));
+
+  const error = await client.complete(HELLO, []).then(
+    (reply) => assert.fail(`the redirect was followed: ${JSON.stringify(reply)}`),
+    (error: unknown) => error,
+  );
+
+  assert.ok(error instanceof ModelError, `expected a ModelError, got ${error}`);
+  assert.equal(error.kind, "bad_request");
+  assert.equal(error.status, 307);
+  assert.match(
+    error.message,
+    /redirects \(HTTP 307 to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions\)/,
+  );
+  assert.match(error.message, /model\.base_url/);
+  // Not retried: a redirect does not go away by asking again.
+  assert.equal(redirector.hits.length, 1);
+  assert.equal(target.hits.length, 0);
+});
+
+// --- connection problems -------------------------------------------------------------------
+
+Deno.test("unreachable endpoint → unreachable after the retries, naming model.base_url", async () => {
+  const baseUrl = `http://127.0.0.1:${closedPort()}/v1`;
+  const { options, delays } = instant({ configFile: "/h/config.yaml" });
+  const client = new ModelClient(settingsFor(baseUrl, { maxRetries: 2 }), options);
+
+  const error = await modelError(client.complete(HELLO, []), "unreachable");
+
+  assert.equal(error.retries, 2);
+  assert.equal(error.status, undefined);
+  assert.ok(error.message.includes(`${baseUrl}/chat/completions`), error.message);
+  assert.match(error.message, /set model\.base_url in \/h\/config\.yaml/);
+  assert.match(error.message, /after 3 attempts/);
+  assert.equal(delays.length, 2);
+  assert.ok(error.cause !== undefined);
+});
+
+Deno.test("no answer within timeoutSeconds → timeout, retried, naming model.timeout_seconds", async () => {
+  const { model, client, delays } = await setup(
+    { turns: [{ hang: true }, { hang: true }] },
+    { timeoutSeconds: 0.2, maxRetries: 1 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "timeout");
+
+  assert.equal(error.retries, 1);
+  assert.match(error.message, /did not answer within model\.timeout_seconds \(0\.2 s\)/);
+  assert.match(error.message, /after 2 attempts/);
+  assert.equal(model.requests.length, 2);
+  assert.equal(delays.length, 1);
+});
+
+Deno.test("a timed-out attempt is retried and the next answer is used", async () => {
+  const { model, client } = await setup(
+    { turns: [{ hang: true }, { content: "second try" }] },
+    { timeoutSeconds: 0.2, maxRetries: 1 },
+  );
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+
+  assert.equal(reply.content, "second try");
+  assert.equal(reply.retries, 1);
+});
+
+// --- cancellation --------------------------------------------------------------------------
+
+Deno.test("abort during a request → cancelled at once, not retried", async () => {
+  const received = deferred();
+  const { model, client, delays } = await setup(
+    { turns: [{ hang: true }], onRequest: () => received.resolve() },
+    // A long timeout and retries: only the abort can end this request.
+    { timeoutSeconds: 3_600, maxRetries: 3 },
+  );
+  await using _ = model;
+  const controller = new AbortController();
+
+  const pending = client.complete(HELLO, [], { signal: controller.signal });
+  await received.promise;
+  controller.abort(new Error("user pressed Ctrl+C"));
+  const error = await modelError(pending, "cancelled");
+
+  assert.equal(error.retries, 0);
+  assert.equal(error.message, "the model request was cancelled");
+  assert.equal(model.requests.length, 1);
+  assert.deepEqual(delays, []);
+});
+
+Deno.test("an already aborted signal → cancelled without sending anything", async () => {
+  const { model, client } = await setup({ turns: [{ content: "never" }] });
+  await using _ = model;
+
+  const error = await modelError(
+    client.complete(HELLO, [], { signal: AbortSignal.abort() }),
+    "cancelled",
+  );
+
+  assert.equal(error.retries, 0);
+  assert.equal(model.requests.length, 0);
+});
+
+Deno.test("abort during the backoff sleep → cancelled, no further attempt", async () => {
+  const sleeping = deferred<number>();
+  const model = await startFakeModel({ fallback: { status: 503 } });
+  await using _ = model;
+  const client = new ModelClient(settingsFor(model.baseUrl, { maxRetries: 3 }), {
+    random: () => 0.5,
+    // Waits until the signal aborts, like the real sleep with a long delay.
+    sleep: (ms, signal) =>
+      new Promise((_resolve, reject) => {
+        sleeping.resolve(ms);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      }),
+  });
+  const controller = new AbortController();
+
+  const pending = client.complete(HELLO, [], { signal: controller.signal });
+  assert.equal(await sleeping.promise, 1_000);
+  controller.abort();
+  const error = await modelError(pending, "cancelled");
+
+  assert.equal(error.retries, 1);
+  assert.equal(model.requests.length, 1);
+});
+
+Deno.test("the default sleep stops when the signal aborts and leaves no timer behind", async () => {
+  const model = await startFakeModel({
+    fallback: { status: 429, headers: { "retry-after": "60" } },
+  });
+  await using _ = model;
+  const controller = new AbortController();
+  let calls = 0;
+  const client = new ModelClient(settingsFor(model.baseUrl, { maxRetries: 3 }), {
+    // The answer is read in full, then the caller aborts while the client waits 60 s.
+    fetch: async (input, init) => {
+      calls++;
+      const response = await fetch(input, init);
+      const text = await response.text();
+      setTimeout(() => controller.abort(), 0);
+      return new Response(text, { status: response.status, headers: response.headers });
+    },
+  });
+
+  const error = await modelError(
+    client.complete(HELLO, [], { signal: controller.signal }),
+    "cancelled",
+  );
+
+  assert.equal(error.retries, 1);
+  assert.equal(calls, 1);
+});
+
+// --- the API key stays secret --------------------------------------------------------------
+
+for (const [status, kind] of [[401, "auth"], [400, "bad_request"], [500, "server"]] as const) {
+  Deno.test(`the API key echoed in a ${status} error body is redacted`, async () => {
+    const { model, client } = await setup(
+      {
+        fallback: {
+          status,
+          body: { error: { message: `Incorrect API key provided: ${KEY}. Key ${KEY} is bad.` } },
+        },
+      },
+      { apiKey: KEY, maxRetries: 1 },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), kind);
+
+    assert.ok(!error.message.includes(KEY), error.message);
+    assert.match(error.message, /provided: \[REDACTED\]\. Key \[REDACTED\] is bad/);
+  });
+}
+
+Deno.test("the API key in a non-JSON error body is redacted too", async () => {
+  const { model, client } = await setup(
+    { turns: [{ status: 403, body: `<html>forbidden for ${KEY}</html>` }] },
+    { apiKey: KEY },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "auth");
+
+  assert.ok(!error.message.includes(KEY));
+  assert.match(error.message, /forbidden for \[REDACTED\]/);
+});
+
+Deno.test({
+  name: "no part of the API key leaks when the echoed key straddles the 300-character cut",
+  fn: async () => {
+    const { model, client } = await setup(
+      { turns: [{ status: 401, body: { error: { message: `${"x".repeat(290)}${KEY}` } } }] },
+      { apiKey: KEY },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), "auth");
+
+    assert.ok(!error.message.includes(KEY.slice(0, 10)), error.message);
+  },
+});

@@ -1,0 +1,200 @@
+/**
+ * `agent chat` at a real terminal: the CLI runs inside a pseudo-terminal (util-linux `script`),
+ * so stdin is a TTY, approval questions are asked, and Ctrl-C is the terminal's interrupt key.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startFakeModel } from "../fixtures/fake_model.ts";
+import { stdioCommand } from "../fixtures/mcp/spawn.ts";
+import { childEnv, MAIN, REPO, tempHome } from "./_helpers.ts";
+
+/** A terminal session: what the screen showed so far, and keystrokes. */
+class Terminal {
+  readonly #process: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #screen = "";
+  #waiters: Array<() => void> = [];
+  readonly #done: Promise<void>;
+
+  constructor(home: string) {
+    // `script` runs the command through sh; `exec` makes the agent the terminal's process
+    // (a waiting sh would die of the Ctrl-C itself).
+    const command = `exec ${
+      [Deno.execPath(), "run", "-A", MAIN, "chat"].map(shellQuote).join(" ")
+    }`;
+    const child = new Deno.Command("script", {
+      args: ["-qfec", command, "/dev/null"],
+      cwd: REPO,
+      clearEnv: true,
+      env: { ...childEnv(home), TERM: "dumb" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#process = child;
+    this.#writer = child.stdin.getWriter();
+    this.#done = (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of child.stdout) {
+        this.#screen += decoder.decode(chunk, { stream: true });
+        for (const wake of this.#waiters.splice(0)) wake();
+      }
+    })();
+  }
+
+  get screen(): string {
+    return this.#screen;
+  }
+
+  async type(text: string): Promise<void> {
+    await this.#writer.write(new TextEncoder().encode(text));
+  }
+
+  /** Waits until the screen, after `from`, matches `pattern`; returns the index after the match. */
+  async waitFor(pattern: RegExp, from = 0, timeoutMs = 30_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (true) {
+      const match = pattern.exec(this.#screen.slice(from));
+      if (match) return from + match.index + match[0].length;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(`timed out waiting for ${pattern}; screen:\n${this.#screen}`);
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#waiters.push(resolve)),
+        new Promise<void>((resolve) => timer = setTimeout(resolve, left)),
+      ]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits for the session to end (keep stdin open: `script` reports an early EOF as 130). */
+  async exit(): Promise<Deno.CommandStatus> {
+    const status = await this.#process.status;
+    await this.#writer.close().catch(() => {});
+    await this.#done;
+    await this.#process.stderr.cancel();
+    return status;
+  }
+
+  kill(): void {
+    try {
+      this.#process.kill("SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
+/** Processes whose environment holds `marker` (Linux /proc). */
+function pidsWithMarker(marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      if (Deno.readTextFileSync(`/proc/${entry.name}/environ`).includes(marker)) {
+        pids.push(Number(entry.name));
+      }
+    } catch { /* gone, or not ours */ }
+  }
+  return pids;
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+Deno.test("chat at a terminal: approval asked and answered, Ctrl-C cancels a run, the session goes on", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  const notes = stdioCommand(["--tools", "echo,write_note"]);
+  const marker = `pty-${crypto.randomUUID()}`;
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    [
+      "model:",
+      "  default: gpt-4.1-mini",
+      `  base_url: ${model.baseUrl}`,
+      "approvals:",
+      "  timeout_seconds: 120",
+      "mcp_servers:",
+      "  notes:",
+      `    command: ${JSON.stringify(notes.command)}`,
+      `    args: ${JSON.stringify(notes.args)}`,
+      "    trust: untrusted",
+      `    env: {AGENT_TEST_MARKER: ${marker}}`,
+      "",
+    ].join("\n"),
+  );
+  const terminal = new Terminal(h.home);
+  try {
+    let at = await terminal.waitFor(/you> /);
+    assert.match(terminal.screen, /agent chat: gpt-4\.1-mini via custom, 2 tools/);
+
+    // A write-capable tool of an untrusted server: the user is asked, and approves.
+    model.push(
+      { toolCalls: [{ name: "mcp__notes__write_note", arguments: { text: "buy milk" } }] },
+      { contentFromTools: "Result: " },
+    );
+    await terminal.type("please save a note\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\]/, at);
+    assert.match(terminal.screen, /call tool 'write_note' of untrusted MCP server 'notes'/);
+    await terminal.type("y\r");
+    at = await terminal.waitFor(/agent> Result: saved: buy milk/, at);
+    at = await terminal.waitFor(/you> /, at);
+
+    // The same call, denied: the tool does not run and the model is told.
+    model.push(
+      { toolCalls: [{ name: "mcp__notes__write_note", arguments: { text: "sell milk" } }] },
+      { contentFromTools: "Told: " },
+    );
+    await terminal.type("save another\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\]/, at);
+    await terminal.type("n\r");
+    at = await terminal.waitFor(/agent> Told: The call of mcp__notes__write_note was not made/, at);
+    at = await terminal.waitFor(/you> /, at);
+
+    // Ctrl-C while the model is thinking cancels the run, not the session, and does not reach
+    // the MCP servers.
+    const serverPids = pidsWithMarker(marker);
+    assert.equal(serverPids.length, 1);
+    const requestsBefore = model.requests.length;
+    model.push({ hang: true });
+    await terminal.type("think forever\r");
+    await model.waitForRequests(requestsBefore + 1);
+    await terminal.type("\x03");
+    at = await terminal.waitFor(/\[cancelled: cancelled by the user\]/, at);
+    at = await terminal.waitFor(/you> /, at);
+
+    model.push(
+      { toolCalls: [{ name: "mcp__notes__echo", arguments: { message: "ping" } }] },
+      { contentFromTools: "still here: " },
+    );
+    await terminal.type("are you there?\r");
+    at = await terminal.waitFor(/agent> still here: Echo: ping/, at);
+    assert.deepEqual(pidsWithMarker(marker), serverPids);
+    // The cancelled turn stays in the history, closed properly (the fake model checks it).
+    const last = model.requests.at(-1)!;
+    assert.deepEqual(last.messages.map((m) => m.role), [
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "user",
+      "assistant",
+      "tool",
+    ]);
+
+    await terminal.type("/exit\r");
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
