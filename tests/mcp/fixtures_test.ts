@@ -155,6 +155,7 @@ Deno.test("each era × transport: a matching client connects, lists tools, calls
           "crash",
           "hang",
           "list-items.v2",
+          "rendezvous",
         ]);
         const echo = await session.client.callTool({
           name: "echo",

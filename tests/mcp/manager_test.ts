@@ -309,6 +309,7 @@ Deno.test("tool registry: generated names, filters on original names, utility to
     "mcp__my_api__list_prompts",
     "mcp__my_api__list_resources",
     "mcp__my_api__read_resource",
+    "mcp__my_api__rendezvous",
     "mcp__my_api__slow",
     "mcp__my_api__write_note",
   ]);
