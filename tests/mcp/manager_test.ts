@@ -334,6 +334,7 @@ Deno.test("tool registry: generated names, filters on original names, utility to
     crash: false,
     hang: false,
     "list-items.v2": true,
+    rendezvous: false,
     list_resources: true,
     read_resource: true,
     list_prompts: true,
