@@ -348,6 +348,7 @@ Deno.test("tool registry: generated names, filters on original names, utility to
     "mcp__exc__add",
     "mcp__exc__echo",
     "mcp__exc__list_items_v2",
+    "mcp__exc__rendezvous",
     "mcp__exc__slow",
   ]);
   assert.deepEqual(h.toolNames("both"), ["mcp__both__add"], "include wins over exclude");
