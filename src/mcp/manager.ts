@@ -121,7 +121,8 @@ export class McpManager {
       processEnvNames: () => Object.keys(Deno.env.toObject()),
       reconnect: true,
       random: Math.random,
-      ...options,
+      // An option given as `undefined` keeps its default.
+      ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
     };
   }
 
