@@ -271,10 +271,11 @@ class Run {
         reply.toolCalls.map((call) => this.#callTool(call, byName.get(call.function.name))),
       );
       this.#toolMs += this.#clock() - started;
-      this.#throwIfStopped();
+      // Results first: a call that finished is told as it is, even when the run stops now.
       for (const [index, call] of reply.toolCalls.entries()) {
         this.#messages.push({ role: "tool", tool_call_id: call.id, content: results[index] });
       }
+      this.#throwIfStopped();
     }
     return {
       answer: lastText,
@@ -425,6 +426,7 @@ class Run {
     } catch (error) {
       record.latencyMs = this.#clock() - started;
       const message = error instanceof Error ? error.message : String(error);
+      if (this.#timeout.signal.aborted) return fail("timed_out", message);
       if (this.#signal.aborted) return fail("cancelled", message);
       if (error instanceof McpServerError && error.kind === "timeout") {
         return fail("timed_out", message);
@@ -434,12 +436,15 @@ class Run {
   }
 
   async #approve(tool: RegisteredTool, rawArguments: string): Promise<ApprovalDecision> {
-    const decision = await this.#o.approvals.approve({
-      kind: "tool_call",
-      summary: `call tool '${tool.originalName}' of untrusted MCP server '${tool.server}'`,
-      detail: `arguments: ${shorten(rawArguments, 2000)}`,
-      server: tool.server,
-    }, { signal: this.#signal }).catch(() => "denied" as const);
+    // A surface that fails (even synchronously) denies: nothing runs without a yes.
+    const decision = await Promise.resolve().then(() =>
+      this.#o.approvals.approve({
+        kind: "tool_call",
+        summary: `call tool '${tool.originalName}' of untrusted MCP server '${tool.server}'`,
+        detail: `arguments: ${shorten(rawArguments, 2000)}`,
+        server: tool.server,
+      }, { signal: this.#signal })
+    ).catch(() => "denied" as const);
     this.#o.metrics?.record({
       kind: "tool_approval",
       attributedToToolCall: true,
@@ -541,7 +546,7 @@ export function resultText(result: CallToolResult): string {
       case "image":
       case "audio":
         parts.push(
-          `[${item.type} ${item.mimeType}, ${Math.floor(item.data.length * 3 / 4)} bytes]`,
+          `[${item.type} ${item.mimeType}, ${base64Bytes(item.data)} bytes]`,
         );
         break;
       case "resource": {
@@ -565,6 +570,12 @@ export function resultText(result: CallToolResult): string {
   return text.length > MAX_TOOL_RESULT_CHARS
     ? `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[… cut: the result was ${text.length} characters]`
     : text;
+}
+
+/** Decoded size of base64 text. */
+function base64Bytes(data: string): number {
+  const padding = data.match(/=*$/)?.[0].length ?? 0;
+  return Math.max(0, Math.floor(data.length * 3 / 4) - padding);
 }
 
 function shorten(text: string, max: number): string {
