@@ -25,17 +25,6 @@ const LATER_GROUPS: LaterGroup[] = [
     capability: "the webhook gateway",
   },
   {
-    name: "webhook",
-    description: "manage webhook subscriptions",
-    subcommands: [
-      ["list", "list subscriptions"],
-      ["subscribe", "create or replace a subscription"],
-      ["remove", "remove a subscription"],
-      ["test", "send a signed test event to a subscription"],
-    ],
-    capability: "the webhook gateway",
-  },
-  {
     name: "mcp",
     description: "",
     subcommands: [

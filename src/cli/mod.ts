@@ -11,6 +11,7 @@ import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
 import { addLaterCommands } from "./later.ts";
 import { addMcpCommands } from "./mcp.ts";
 import { addMetricsCommands } from "./metrics.ts";
+import { addWebhookCommands } from "./webhook.ts";
 
 /**
  * Runs `agent` with `argv` (without the program name) and returns the exit code: 0 ok,
@@ -68,6 +69,7 @@ function buildProgram(io: CliIo, state: CommandState): Command {
   addMetricsCommands(program, io, state);
   addMcpCommands(program, io, state);
   addAgentCommands(program, io, state);
+  addWebhookCommands(program, io, state);
   addLaterCommands(program);
   return program;
 }

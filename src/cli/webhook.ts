@@ -1,0 +1,331 @@
+/**
+ * `agent webhook`: list, subscribe, remove, test.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { isAbsolute, join, normalize } from "node:path";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import {
+  createdAtNow,
+  defaultDescription,
+  DELIVERY_TARGETS,
+  generateSecret,
+  normaliseRouteName,
+  type Route,
+  splitList,
+  type SubscriptionRecord,
+} from "../webhook/routes.ts";
+import {
+  readWebhookSettings,
+  routeUrl,
+  webhookBaseUrl,
+  type WebhookSettings,
+} from "../webhook/settings.ts";
+import { githubSignature } from "../webhook/signatures.ts";
+import {
+  dynamicRoutes,
+  readSubscriptions,
+  SubscriptionFileError,
+  writeSubscriptions,
+} from "../webhook/subscriptions.ts";
+import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import type { CommandState } from "./mod.ts";
+
+const NOT_ENABLED = "The webhook platform is not enabled. Enable it with `agent gateway setup`, " +
+  "or set platforms.webhook.enabled: true in config.yaml (or WEBHOOK_ENABLED=true).";
+
+const TEST_PAYLOAD = { test: true, event_type: "test", message: "Hello from agent webhook test" };
+
+/** Adds the `webhook` group to `program`. */
+export function addWebhookCommands(program: Command, io: CliIo, state: CommandState): void {
+  const webhook = program.command("webhook").description(
+    "manage webhook subscriptions (<home>/webhook_subscriptions.json)",
+  ).addHelpText(
+    "after",
+    "\nA subscription is a URL that external services POST signed JSON events to. Each event\n" +
+      "becomes a prompt for an agent run whose answer goes to --deliver, or, with --deliver-only,\n" +
+      "the rendered prompt itself is sent to the target. Static routes can also be declared under\n" +
+      "platforms.webhook.extra.routes in config.yaml; a subscription never replaces one.",
+  );
+
+  webhook.command("list").alias("ls").description("list subscriptions and static routes")
+    .option("--json", "print one JSON document").action((options) => {
+      const { config, settings } = load(io);
+      const records = read(config);
+      const dynamic = dynamicRoutes(records, config.paths.subscriptions);
+      const routes = [...settings.routes, ...dynamic.routes];
+      const rows = routes.map((route) => listRow(settings, route));
+      if (options.json) {
+        return printJson(io, {
+          enabled: settings.enabled,
+          base_url: webhookBaseUrl(settings),
+          subscriptions: rows,
+          problems: [...settings.routeProblems, ...dynamic.problems],
+        });
+      }
+      if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);
+      for (const problem of [...settings.routeProblems, ...dynamic.problems]) {
+        io.err(`warning: ${problem}\n`);
+      }
+      if (rows.length === 0) {
+        io.out("No subscriptions. Create one with `agent webhook subscribe <name>`.\n");
+        return;
+      }
+      for (const row of rows) {
+        io.out(`${row.name}${row.source === "static" ? " (static, config.yaml)" : ""}\n`);
+        io.out(`  url:     ${row.webhook_url}\n`);
+        io.out(`  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}\n`);
+        io.out(`  deliver: ${row.deliver}${row.deliver_only ? " (direct, no agent run)" : ""}\n`);
+        if (!row.enabled) io.out("  enabled: false\n");
+        if (row.description) io.out(`  ${row.description}\n`);
+      }
+    });
+
+  webhook.command("subscribe").alias("add").description(
+    "create a subscription (or replace one, keeping its secret) and print its URL and secret",
+  )
+    .argument("<name>", "subscription name: lower-case letters, digits, '-', '_'")
+    .option("--prompt <template>", "prompt template; {a.b.c} inserts payload fields")
+    .option("--events <list>", "comma-separated event names to accept (default: all)")
+    .option("--description <text>", "free text")
+    .option("--skills <list>", "comma-separated skills loaded for the run")
+    .option("--deliver <target>", `where the answer goes: ${DELIVERY_TARGETS.join(", ")}`)
+    .option("--deliver-chat-id <id>", "chat id at the target (telegram, discord, slack)")
+    .option(
+      "--deliver-extra <key=value>",
+      "another target detail, e.g. repo=owner/name or number={issue.number} (repeatable)",
+      collect,
+      [] as string[],
+    )
+    .option("--secret <secret>", "HMAC secret (default: keep the current one, or generate one)")
+    .option("--script <file>", "a script under <home>/scripts/ run on each payload first")
+    .option("--deliver-only", "send the rendered prompt to the target directly, with no agent run")
+    .option("--json", "print one JSON document").action((rawName, options) => {
+      const { config, settings } = load(io);
+      const name = normaliseRouteName(rawName);
+      if (name.startsWith("invalid")) throw new UsageError(name);
+      if (settings.routes.some((route) => route.name === name)) {
+        throw new CliError(
+          `a static route named '${name}' is declared in ${config.paths.config} ` +
+            "(platforms.webhook.extra.routes); a subscription cannot replace it. Choose another name.",
+          2,
+        );
+      }
+      const deliver = (options.deliver ?? "log").trim().toLowerCase();
+      if (!(DELIVERY_TARGETS as readonly string[]).includes(deliver)) {
+        throw new UsageError(
+          `unknown --deliver target '${options.deliver}'; use one of ${
+            DELIVERY_TARGETS.join(", ")
+          }`,
+        );
+      }
+      if (options.deliverOnly && deliver === "log") {
+        throw new UsageError(
+          "--deliver-only sends the message straight to a target, and 'log' is not one: add " +
+            "--deliver telegram|discord|slack|github_comment|gitlab_comment|origin",
+        );
+      }
+      const script = options.script?.trim();
+      if (script !== undefined) checkScriptName(script);
+      const records = read(config);
+      const previous = records[name];
+      const extra: Record<string, unknown> = { ...previous?.deliver_extra };
+      for (const pair of options.deliverExtra) {
+        const at = pair.indexOf("=");
+        if (at <= 0) throw new UsageError(`--deliver-extra takes KEY=VALUE, got '${pair}'`);
+        extra[pair.slice(0, at).trim()] = pair.slice(at + 1);
+      }
+      if (options.deliverChatId !== undefined) extra.chat_id = options.deliverChatId;
+      const secret = options.secret?.trim() || previous?.secret || generateSecret();
+      if (options.secret !== undefined && options.secret.trim() === "") {
+        throw new UsageError("--secret is empty; leave it out to keep or generate a secret");
+      }
+      const record: SubscriptionRecord = {
+        description: options.description ?? defaultDescription(name),
+        events: options.events ? splitList(options.events) : [],
+        secret,
+        prompt: options.prompt ?? "",
+        skills: options.skills ? splitList(options.skills) : [],
+        deliver,
+        created_at: createdAtNow(io.now()),
+        ...(options.deliverOnly ? { deliver_only: true } : {}),
+        ...(script ? { script } : {}),
+        ...(Object.keys(extra).length > 0 ? { deliver_extra: extra } : {}),
+      };
+      records[name] = record;
+      writeSubscriptions(config.paths.subscriptions, records);
+      const url = routeUrl(settings, name);
+      const scriptMissing = script !== undefined && !isFile(join(config.paths.scripts, script));
+      if (options.json) {
+        return printJson(io, {
+          name,
+          webhook_url: url,
+          ...record,
+          updated: previous !== undefined,
+          platform_enabled: settings.enabled,
+        });
+      }
+      io.out(`Subscription '${name}' ${previous ? "updated" : "created"}.\n`);
+      io.out(`  URL:     ${url}\n`);
+      io.out(`  Secret:  ${secret}\n`);
+      io.out(`  Events:  ${record.events.length > 0 ? record.events.join(", ") : "all"}\n`);
+      io.out(`  Deliver: ${deliver}${options.deliverOnly ? " (direct, no agent run)" : ""}\n`);
+      io.out(
+        "Point the sender at the URL with content type application/json and the secret; GitHub " +
+          "signs with X-Hub-Signature-256.\n",
+      );
+      if (scriptMissing) {
+        io.err(`warning: ${join(config.paths.scripts, script!)} does not exist yet\n`);
+      }
+      if (!settings.enabled) io.err(`warning: ${NOT_ENABLED}\n`);
+    });
+
+  webhook.command("remove").alias("rm").description("remove a subscription")
+    .argument("<name>", "subscription name").option("--json", "print one JSON document")
+    .action((rawName, options) => {
+      const { config, settings } = load(io);
+      const name = normaliseRouteName(rawName);
+      if (settings.routes.some((route) => route.name === name)) {
+        throw new CliError(
+          `'${name}' is a static route in ${config.paths.config}; remove it there`,
+        );
+      }
+      const records = read(config);
+      if (name.startsWith("invalid") || !Object.hasOwn(records, name)) {
+        const names = Object.keys(records);
+        throw new CliError(
+          `no subscription named '${rawName}'${
+            names.length > 0 ? ` (have: ${names.join(", ")})` : ""
+          }`,
+        );
+      }
+      delete records[name];
+      writeSubscriptions(config.paths.subscriptions, records);
+      if (options.json) return printJson(io, { removed: name });
+      io.out(`Subscription '${name}' removed.\n`);
+    });
+
+  webhook.command("test").description(
+    "POST a signed test event to a subscription on the running gateway and print the answer",
+  )
+    .argument("<name>", "subscription name")
+    .option("--payload <json>", "the JSON object to send (default: a small test event)")
+    .option("--json", "print one JSON document").action(async (rawName, options) => {
+      const { config, settings } = load(io);
+      const name = normaliseRouteName(rawName);
+      const records = read(config);
+      const route = [
+        ...settings.routes,
+        ...dynamicRoutes(records, config.paths.subscriptions).routes,
+      ]
+        .find((candidate) => candidate.name === name);
+      if (!route) throw new CliError(`no subscription or static route named '${rawName}'`);
+      let payload: unknown = TEST_PAYLOAD;
+      if (options.payload !== undefined) {
+        try {
+          payload = JSON.parse(options.payload);
+        } catch (error) {
+          throw new UsageError(
+            `--payload is not valid JSON: ${error instanceof Error ? error.message : error}`,
+          );
+        }
+        if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
+          throw new UsageError("--payload must be a JSON object");
+        }
+      }
+      const secret = route.secret ?? settings.secret;
+      if (!secret) {
+        throw new CliError(
+          `route '${name}' has no secret and no global secret is set (WEBHOOK_SECRET)`,
+        );
+      }
+      const body = JSON.stringify(payload);
+      const url = routeUrl(settings, name);
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "x-hub-signature-256": githubSignature(secret, body),
+            "x-github-event": "test",
+            "x-github-delivery": crypto.randomUUID(),
+          },
+          body,
+          signal: AbortSignal.timeout(30_000),
+        });
+      } catch (error) {
+        throw new CliError(
+          `cannot reach ${url} (${error instanceof Error ? error.message : error}); ` +
+            "start the gateway with `agent gateway run`" +
+            (settings.enabled ? "" : `. ${NOT_ENABLED}`),
+        );
+      }
+      const text = await response.text();
+      if (!response.ok) state.exitCode = 1;
+      if (options.json) {
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch { /* not JSON: keep the text */ }
+        return printJson(io, { url, status: response.status, body: parsed });
+      }
+      io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
+    });
+}
+
+function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {
+  const config = loadConfig({ env: io.env });
+  return { config, settings: readWebhookSettings(config) };
+}
+
+function read(config: ResolvedConfig): Record<string, SubscriptionRecord> {
+  try {
+    return readSubscriptions(config.paths.subscriptions);
+  } catch (error) {
+    if (error instanceof SubscriptionFileError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+function listRow(settings: WebhookSettings, route: Route) {
+  return {
+    name: route.name,
+    source: route.source,
+    webhook_url: routeUrl(settings, route.name),
+    description: route.description,
+    events: route.events,
+    deliver: route.deliver,
+    deliver_only: route.deliverOnly,
+    skills: route.skills,
+    script: route.script ?? null,
+    enabled: route.enabled,
+    created_at: route.createdAt ?? null,
+  };
+}
+
+/** A script is a file name under `<home>/scripts/`: no absolute path, no `..`. */
+function checkScriptName(script: string): void {
+  const normal = normalize(script);
+  if (
+    script === "" || isAbsolute(script) || normal.startsWith("..") ||
+    normal.split("/").includes("..")
+  ) {
+    throw new UsageError(
+      `--script '${script}' must name a file inside <home>/scripts/ (no absolute path, no '..')`,
+    );
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

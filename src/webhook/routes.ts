@@ -1,0 +1,194 @@
+/**
+ * Webhook routes: the static ones of `config.yaml` (`platforms.webhook.extra.routes`) and the
+ * dynamic subscriptions of `<home>/webhook_subscriptions.json`, in one typed shape. A dynamic
+ * subscription never replaces a static route of the same name.
+ *
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { isPlainObject } from "../home/config.ts";
+
+/** Where a message goes after a run (or directly, with `deliver_only`). */
+export const DELIVERY_TARGETS = [
+  "log",
+  "origin",
+  "telegram",
+  "discord",
+  "slack",
+  "github_comment",
+  "gitlab_comment",
+] as const;
+
+/** A delivery target name. */
+export type DeliveryTargetName = typeof DELIVERY_TARGETS[number];
+
+/** One route, static or dynamic, as the listener uses it. */
+export interface Route {
+  name: string;
+  /** `static` from config.yaml, `dynamic` from webhook_subscriptions.json. */
+  source: "static" | "dynamic";
+  description: string;
+  /** Accepted event names; empty accepts every event. */
+  events: string[];
+  /** The route's own secret; the global secret applies when absent. */
+  secret?: string;
+  /** Prompt template with `{dot.path}` placeholders; empty sends the whole payload. */
+  prompt: string;
+  skills: string[];
+  deliver: DeliveryTargetName;
+  /** Target details (`chat_id`, `repo`, `number`, …); string values are templates. */
+  deliverExtra: Record<string, unknown>;
+  /** Send the rendered prompt to the target with no agent run. */
+  deliverOnly: boolean;
+  /** A file under `<home>/scripts/` run before the prompt is rendered. */
+  script?: string;
+  enabled: boolean;
+  /** Declarative filters as written (config routes; parsed by the filter module). */
+  filters?: unknown;
+  createdAt?: string;
+}
+
+/** A subscription record as stored in `webhook_subscriptions.json`. */
+export interface SubscriptionRecord {
+  description: string;
+  events: string[];
+  secret: string;
+  prompt: string;
+  skills: string[];
+  deliver: string;
+  created_at: string;
+  deliver_only?: boolean;
+  script?: string;
+  deliver_extra?: Record<string, unknown>;
+  enabled?: boolean;
+  filters?: unknown;
+}
+
+const NAME = /^[a-z0-9][a-z0-9_-]*$/;
+const MAX_NAME = 64;
+
+/**
+ * Normalises a subscription name: trimmed, lower-cased, spaces → `-`. Returns the name, or an
+ * error message saying what is allowed.
+ *
+ * @example
+ * ```ts
+ * import { normaliseRouteName } from "./routes.ts";
+ * console.assert(normaliseRouteName(" GitHub Issues ") === "github-issues");
+ * console.assert(normaliseRouteName("../x").startsWith("invalid"));
+ * ```
+ */
+export function normaliseRouteName(raw: string): string {
+  const name = raw.trim().toLowerCase().replace(/\s+/g, "-");
+  if (!NAME.test(name) || name.length > MAX_NAME) {
+    return `invalid subscription name ${JSON.stringify(raw)}: use 1 to ${MAX_NAME} lower-case ` +
+      "letters, digits, '-' and '_', starting with a letter or digit";
+  }
+  return name;
+}
+
+/** Whether {@linkcode normaliseRouteName} accepted the name. */
+export function isValidRouteName(name: string): boolean {
+  return NAME.test(name) && name.length <= MAX_NAME;
+}
+
+/**
+ * A new webhook secret: 32 random bytes, base64url.
+ *
+ * @example
+ * ```ts
+ * import { generateSecret } from "./routes.ts";
+ * console.assert(/^[A-Za-z0-9_-]{43}$/.test(generateSecret()));
+ * ```
+ */
+export function generateSecret(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** A timestamp as the subscription file stores it: UTC `YYYY-MM-DDTHH:MM:SSZ`. */
+export function createdAtNow(nowMs: number = Date.now()): string {
+  return new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * Reads one route from its raw object (a subscription record or a static route of
+ * `config.yaml`). Problems are returned as text naming `where`.
+ */
+export function routeFromRaw(
+  name: string,
+  raw: unknown,
+  source: Route["source"],
+  where: string,
+): { route?: Route; problems: string[] } {
+  const problems: string[] = [];
+  if (!isPlainObject(raw)) {
+    return { problems: [`${where}: expected a mapping of route settings`] };
+  }
+  const text = (key: string, fallback = ""): string => {
+    const value = raw[key];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value === "string") return value;
+    problems.push(`${where}.${key}: expected a string`);
+    return fallback;
+  };
+  const list = (key: string): string[] => {
+    const value = raw[key];
+    if (value === undefined || value === null) return [];
+    if (typeof value === "string") return splitList(value);
+    if (Array.isArray(value) && value.every((item) => typeof item === "string")) {
+      return value.map((item) => item.trim()).filter(Boolean);
+    }
+    problems.push(`${where}.${key}: expected a list of strings`);
+    return [];
+  };
+  const flag = (key: string, fallback: boolean): boolean => {
+    const value = raw[key];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value === "boolean") return value;
+    problems.push(`${where}.${key}: expected true or false`);
+    return fallback;
+  };
+  const deliver = text("deliver", "log").trim().toLowerCase() || "log";
+  if (!(DELIVERY_TARGETS as readonly string[]).includes(deliver)) {
+    problems.push(
+      `${where}.deliver: unknown delivery target '${deliver}' (use one of ${
+        DELIVERY_TARGETS.join(", ")
+      })`,
+    );
+  }
+  const extra = raw.deliver_extra;
+  if (extra !== undefined && extra !== null && !isPlainObject(extra)) {
+    problems.push(`${where}.deliver_extra: expected a mapping such as {chat_id: "123"}`);
+  }
+  const secret = text("secret").trim() || undefined;
+  const route: Route = {
+    name,
+    source,
+    description: text("description", source === "dynamic" ? defaultDescription(name) : ""),
+    events: list("events"),
+    secret,
+    prompt: text("prompt"),
+    skills: list("skills"),
+    deliver: deliver as DeliveryTargetName,
+    deliverExtra: isPlainObject(extra) ? { ...extra } : {},
+    deliverOnly: flag("deliver_only", false),
+    script: text("script").trim() || undefined,
+    enabled: flag("enabled", true),
+    filters: raw.filters ?? undefined,
+    createdAt: typeof raw.created_at === "string" ? raw.created_at : undefined,
+  };
+  if (route.deliverOnly && route.deliver === "log") {
+    problems.push(`${where}: deliver_only needs a real target; 'log' is not one`);
+  }
+  return problems.length > 0 && !route ? { problems } : { route, problems };
+}
+
+/** The description a subscription gets when none is given. */
+export function defaultDescription(name: string): string {
+  return `Agent-created subscription: ${name}`;
+}
+
+/** Splits a comma-separated option value. */
+export function splitList(value: string): string[] {
+  return value.split(",").map((item) => item.trim()).filter(Boolean);
+}

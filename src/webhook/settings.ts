@@ -1,0 +1,224 @@
+/**
+ * The webhook platform's settings, resolved the same way for the CLI and the gateway:
+ * `platforms.webhook.*` of `config.yaml`, each overridden on its own by its environment variable
+ * (`WEBHOOK_ENABLED`, `WEBHOOK_PORT`, `WEBHOOK_SECRET`, read from `.env` first).
+ *
+ * @module
+ */
+import {
+  type ConfigSource,
+  isPlainObject,
+  parseBoolish,
+  type ResolvedConfig,
+} from "../home/config.ts";
+import type { ConfigError } from "../home/errors.ts";
+import { type Route, routeFromRaw } from "./routes.ts";
+
+/** The webhook platform as configured. */
+export interface WebhookSettings {
+  enabled: boolean;
+  /** Which setting decided `enabled`. */
+  enabledBy: string;
+  port: number;
+  /** Bind address; `undefined` = dual-stack on every interface. */
+  host?: string;
+  /** The global secret, used by routes without their own. */
+  secret?: string;
+  /** Requests per route per window, counted after authentication. */
+  rateLimit: { requests: number; windowSeconds: number };
+  maxBodyBytes: number;
+  scriptTimeoutSeconds: number;
+  idempotencyTtlSeconds: number;
+  scriptSandbox: "auto" | "bwrap" | "off";
+  /** Accept unsigned requests (only honoured when `host` is a loopback address). */
+  insecureNoAuth: boolean;
+  /** Static routes of `config.yaml`. */
+  routes: Route[];
+  /** Problems of static routes (those routes are left out). */
+  routeProblems: string[];
+}
+
+/** Defaults of decisions.md §6. */
+export const WEBHOOK_DEFAULTS = {
+  port: 8644,
+  rateLimit: { requests: 30, windowSeconds: 60 },
+  maxBodyBytes: 1024 * 1024,
+  scriptTimeoutSeconds: 30,
+  idempotencyTtlSeconds: 86_400,
+} as const;
+
+const BASE = "platforms.webhook";
+const EXTRA = `${BASE}.extra`;
+
+/**
+ * Resolves the webhook settings. Malformed values are `ConfigError`s naming the key and fix.
+ *
+ * @example
+ * ```ts
+ * import { ConfigSource } from "../home/config.ts";
+ * import { SecretScope } from "../home/secrets.ts";
+ * import { readWebhookSettings } from "./settings.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "platforms:\n  webhook:\n    enabled: true\n");
+ * const secrets = new SecretScope({ WEBHOOK_PORT: "9000" }, () => undefined);
+ * const settings = readWebhookSettings({ source, secrets });
+ * console.assert(settings.enabled && settings.port === 9000);
+ * ```
+ */
+export function readWebhookSettings(
+  config: Pick<ResolvedConfig, "source" | "secrets">,
+): WebhookSettings {
+  const { source, secrets } = config;
+  const envEnabled = secrets.get("WEBHOOK_ENABLED")?.trim();
+  let enabled = source.boolean(`${BASE}.enabled`) ?? false;
+  let enabledBy = source.get(`${BASE}.enabled`) === undefined
+    ? "default (off)"
+    : `${BASE}.enabled in ${source.file}`;
+  if (envEnabled) {
+    const parsed = parseBoolish(envEnabled);
+    if (parsed === undefined) {
+      throw source.error(
+        `${BASE}.enabled`,
+        `WEBHOOK_ENABLED=${envEnabled} is not true or false`,
+        "set WEBHOOK_ENABLED to true or false (in .env or the environment)",
+      );
+    }
+    enabled = parsed;
+    enabledBy = "WEBHOOK_ENABLED";
+  }
+  const envPort = secrets.get("WEBHOOK_PORT")?.trim();
+  const port = envPort
+    ? portFrom(
+      envPort,
+      () =>
+        source.error(`${EXTRA}.port`, `WEBHOOK_PORT=${envPort} is not a port`, "use 1 to 65535"),
+    )
+    : portAt(source, `${EXTRA}.port`) ?? WEBHOOK_DEFAULTS.port;
+  const host = source.string(`${EXTRA}.host`)?.trim() || undefined;
+  const secret = secrets.get("WEBHOOK_SECRET")?.trim() ||
+    source.string(`${EXTRA}.secret`)?.trim() ||
+    undefined;
+  const rate = source.get(`${EXTRA}.rate_limit`);
+  const rateLimit: WebhookSettings["rateLimit"] = { ...WEBHOOK_DEFAULTS.rateLimit };
+  if (typeof rate === "number") rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit`);
+  else if (isPlainObject(rate)) {
+    if (rate.requests !== undefined) {
+      rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit.requests`);
+    }
+    if (rate.window_seconds !== undefined) {
+      rateLimit.windowSeconds = positiveInt(source, `${EXTRA}.rate_limit.window_seconds`);
+    }
+  } else if (rate !== undefined && rate !== null) {
+    throw source.error(
+      `${EXTRA}.rate_limit`,
+      "expected a number of requests per minute, or {requests, window_seconds}",
+      "e.g. rate_limit: 30",
+    );
+  }
+  const sandbox = source.string(`${EXTRA}.script_sandbox`)?.trim().toLowerCase() ?? "auto";
+  if (!["auto", "bwrap", "off"].includes(sandbox)) {
+    throw source.error(
+      `${EXTRA}.script_sandbox`,
+      `unknown value '${sandbox}'`,
+      "use auto, bwrap or off",
+    );
+  }
+  const { routes, problems } = staticRoutes(source);
+  return {
+    enabled,
+    enabledBy,
+    port,
+    host,
+    secret,
+    rateLimit,
+    maxBodyBytes: optionalPositive(source, `${EXTRA}.max_body_bytes`) ??
+      WEBHOOK_DEFAULTS.maxBodyBytes,
+    scriptTimeoutSeconds: optionalPositive(source, `${EXTRA}.script_timeout_seconds`) ??
+      WEBHOOK_DEFAULTS.scriptTimeoutSeconds,
+    idempotencyTtlSeconds: optionalPositive(source, `${EXTRA}.idempotency_ttl_seconds`) ??
+      WEBHOOK_DEFAULTS.idempotencyTtlSeconds,
+    scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
+    insecureNoAuth: parseBoolish(secrets.get("INSECURE_NO_AUTH") ?? "") === true,
+    routes,
+    routeProblems: problems,
+  };
+}
+
+/**
+ * The base URL routes are reached at: `http://<host or localhost>:<port>`, IPv6 bracketed.
+ *
+ * @example
+ * ```ts
+ * import { webhookBaseUrl } from "./settings.ts";
+ * console.assert(webhookBaseUrl({ port: 8644 }) === "http://localhost:8644");
+ * console.assert(webhookBaseUrl({ host: "::1", port: 80 }) === "http://[::1]:80");
+ * ```
+ */
+export function webhookBaseUrl(settings: { host?: string; port: number }): string {
+  const host = !settings.host || settings.host === "0.0.0.0" || settings.host === "::"
+    ? "localhost"
+    : settings.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${settings.port}`;
+}
+
+/** The URL of one route. */
+export function routeUrl(settings: { host?: string; port: number }, name: string): string {
+  return `${webhookBaseUrl(settings)}/webhooks/${name}`;
+}
+
+function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string[] } {
+  const raw = source.get(`${EXTRA}.routes`);
+  if (raw === undefined || raw === null) return { routes: [], problems: [] };
+  if (!isPlainObject(raw)) {
+    throw source.error(
+      `${EXTRA}.routes`,
+      "expected a mapping of route name to settings",
+      "see the README",
+    );
+  }
+  const routes: Route[] = [];
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(raw)) {
+    const key = `${EXTRA}.routes.${name}`;
+    const where = `${source.file}:${source.lineOf(key) ?? "?"} (${key})`;
+    const parsed = routeFromRaw(name, value, "static", where);
+    problems.push(...parsed.problems);
+    if (parsed.route && parsed.problems.length === 0) routes.push(parsed.route);
+  }
+  return { routes, problems };
+}
+
+function portFrom(text: string, error: () => ConfigError): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw error();
+  return port;
+}
+
+function portAt(source: ConfigSource, key: string): number | undefined {
+  const value = source.get(key);
+  if (value === undefined || value === null) return undefined;
+  return portFrom(
+    String(value),
+    () =>
+      source.error(key, `expected a port number, got ${JSON.stringify(value)}`, "use 1 to 65535"),
+  );
+}
+
+function positiveInt(source: ConfigSource, key: string): number {
+  const value = optionalPositive(source, key);
+  if (value === undefined) throw source.error(key, "a value is needed", "set a whole number ≥ 1");
+  return value;
+}
+
+function optionalPositive(source: ConfigSource, key: string): number | undefined {
+  const value = source.get(key);
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === "string" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 1) {
+    throw source.error(
+      key,
+      `expected a whole number ≥ 1, got ${JSON.stringify(value)}`,
+      `fix ${key}`,
+    );
+  }
+  return number;
+}
