@@ -236,9 +236,7 @@ function ownSessionLaunch(
 ): { command: string; args: string[] } {
   const setsid = SETSID;
   const resolved = setsid ? resolveExecutable(command, path) : undefined;
-  return setsid && resolved
-    ? { command: setsid, args: [resolved, ...args] }
-    : { command, args };
+  return setsid && resolved ? { command: setsid, args: [resolved, ...args] } : { command, args };
 }
 
 const SETSID = Deno.build.os === "windows"
