@@ -1,0 +1,189 @@
+/**
+ * Prompt templates of webhook routes (SPEC.md "Prompt templates", decisions.md §6 "Templates"):
+ * `{a.b.c}` inserts the payload field at that path, `{event_type}` the event name, `{__raw__}` the
+ * whole payload. Without a template the whole payload goes into the prompt as a JSON code block.
+ * `deliver_extra` string values are rendered the same way.
+ *
+ * @module
+ */
+
+/** An object or array inserted by a placeholder is cut after this many characters. */
+export const MAX_VALUE_CHARS = 2000;
+
+/** `{__raw__}` is cut after this many characters. */
+export const MAX_RAW_CHARS = 4000;
+
+/** The payload JSON of the default prompt (no template) is cut after this many characters. */
+export const MAX_DEFAULT_PAYLOAD_CHARS = 20_000;
+
+const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
+
+/**
+ * Renders a template against a payload, in one left-to-right pass: text inserted from the payload
+ * is never scanned again, so a payload string holding `{event_type}` stays as it is.
+ *
+ * - `{event_type}` → the event name;
+ * - `{__raw__}` → the whole payload as 2-space JSON, cut after {@linkcode MAX_RAW_CHARS}
+ *   characters with `…`;
+ * - `{a.b.c}` → the payload field at that path from the payload root; numeric segments index
+ *   arrays (`{commits.0.id}`). Strings go in as they are; numbers, booleans and `null` as JSON
+ *   (`42`, `true`, `null`); objects and arrays as 2-space JSON cut after
+ *   {@linkcode MAX_VALUE_CHARS} characters with `…`;
+ * - a path that leads nowhere keeps its placeholder verbatim, and braces around anything but
+ *   `[A-Za-z0-9_.]` (`{a-b}`, `{ a }`, `{"x":1}`) are plain text.
+ *
+ * Integers beyond 2^53 are exact only when the payload holds them as `bigint` (a `JSON.parse`
+ * reviver can do that); they are printed as digits.
+ *
+ * @param template The route's `prompt` (or a `deliver_extra` value).
+ * @param payload The request's JSON payload.
+ * @param context The event name.
+ * @returns The rendered text.
+ *
+ * @example
+ * ```ts
+ * import { renderTemplate } from "./templates.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const payload = { pull_request: { number: 7, title: "Fix {bug}" }, labels: ["ci"] };
+ * assert.equal(
+ *   renderTemplate("{event_type} #{pull_request.number}: {pull_request.title} {labels.0} {nope}", payload, {
+ *     event: "pull_request",
+ *   }),
+ *   "pull_request #7: Fix {bug} ci {nope}",
+ * );
+ * ```
+ */
+export function renderTemplate(
+  template: string,
+  payload: unknown,
+  context: { event: string },
+): string {
+  return template.replace(PLACEHOLDER, (placeholder: string, path: string) => {
+    if (path === "event_type") return context.event;
+    if (path === "__raw__") return cut(toJson(payload), MAX_RAW_CHARS);
+    const value = resolvePath(payload, path);
+    return value === undefined ? placeholder : formatValue(value);
+  });
+}
+
+/**
+ * Renders the prompt of a route's event: its `prompt` template, or, when it has none (or only
+ * blanks), `Webhook event '<event>' on route '<route>':` and the payload as a JSON code block,
+ * cut after {@linkcode MAX_DEFAULT_PAYLOAD_CHARS} characters with a note saying so.
+ *
+ * @param route The route's name and `prompt`.
+ * @param payload The request's JSON payload.
+ * @param event The event name.
+ * @returns The prompt for the agent run (or the message of a deliver-only route).
+ *
+ * @example
+ * ```ts
+ * import { renderPrompt } from "./templates.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const fence = "`".repeat(3);
+ * assert.equal(
+ *   renderPrompt({ name: "ci" }, { ok: true }, "push"),
+ *   `Webhook event 'push' on route 'ci':\n\n${fence}json\n{\n  "ok": true\n}\n${fence}`,
+ * );
+ * assert.equal(renderPrompt({ name: "ci", prompt: "Build {ok}" }, { ok: true }, "push"), "Build true");
+ * ```
+ */
+export function renderPrompt(
+  route: { name: string; prompt?: string },
+  payload: unknown,
+  event: string,
+): string {
+  if (route.prompt !== undefined && route.prompt.trim() !== "") {
+    return renderTemplate(route.prompt, payload, { event });
+  }
+  const json = toJson(payload);
+  const shown = cut(json, MAX_DEFAULT_PAYLOAD_CHARS);
+  // A fence longer than any backtick run inside keeps the block closed whatever the payload holds.
+  const longestRun = (shown.match(/`+/g) ?? []).reduce((max, run) => Math.max(max, run.length), 0);
+  const fence = "`".repeat(Math.max(3, longestRun + 1));
+  const note = shown === json
+    ? ""
+    : `\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS} of ${json.length} characters shown)`;
+  return `Webhook event '${event}' on route '${route.name}':\n\n${fence}json\n${shown}\n${fence}${note}`;
+}
+
+/**
+ * Renders the string values of a route's `deliver_extra` like a prompt template; other values are
+ * kept as they are. The input is not changed.
+ *
+ * @param extra The route's `deliver_extra`.
+ * @param payload The request's JSON payload.
+ * @param event The event name.
+ * @returns A new object with the rendered values.
+ *
+ * @example
+ * ```ts
+ * import { renderExtra } from "./templates.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(
+ *   renderExtra({ repo: "{repository.full_name}", number: 3 }, { repository: { full_name: "o/r" } }, "push"),
+ *   { repo: "o/r", number: 3 },
+ * );
+ * ```
+ */
+export function renderExtra(
+  extra: Record<string, unknown>,
+  payload: unknown,
+  event: string,
+): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(extra).map((
+      [key, value],
+    ) => [key, typeof value === "string" ? renderTemplate(value, payload, { event }) : value]),
+  );
+}
+
+function resolvePath(root: unknown, path: string): unknown {
+  let value = root;
+  for (const segment of path.split(".")) {
+    if (Array.isArray(value)) {
+      if (!/^\d+$/.test(segment)) return undefined;
+      value = value[Number(segment)];
+    } else if (typeof value === "object" && value !== null) {
+      if (!Object.hasOwn(value, segment)) return undefined;
+      value = (value as Record<string, unknown>)[segment];
+    } else {
+      return undefined;
+    }
+  }
+  return value;
+}
+
+function formatValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "object" && value !== null) return cut(toJson(value), MAX_VALUE_CHARS);
+  return toJson(value);
+}
+
+/** 2-space JSON; `bigint`s print as their exact digits. */
+function toJson(value: unknown): string {
+  try {
+    return JSON.stringify(value, bigintAsDigits, 2) ?? "null";
+  } catch {
+    return String(value); // not JSON (a cycle): still say something
+  }
+}
+
+const rawJson = (JSON as unknown as { rawJSON?: (text: string) => unknown }).rawJSON;
+
+function bigintAsDigits(_key: string, value: unknown): unknown {
+  if (typeof value !== "bigint") return value;
+  return rawJson ? rawJson(value.toString()) : value.toString();
+}
+
+/** Cuts `text` after `max` characters (never inside a surrogate pair) and marks the cut. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}…`;
+}
