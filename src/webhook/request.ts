@@ -1,0 +1,252 @@
+/**
+ * An inbound webhook request as typed values: the payload (a JSON object, from a JSON body or the
+ * `payload` field of a form body), the event name and the delivery id.
+ *
+ * The payload is refused (a 400 for the listener) when it is not UTF-8, not JSON, not an object,
+ * repeats a key within one object, or nests deeper than {@linkcode MAX_JSON_DEPTH} levels.
+ * Event names and delivery ids are read from headers first, then the payload; a candidate that is
+ * empty, longer than {@linkcode MAX_ID_LENGTH} characters or holds bytes outside printable ASCII
+ * (headers) or control characters (payload) is ignored as if absent, never cut, so two distinct
+ * ids cannot collapse into one.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+
+/** The payload of a request, or why it is refused. */
+export type PayloadResult =
+  | { ok: true; payload: Record<string, unknown> }
+  | { ok: false; error: string };
+
+/**
+ * The deepest nesting accepted: the number of objects and arrays open at once, the top-level
+ * object counting as 1. `{"a":{"b":[1]}}` has depth 3.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Event names and delivery ids longer than this are ignored as if absent. */
+export const MAX_ID_LENGTH = 200;
+
+const FORM = "application/x-www-form-urlencoded";
+
+/**
+ * Parses a request body into its payload object. A form body (`application/x-www-form-urlencoded`)
+ * must carry the JSON object in its `payload` field; any other content type is read as JSON.
+ * A leading byte order mark is tolerated.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parsePayload } from "./request.ts";
+ * const body = new TextEncoder().encode('{"action":"opened","number":7}');
+ * const result = parsePayload(body, "application/json");
+ * assert.deepEqual(result, { ok: true, payload: { action: "opened", number: 7 } });
+ *
+ * const list = parsePayload(new TextEncoder().encode("[1,2]"), "application/json");
+ * assert.deepEqual(list, { ok: false, error: "the body is not a JSON object (got an array)" });
+ * ```
+ */
+export function parsePayload(body: Uint8Array, contentType: string | null): PayloadResult {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+  } catch {
+    return { ok: false, error: "the body is not valid UTF-8; send it encoded as UTF-8" };
+  }
+  if (mediaType(contentType) !== FORM) return parseJsonObject(text, "the body");
+  const fields = new URLSearchParams(text).getAll("payload");
+  if (fields.length === 0) {
+    return { ok: false, error: "the form body has no payload field; send payload=<JSON object>" };
+  }
+  if (fields.length > 1) {
+    return {
+      ok: false,
+      error: `the form body has ${fields.length} payload fields; send exactly one`,
+    };
+  }
+  return parseJsonObject(fields[0], "the payload field");
+}
+
+/**
+ * The event name: `X-GitHub-Event`, `X-Gitlab-Event`, the payload's `event_type`, the payload's
+ * `type`, else `"unknown"`. Names are returned as given (not lower-cased).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { eventName } from "./request.ts";
+ * const headers = new Headers({ "x-github-event": "pull_request" });
+ * assert.equal(eventName(headers, { type: "ignored" }), "pull_request");
+ * assert.equal(eventName(new Headers(), { type: "invoice.paid" }), "invoice.paid");
+ * assert.equal(eventName(new Headers(), {}), "unknown");
+ * ```
+ */
+export function eventName(headers: Headers, payload: Record<string, unknown>): string {
+  return headerId(headers, "x-github-event") ??
+    headerId(headers, "x-gitlab-event") ??
+    payloadId(payload.event_type) ??
+    payloadId(payload.type) ??
+    "unknown";
+}
+
+/**
+ * The delivery id, for deduplication: `X-GitHub-Delivery`, `X-Gitlab-Event-UUID`,
+ * `Idempotency-Key`, `webhook-id`, `svix-id`, `X-Request-ID`, else the sha256 (hex) of the body,
+ * so that a redelivered body keeps its id (a timestamp would not).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { deliveryId } from "./request.ts";
+ * const body = new TextEncoder().encode("{}");
+ * const headers = new Headers({ "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958" });
+ * assert.equal(deliveryId(headers, body), "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+ * assert.equal(
+ *   deliveryId(new Headers(), body),
+ *   "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+ * );
+ * ```
+ */
+export function deliveryId(headers: Headers, body: Uint8Array): string {
+  for (
+    const name of [
+      "x-github-delivery",
+      "x-gitlab-event-uuid",
+      "idempotency-key",
+      "webhook-id",
+      "svix-id",
+      "x-request-id",
+    ]
+  ) {
+    const id = headerId(headers, name);
+    if (id !== undefined) return id;
+  }
+  return createHash("sha256").update(body).digest("hex");
+}
+
+function mediaType(contentType: string | null): string {
+  return (contentType ?? "").split(";", 1)[0].trim().toLowerCase();
+}
+
+function parseJsonObject(text: string, what: string): PayloadResult {
+  if (text.trim() === "") {
+    return { ok: false, error: `${what} is empty; expected a JSON object` };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, error: `${what} is not valid JSON (${reason})` };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, error: `${what} is not a JSON object (got ${kind(value)})` };
+  }
+  const ambiguity = findAmbiguity(text, what);
+  if (ambiguity) return { ok: false, error: ambiguity };
+  return { ok: true, payload: value as Record<string, unknown> };
+}
+
+function kind(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}
+
+/** One open object (`keys` set) or array (`keys` null) while scanning. */
+interface Frame {
+  keys: Set<string> | null;
+  /** The last key read in this object. */
+  key: string;
+  /** The index of the current element in this array. */
+  index: number;
+}
+
+/**
+ * Finds what `JSON.parse` silently resolves: a key repeated in one object (the last one would
+ * win), or nesting deeper than {@linkcode MAX_JSON_DEPTH}. `text` must be valid JSON. One pass,
+ * linear in the text: strings are skipped whole, so braces, quotes and commas inside them do not
+ * count; keys are compared decoded, so `"a"` and `"\u0061"` are the same key.
+ */
+function findAmbiguity(text: string, what: string): string | undefined {
+  const frames: Frame[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    switch (text.charCodeAt(i)) {
+      case 0x22: { // "
+        const start = i + 1;
+        let escaped = false;
+        for (i = start; text.charCodeAt(i) !== 0x22; i++) {
+          if (text.charCodeAt(i) === 0x5c) { // \ escapes the next character
+            escaped = true;
+            i++;
+          }
+        }
+        if (!expectKey) break;
+        expectKey = false;
+        const raw = text.slice(start, i);
+        const key = escaped ? JSON.parse(`"${raw}"`) as string : raw;
+        const frame = frames[frames.length - 1];
+        if (frame.keys!.has(key)) {
+          return `${what} has the key ${shorten(key)} twice in the object at ${
+            pathOf(frames)
+          }; each key may appear once per object`;
+        }
+        frame.keys!.add(key);
+        frame.key = key;
+        break;
+      }
+      case 0x7b: // {
+      case 0x5b: // [
+        frames.push({ keys: text.charCodeAt(i) === 0x7b ? new Set() : null, key: "", index: 0 });
+        if (frames.length > MAX_JSON_DEPTH) {
+          return `${what} nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; ` +
+            "flatten the payload";
+        }
+        expectKey = frames[frames.length - 1].keys !== null;
+        break;
+      case 0x7d: // }
+      case 0x5d: // ]
+        frames.pop();
+        expectKey = false;
+        break;
+      case 0x2c: { // ,
+        const frame = frames[frames.length - 1];
+        if (frame.keys) expectKey = true;
+        else frame.index++;
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Where the innermost frame sits, as `$.a[2]["b c"]`. */
+function pathOf(frames: readonly Frame[]): string {
+  let path = "$";
+  for (const frame of frames.slice(0, -1)) {
+    if (!frame.keys) path += `[${frame.index}]`;
+    else if (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(frame.key)) path += `.${shorten(frame.key, false)}`;
+    else path += `[${shorten(frame.key)}]`;
+  }
+  return path;
+}
+
+/** A key fit for a message: JSON-quoted unless `quote` is false, cut to 40 characters. */
+function shorten(key: string, quote = true): string {
+  const cut = key.length > 40 ? `${key.slice(0, 40)}…` : key;
+  return quote ? JSON.stringify(cut) : cut;
+}
+
+/** A header value usable as an id: non-empty printable ASCII of at most MAX_ID_LENGTH. */
+function headerId(headers: Headers, name: string): string | undefined {
+  const value = headers.get(name)?.trim();
+  if (!value || value.length > MAX_ID_LENGTH || !/^[\x20-\x7e]+$/.test(value)) return undefined;
+  return value;
+}
+
+/** A payload value usable as an id: a non-empty string of at most MAX_ID_LENGTH, no controls. */
+function payloadId(value: unknown): string | undefined {
+  if (typeof value !== "string" || value === "" || value.length > MAX_ID_LENGTH) return undefined;
+  return /\p{Cc}/u.test(value) ? undefined : value;
+}
