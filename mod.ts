@@ -4,6 +4,7 @@
  *
  * @example Run the agent once (here against a one-answer stand-in for the model API)
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runAgent } from "./mod.ts";
  * const model = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
  *   Response.json({ choices: [{ message: { role: "assistant", content: "4" }, finish_reason: "stop" }] }));
@@ -13,15 +14,16 @@
  *   `model:\n  default: qwen2.5:7b\n  base_url: http://127.0.0.1:${model.addr.port}/v1\n`,
  * );
  * const result = await runAgent("What is 2 + 2?", { home, env: () => undefined });
- * console.assert(result.endReason === "completed" && result.answer === "4");
+ * assert(result.endReason === "completed" && result.answer === "4");
  * await model.shutdown();
  * ```
  *
  * @example Validate a usage-metrics package
  * ```ts
+ * import assert from "node:assert/strict";
  * import { validateMetricsPackage } from "./mod.ts";
  * const result = validateMetricsPackage({ schema_version: "agent.shared_metrics.v2" });
- * console.assert(!result.valid);
+ * assert(!result.valid);
  * ```
  *
  * @example Record facts into the store of a `<home>` that opted in

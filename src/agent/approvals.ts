@@ -36,9 +36,10 @@ export interface ApprovalSurface {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PolicyApprovals } from "./approvals.ts";
  * const surface = new PolicyApprovals("deny");
- * console.assert(await surface.approve({ kind: "tool_call", summary: "x" }) === "denied");
+ * assert(await surface.approve({ kind: "tool_call", summary: "x" }) === "denied");
  * ```
  */
 export class PolicyApprovals implements ApprovalSurface {
@@ -62,6 +63,7 @@ export type AskLine = (question: string, signal: AbortSignal) => Promise<string 
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PromptApprovals } from "./approvals.ts";
  * const shown: string[] = [];
  * const surface = new PromptApprovals(() => Promise.resolve("y"), {
@@ -69,7 +71,7 @@ export type AskLine = (question: string, signal: AbortSignal) => Promise<string 
  *   write: (text) => shown.push(text),
  * });
  * const answer = await surface.approve({ kind: "tool_call", summary: "call tool rm" });
- * console.assert(answer === "approved" && shown.join("").includes("call tool rm"));
+ * assert(answer === "approved" && shown.join("").includes("call tool rm"));
  * ```
  */
 export class PromptApprovals implements ApprovalSurface {

@@ -95,6 +95,7 @@ const MAX_RETRY_AFTER_MS = 60_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ModelClient } from "./model.ts";
  * const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, () =>
  *   Response.json({ choices: [{ message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] }));
@@ -103,7 +104,7 @@ const MAX_RETRY_AFTER_MS = 60_000;
  *   apiKeyVariable: "CUSTOM_API_KEY", timeoutSeconds: 5, maxRetries: 0,
  * });
  * const reply = await client.complete([{ role: "user", content: "hello" }], []);
- * console.assert(reply.content === "hi");
+ * assert(reply.content === "hi");
  * await server.shutdown();
  * ```
  */

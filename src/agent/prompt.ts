@@ -17,12 +17,13 @@ const BASE_PROMPT =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { buildSystemPrompt } from "./prompt.ts";
  * const prompt = buildSystemPrompt({
  *   extra: "Answer in French.",
  *   skills: [{ name: "triage", description: "Label issues", body: "Steps…", path: "", digest: "" }],
  * });
- * console.assert(prompt.includes("Answer in French.") && prompt.includes("## Skill: triage"));
+ * assert(prompt.includes("Answer in French.") && prompt.includes("## Skill: triage"));
  * ```
  */
 export function buildSystemPrompt(

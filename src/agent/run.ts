@@ -149,6 +149,7 @@ const MAX_TOOL_RESULT_CHARS = 100_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PolicyApprovals } from "./approvals.ts";
  * import { runLoop } from "./run.ts";
  * const result = await runLoop({
@@ -164,7 +165,7 @@ const MAX_TOOL_RESULT_CHARS = 100_000;
  *   entrypoint: "interactive",
  *   surface: "cli",
  * });
- * console.assert(result.answer === "hello" && result.endReason === "completed");
+ * assert(result.answer === "hello" && result.endReason === "completed");
  * ```
  */
 export async function runLoop(options: RunOptions): Promise<RunResult> {
@@ -532,8 +533,9 @@ function parseArguments(text: string): Record<string, unknown> | string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { resultText } from "./run.ts";
- * console.assert(resultText({ content: [{ type: "text", text: "42" }] }) === "42");
+ * assert(resultText({ content: [{ type: "text", text: "42" }] }) === "42");
  * ```
  */
 export function resultText(result: CallToolResult): string {

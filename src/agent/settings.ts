@@ -100,6 +100,7 @@ const DEFAULTS = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConfigSource } from "../home/config.ts";
  * import { SecretScope } from "../home/secrets.ts";
  * import { readAgentSettings } from "./settings.ts";
@@ -108,8 +109,8 @@ const DEFAULTS = {
  *   "model:\n  default: qwen2.5:7b\n  provider: ollama\n",
  * );
  * const settings = readAgentSettings({ source, secrets: new SecretScope({}, () => undefined) });
- * console.assert(settings.model?.baseUrl === "http://127.0.0.1:11434/v1");
- * console.assert(settings.limits.maxIterations === 20);
+ * assert(settings.model?.baseUrl === "http://127.0.0.1:11434/v1");
+ * assert(settings.limits.maxIterations === 20);
  * ```
  */
 export function readAgentSettings(

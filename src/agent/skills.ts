@@ -38,6 +38,7 @@ const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadSkills } from "./skills.ts";
  * const dir = await Deno.makeTempDir();
  * Deno.mkdirSync(`${dir}/triage`);
@@ -46,8 +47,8 @@ const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
  *   "---\nname: triage\ndescription: Label new issues\n---\nRead the issue, then label it.\n",
  * );
  * const { skills, warnings } = loadSkills(dir, ["triage", "missing"]);
- * console.assert(skills[0].description === "Label new issues");
- * console.assert(warnings[0].includes("missing"));
+ * assert(skills[0].description === "Label new issues");
+ * assert(warnings[0].includes("missing"));
  * ```
  */
 export function loadSkills(skillsDir: string, names: readonly string[]): SkillLoad {
@@ -74,8 +75,9 @@ export function loadSkills(skillsDir: string, names: readonly string[]): SkillLo
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { listSkills } from "./skills.ts";
- * console.assert(listSkills("/nonexistent").length === 0);
+ * assert(listSkills("/nonexistent").length === 0);
  * ```
  */
 export function listSkills(skillsDir: string): string[] {

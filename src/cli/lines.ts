@@ -11,11 +11,12 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { LineReader } from "./lines.ts";
  * const reader = new LineReader(ReadableStream.from([new TextEncoder().encode("a\r\nb")]));
- * console.assert(await reader.readLine() === "a");
- * console.assert(await reader.readLine() === "b");
- * console.assert(await reader.readLine() === null);
+ * assert(await reader.readLine() === "a");
+ * assert(await reader.readLine() === "b");
+ * assert(await reader.readLine() === null);
  * ```
  */
 export class LineReader {

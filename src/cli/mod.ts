@@ -19,9 +19,10 @@ import { addWebhookCommands } from "./webhook.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runCli } from "./mod.ts";
  * const code = await runCli(["--version"]);
- * console.assert(code === 0);
+ * assert(code === 0);
  * ```
  */
 export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {

@@ -38,9 +38,10 @@ export class ConfigSource {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ConfigSource } from "./config.ts";
    * const source = ConfigSource.parse("/h/config.yaml", "telemetry:\n  shared_metrics:\n    enabled: true\n");
-   * console.assert(source.get("telemetry.shared_metrics.enabled") === true);
+   * assert(source.get("telemetry.shared_metrics.enabled") === true);
    * ```
    */
   static parse(file: string, text: string): ConfigSource {
@@ -148,9 +149,10 @@ export class ConfigSource {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseBoolish } from "./config.ts";
- * console.assert(parseBoolish("Yes") === true && parseBoolish("off") === false);
- * console.assert(parseBoolish("maybe") === undefined);
+ * assert(parseBoolish("Yes") === true && parseBoolish("off") === false);
+ * assert(parseBoolish("maybe") === undefined);
  * ```
  */
 export function parseBoolish(value: unknown): boolean | undefined {
@@ -203,11 +205,12 @@ export interface LoadConfigOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadConfig } from "./config.ts";
  * const home = await Deno.makeTempDir();
  * Deno.writeTextFileSync(`${home}/config.yaml`, "telemetry:\n  shared_metrics:\n    enabled: true\n");
  * const config = loadConfig({ home, env: () => undefined });
- * console.assert(config.telemetry.enabled);
+ * assert(config.telemetry.enabled);
  * ```
  */
 export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
@@ -225,11 +228,12 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConfigSource, resolveTelemetry } from "./config.ts";
  * import { SecretScope } from "./secrets.ts";
  * const source = ConfigSource.parse("/h/config.yaml", "");
  * const scope = new SecretScope({}, (name) => name === "AGENT_SHARED_METRICS" ? "true" : undefined);
- * console.assert(resolveTelemetry(source, scope).enabled);
+ * assert(resolveTelemetry(source, scope).enabled);
  * ```
  */
 export function resolveTelemetry(source: ConfigSource, scope: SecretScope): TelemetrySettings {

@@ -19,13 +19,14 @@ export const NEW_CONFIG_HEADER =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { editConfigFile } from "./config_edit.ts";
  * const dir = await Deno.makeTempDir();
  * const file = `${dir}/config.yaml`;
  * Deno.writeTextFileSync(file, "# mine\nmodel:\n  default: gpt-4o # keep\n");
  * editConfigFile(file, (doc) => doc.setIn(["telemetry", "shared_metrics", "enabled"], true));
  * const text = Deno.readTextFileSync(file);
- * console.assert(text.includes("# mine") && text.includes("# keep") && text.includes("enabled: true"));
+ * assert(text.includes("# mine") && text.includes("# keep") && text.includes("enabled: true"));
  * ```
  */
 export function editConfigFile(file: string, edit: (document: Document) => void): void {

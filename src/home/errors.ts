@@ -22,13 +22,14 @@ export interface ConfigLocation {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConfigError } from "./errors.ts";
  * const error = new ConfigError(
  *   { file: "/h/config.yaml", key: "telemetry.shared_metrics.enabled", line: 3 },
  *   "expected true or false, got \"maybe\"",
  *   "set it to true or false",
  * );
- * console.assert(error.message.includes("config.yaml:3"));
+ * assert(error.message.includes("config.yaml:3"));
  * ```
  */
 export class ConfigError extends Error {

@@ -15,10 +15,11 @@ export const PRIVATE_FILE_MODE = 0o600;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ensurePrivateDir } from "./files.ts";
  * const dir = await Deno.makeTempDir();
  * ensurePrivateDir(`${dir}/a/b`);
- * console.assert(Deno.statSync(`${dir}/a/b`).isDirectory);
+ * assert(Deno.statSync(`${dir}/a/b`).isDirectory);
  * ```
  */
 export function ensurePrivateDir(path: string): void {
@@ -38,10 +39,11 @@ export interface AtomicWriteOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { writeFileAtomic } from "./files.ts";
  * const dir = await Deno.makeTempDir();
  * writeFileAtomic(`${dir}/state.json`, '{"ok":true}\n');
- * console.assert(Deno.readTextFileSync(`${dir}/state.json`) === '{"ok":true}\n');
+ * assert(Deno.readTextFileSync(`${dir}/state.json`) === '{"ok":true}\n');
  * ```
  */
 export function writeFileAtomic(
@@ -83,10 +85,11 @@ export function writeFileAtomic(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { restrictFileMode } from "./files.ts";
  * const file = await Deno.makeTempFile();
  * restrictFileMode(file);
- * console.assert((Deno.statSync(file).mode! & 0o777) === 0o600);
+ * assert((Deno.statSync(file).mode! & 0o777) === 0o600);
  * ```
  */
 export function restrictFileMode(path: string, mode: number = PRIVATE_FILE_MODE): void {
@@ -102,8 +105,9 @@ export function restrictFileMode(path: string, mode: number = PRIVATE_FILE_MODE)
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readTextIfExists } from "./files.ts";
- * console.assert(readTextIfExists("/nonexistent/file") === undefined);
+ * assert(readTextIfExists("/nonexistent/file") === undefined);
  * ```
  */
 export function readTextIfExists(path: string): string | undefined {

@@ -36,13 +36,14 @@ export interface LoggingOptions extends LogRotation {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { closeLogging, configureLogging, logger } from "./log.ts";
  * import { homePaths } from "./paths.ts";
  * const paths = homePaths(await Deno.makeTempDir());
  * await configureLogging(paths, { level: "debug" });
  * logger("example").info("hello {who}", { who: "log" });
  * await closeLogging();
- * console.assert(Deno.readTextFileSync(paths.gatewayLog).includes("hello"));
+ * assert(Deno.readTextFileSync(paths.gatewayLog).includes("hello"));
  * ```
  */
 export async function configureLogging(

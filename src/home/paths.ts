@@ -45,9 +45,10 @@ export interface HomePaths {
  *
  * @example Resolve from an explicit environment
  * ```ts
+ * import assert from "node:assert/strict";
  * import { resolveHome } from "./paths.ts";
  * const home = resolveHome((name) => name === "AGENT_HOME" ? "/srv/agent" : undefined);
- * console.assert(home === "/srv/agent");
+ * assert(home === "/srv/agent");
  * ```
  */
 export function resolveHome(
@@ -66,8 +67,9 @@ export function resolveHome(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { expandTilde } from "./paths.ts";
- * console.assert(expandTilde("~/certs/a.pem", "/home/ada") === "/home/ada/certs/a.pem");
+ * assert(expandTilde("~/certs/a.pem", "/home/ada") === "/home/ada/certs/a.pem");
  * ```
  */
 export function expandTilde(path: string, userHome: string = homedir()): string {
@@ -81,8 +83,9 @@ export function expandTilde(path: string, userHome: string = homedir()): string 
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { homePaths } from "./paths.ts";
- * console.assert(homePaths("/h").config === "/h/config.yaml");
+ * assert(homePaths("/h").config === "/h/config.yaml");
  * ```
  */
 export function homePaths(home: string): HomePaths {

@@ -15,10 +15,11 @@ export type SecretSource = ".env" | "environment";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SecretScope } from "./secrets.ts";
  * const scope = SecretScope.fromText("TOKEN=from-dotenv\n", (name) => name === "TOKEN" ? "env" : "x");
- * console.assert(scope.get("TOKEN") === "from-dotenv");
- * console.assert(scope.get("OTHER") === "x");
+ * assert(scope.get("TOKEN") === "from-dotenv");
+ * assert(scope.get("OTHER") === "x");
  * ```
  */
 export class SecretScope {

@@ -32,10 +32,11 @@ const PERMANENT: ReadonlySet<McpFailureKind> = new Set([
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { McpServerError } from "./errors.ts";
  * const error = new McpServerError("fs", "config", "client_cert not found at '/x.pem'");
- * console.assert(error.message === "MCP server 'fs': client_cert not found at '/x.pem'");
- * console.assert(error.permanent);
+ * assert(error.message === "MCP server 'fs': client_cert not found at '/x.pem'");
+ * assert(error.permanent);
  * ```
  */
 export class McpServerError extends Error {

@@ -28,6 +28,7 @@ export interface HttpAccess extends Disposable {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { httpAccessFor } from "./http.ts";
  * try {
  *   httpAccessFor({
@@ -35,7 +36,7 @@ export interface HttpAccess extends Disposable {
  *     clientCert: { cert: "/missing/cert.pem" },
  *   } as never);
  * } catch (error) {
- *   console.assert(String(error).includes("client_cert not found at '/missing/cert.pem'"));
+ *   assert(String(error).includes("client_cert not found at '/missing/cert.pem'"));
  * }
  * ```
  */

@@ -36,12 +36,13 @@ export { StderrLog } from "./stderr_log.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadConfig } from "../home/config.ts";
  * import { loadMcpServers } from "./mod.ts";
  * const home = await Deno.makeTempDir();
  * Deno.writeTextFileSync(`${home}/config.yaml`, "mcp_servers:\n  fs:\n    command: npx\n");
  * const { servers } = loadMcpServers(loadConfig({ home, env: () => undefined }));
- * console.assert(servers[0].name === "fs" && servers[0].transport === "stdio");
+ * assert(servers[0].name === "fs" && servers[0].transport === "stdio");
  * ```
  */
 export function loadMcpServers(

@@ -79,13 +79,14 @@ const UTILITY_SCHEMAS: Record<
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { buildToolset } from "./registry.ts";
  * const { tools } = buildToolset(
  *   { name: "my-api", tools: { resources: true, prompts: true } } as never,
  *   [{ name: "list-items.v2", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }],
  *   {},
  * );
- * console.assert(tools[0].name === "mcp__my_api__list_items_v2" && tools[0].readOnly);
+ * assert(tools[0].name === "mcp__my_api__list_items_v2" && tools[0].readOnly);
  * ```
  */
 export function buildToolset(

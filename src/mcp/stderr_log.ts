@@ -12,11 +12,12 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../home/files.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { StderrLog } from "./stderr_log.ts";
  * const dir = await Deno.makeTempDir();
  * using log = new StderrLog(`${dir}/logs/mcp-stderr.log`);
  * log.write("fs", "starting\nready\n");
- * console.assert(Deno.readTextFileSync(`${dir}/logs/mcp-stderr.log`).includes("[fs] ready"));
+ * assert(Deno.readTextFileSync(`${dir}/logs/mcp-stderr.log`).includes("[fs] ready"));
  * ```
  */
 export class StderrLog implements Disposable {

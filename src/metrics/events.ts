@@ -122,9 +122,10 @@ const END_REASON_EFFECTS: Record<EndReason, { outcome: TaskOutcome; termination:
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { counterRowOf } from "./events.ts";
  * const row = counterRowOf({ kind: "model_route", model: "GPT-4o", provider: "OpenAI" });
- * console.assert(row.dimensions.model === "gpt-4o" && row.dimensions.provider === "openai");
+ * assert(row.dimensions.model === "gpt-4o" && row.dimensions.provider === "openai");
  * ```
  */
 export function counterRowOf(event: MetricsEvent): CounterRow {

@@ -6,6 +6,7 @@
  *
  * @example Record a run's facts and preview today's package
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadConfig } from "../home/config.ts";
  * import { openUsageMetrics } from "./mod.ts";
  * const home = await Deno.makeTempDir();
@@ -13,7 +14,7 @@
  * const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }));
  * metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
  * const [pkg] = metrics.preview();
- * console.assert(pkg.metrics[0].name === "agent.task_run.started");
+ * assert(pkg.metrics[0].name === "agent.task_run.started");
  * metrics.close();
  * ```
  *

@@ -33,11 +33,12 @@ export interface PackagingOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MetricsStore } from "./store.ts";
  * import { previewPackages } from "./packager.ts";
  * const dir = await Deno.makeTempDir();
  * using store = MetricsStore.open(`${dir}/m.sqlite3`);
- * console.assert(previewPackages(store, { nowMs: Date.now(), includeToday: true }).length === 0);
+ * assert(previewPackages(store, { nowMs: Date.now(), includeToday: true }).length === 0);
  * ```
  */
 export function previewPackages(store: MetricsStore, options: PackagingOptions): MetricsPackage[] {

@@ -145,8 +145,9 @@ export const disabledRecorder: MetricsRecorder = Object.freeze({
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { utcDay } from "./recorder.ts";
- * console.assert(utcDay(Date.UTC(2026, 10, 21, 23, 59)) === "2026-11-21");
+ * assert(utcDay(Date.UTC(2026, 10, 21, 23, 59)) === "2026-11-21");
  * ```
  */
 export function utcDay(ms: number): string {

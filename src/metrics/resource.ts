@@ -28,9 +28,10 @@ export interface ResourceFacts {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { resourceOf } from "./resource.ts";
  * const resource = resourceOf({ os: "darwin", arch: "aarch64", version: "1.2.3", installMethodEnv: "homebrew" });
- * console.assert(resource.os_family === "macos" && resource.architecture === "arm64");
+ * assert(resource.os_family === "macos" && resource.architecture === "arm64");
  * ```
  */
 export function resourceOf(facts: ResourceFacts): MetricsResource {
@@ -72,8 +73,9 @@ export function currentResource(env: (name: string) => string | undefined): Metr
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { canonicalJson } from "./resource.ts";
- * console.assert(canonicalJson({ b: "1", a: "2" }) === '{"a":"2","b":"1"}');
+ * assert(canonicalJson({ b: "1", a: "2" }) === '{"a":"2","b":"1"}');
  * ```
  */
 export function canonicalJson(value: Record<string, string>): string {

@@ -53,11 +53,12 @@ const SCHEMA_VERSION = 1;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MetricsStore } from "./store.ts";
  * const dir = await Deno.makeTempDir();
  * using store = MetricsStore.open(`${dir}/metrics.sqlite3`);
  * store.addCounters([{ day: "2026-11-21", name: "agent.task_run.started", resource: "{}", dimensions: "{}", count: 2 }]);
- * console.assert(store.pendingDeltas({ beforeDay: undefined })[0].delta === 2);
+ * assert(store.pendingDeltas({ beforeDay: undefined })[0].delta === 2);
  * ```
  */
 export class MetricsStore implements Disposable {

@@ -73,9 +73,10 @@ const MAX_NAME = 64;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { normaliseRouteName } from "./routes.ts";
- * console.assert(normaliseRouteName(" GitHub Issues ") === "github-issues");
- * console.assert(normaliseRouteName("../x").startsWith("invalid"));
+ * assert(normaliseRouteName(" GitHub Issues ") === "github-issues");
+ * assert(normaliseRouteName("../x").startsWith("invalid"));
  * ```
  */
 export function normaliseRouteName(raw: string): string {
@@ -97,8 +98,9 @@ export function isValidRouteName(name: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { generateSecret } from "./routes.ts";
- * console.assert(/^[A-Za-z0-9_-]{43}$/.test(generateSecret()));
+ * assert(/^[A-Za-z0-9_-]{43}$/.test(generateSecret()));
  * ```
  */
 export function generateSecret(): string {

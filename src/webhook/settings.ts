@@ -55,13 +55,14 @@ const EXTRA = `${BASE}.extra`;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConfigSource } from "../home/config.ts";
  * import { SecretScope } from "../home/secrets.ts";
  * import { readWebhookSettings } from "./settings.ts";
  * const source = ConfigSource.parse("/h/config.yaml", "platforms:\n  webhook:\n    enabled: true\n");
  * const secrets = new SecretScope({ WEBHOOK_PORT: "9000" }, () => undefined);
  * const settings = readWebhookSettings({ source, secrets });
- * console.assert(settings.enabled && settings.port === 9000);
+ * assert(settings.enabled && settings.port === 9000);
  * ```
  */
 export function readWebhookSettings(
@@ -148,9 +149,10 @@ export function readWebhookSettings(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { webhookBaseUrl } from "./settings.ts";
- * console.assert(webhookBaseUrl({ port: 8644 }) === "http://localhost:8644");
- * console.assert(webhookBaseUrl({ host: "::1", port: 80 }) === "http://[::1]:80");
+ * assert(webhookBaseUrl({ port: 8644 }) === "http://localhost:8644");
+ * assert(webhookBaseUrl({ host: "::1", port: 80 }) === "http://[::1]:80");
  * ```
  */
 export function webhookBaseUrl(settings: { host?: string; port: number }): string {

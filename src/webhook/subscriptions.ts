@@ -27,8 +27,9 @@ export class SubscriptionFileError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readSubscriptions } from "./subscriptions.ts";
- * console.assert(Object.keys(readSubscriptions("/nonexistent/subs.json")).length === 0);
+ * assert(Object.keys(readSubscriptions("/nonexistent/subs.json")).length === 0);
  * ```
  */
 export function readSubscriptions(file: string): Record<string, SubscriptionRecord> {
