@@ -1,0 +1,369 @@
+/**
+ * The gateway's durable inbox, `<home>/gateway/inbox.sqlite3`: every event accepted for an agent
+ * run (answered 202 only after it is committed here), its state through run and delivery, and the
+ * per-route delivery-id claims that make a redelivered event a duplicate.
+ *
+ * States: `queued` → `running` → `delivering` → `done`, or `failed` when delivery gave up. After
+ * a crash, a restarted gateway puts `running` events back in the queue (their run never
+ * finished) and resumes `delivering` ones without running them again, so each accepted event is
+ * run to a delivered answer once.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { ensurePrivateDir, restrictFileMode } from "../home/files.ts";
+
+/** Where an event stands. */
+export type EventState = "queued" | "running" | "delivering" | "done" | "failed";
+
+/** What the listener commits for an agent run. */
+export interface NewEvent {
+  route: string;
+  event: string;
+  deliveryId: string;
+  /** The payload after the route script, as JSON. */
+  payload: Record<string, unknown>;
+  /** The rendered prompt. */
+  prompt: string;
+  /** What delivery needs later, frozen at acceptance (target, extra, skills). */
+  plan: DeliveryPlan;
+}
+
+/** The route settings an accepted event keeps, so later edits of the route do not change it. */
+export interface DeliveryPlan {
+  deliver: string;
+  deliverExtra: Record<string, unknown>;
+  skills: string[];
+}
+
+/** An event as stored. */
+export interface InboxEvent extends NewEvent {
+  id: string;
+  state: EventState;
+  runAttempts: number;
+  deliveryAttempts: number;
+  answer?: string;
+  endReason?: string;
+  error?: string;
+  createdAt: number;
+  nextAttemptAt: number;
+}
+
+const SCHEMA_VERSION = 1;
+/** A delivery taken by a worker is not handed out again for this long (unless after a restart). */
+const DELIVERY_LEASE_MS = 10 * 60_000;
+
+/**
+ * The inbox database.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Inbox } from "./inbox.ts";
+ * const dir = await Deno.makeTempDir();
+ * using inbox = Inbox.open(`${dir}/inbox.sqlite3`);
+ * assert(inbox.claim("github", "d-1", 0, 60_000));
+ * assert(!inbox.claim("github", "d-1", 1, 60_000)); // a redelivery is a duplicate
+ * const id = inbox.enqueue({
+ *   route: "github", event: "issues", deliveryId: "d-1", payload: {}, prompt: "hi",
+ *   plan: { deliver: "log", deliverExtra: {}, skills: [] },
+ * }, 0);
+ * assert.equal(inbox.take(0)?.id, id);
+ * ```
+ */
+export class Inbox implements Disposable {
+  readonly path: string;
+  readonly #db: DatabaseSync;
+  readonly #claim: StatementSync;
+  readonly #insert: StatementSync;
+
+  private constructor(path: string, db: DatabaseSync) {
+    this.path = path;
+    this.#db = db;
+    this.#claim = db.prepare(
+      `INSERT INTO claims (route, delivery_id, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (route, delivery_id) DO UPDATE SET expires_at = excluded.expires_at
+       WHERE claims.expires_at <= ?`,
+    );
+    this.#insert = db.prepare(
+      `INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state,
+         created_at, updated_at, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
+    );
+  }
+
+  /** Opens (creating when missing) the inbox; folder 0700, files 0600. */
+  static open(path: string): Inbox {
+    ensurePrivateDir(dirname(path));
+    const db = new DatabaseSync(path);
+    try {
+      db.exec("PRAGMA busy_timeout = 15000");
+      db.exec("PRAGMA journal_mode = WAL");
+      // WAL + NORMAL: a commit survives a crash or kill -9 of the gateway (not a power cut).
+      db.exec("PRAGMA synchronous = NORMAL");
+      migrate(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    for (const suffix of ["", "-wal", "-shm"]) restrictFileMode(path + suffix);
+    return new Inbox(path, db);
+  }
+
+  /**
+   * Claims `deliveryId` for `route` until `nowMs + ttlMs`. False when a live claim exists (the
+   * event is a duplicate); an expired claim is taken over.
+   */
+  claim(route: string, deliveryId: string, nowMs: number, ttlMs: number): boolean {
+    const result = this.#claim.run(route, deliveryId, nowMs + ttlMs, nowMs);
+    return Number(result.changes) > 0;
+  }
+
+  /** Gives a claim up (a direct delivery failed, so the sender's retry must go through). */
+  release(route: string, deliveryId: string): void {
+    this.#db.prepare("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(
+      route,
+      deliveryId,
+    );
+  }
+
+  /** Commits an accepted event; returns its id. */
+  enqueue(event: NewEvent, nowMs: number): string {
+    const id = crypto.randomUUID();
+    this.#insert.run(
+      id,
+      event.route,
+      event.event,
+      event.deliveryId,
+      JSON.stringify(event.payload),
+      event.prompt,
+      JSON.stringify(event.plan),
+      nowMs,
+      nowMs,
+      nowMs,
+    );
+    return id;
+  }
+
+  /**
+   * After a restart: runs that never finished go back to the queue, and deliveries under way are
+   * due now. Returns how many runs were requeued.
+   */
+  recover(nowMs: number): number {
+    return this.#transaction(() => {
+      const result = this.#db.prepare(
+        "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
+      ).run(nowMs, nowMs);
+      this.#db.prepare(
+        "UPDATE events SET next_attempt_at = ? WHERE state = 'delivering' AND next_attempt_at > ?",
+      ).run(nowMs, nowMs);
+      return Number(result.changes);
+    });
+  }
+
+  /**
+   * The next event due (queued or delivering, oldest first), marked `running` when it still needs
+   * its run. `undefined` when nothing is due.
+   */
+  take(nowMs: number): InboxEvent | undefined {
+    return this.#transaction(() => {
+      const row = this.#db.prepare(
+        `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
+         ORDER BY next_attempt_at, created_at LIMIT 1`,
+      ).get(nowMs) as Record<string, unknown> | undefined;
+      if (!row) return undefined;
+      if (row.state === "queued") {
+        this.#db.prepare(
+          `UPDATE events SET state = 'running', run_attempts = run_attempts + 1, updated_at = ?
+           WHERE id = ?`,
+        ).run(nowMs, row.id as string);
+        row.state = "running";
+        row.run_attempts = Number(row.run_attempts) + 1;
+      } else {
+        // Being delivered now: not due again unless this process dies (see recover).
+        this.#db.prepare("UPDATE events SET next_attempt_at = ? WHERE id = ?").run(
+          nowMs + DELIVERY_LEASE_MS,
+          row.id as string,
+        );
+      }
+      return toEvent(row);
+    });
+  }
+
+  /** When the next event falls due, or `undefined` when none is waiting. */
+  nextDueAt(): number | undefined {
+    const row = this.#db.prepare(
+      "SELECT MIN(next_attempt_at) AS due FROM events WHERE state IN ('queued', 'delivering')",
+    ).get() as { due: number | null };
+    return row.due ?? undefined;
+  }
+
+  /** Stores the run's outcome; the event moves on to delivery (or `done` when nothing is sent). */
+  finishRun(
+    id: string,
+    outcome: { answer: string; endReason: string; error?: string; deliver: boolean },
+    nowMs: number,
+  ): void {
+    this.#db.prepare(
+      `UPDATE events SET state = ?, answer = ?, end_reason = ?, error = ?, updated_at = ?,
+         next_attempt_at = ? WHERE id = ?`,
+    ).run(
+      outcome.deliver ? "delivering" : "done",
+      outcome.answer,
+      outcome.endReason,
+      outcome.error ?? null,
+      nowMs,
+      nowMs,
+      id,
+    );
+  }
+
+  /**
+   * Records one delivery attempt: `done` on success, else `delivering` again at `retryAt`, or
+   * `failed` when `retryAt` is undefined (no more tries).
+   */
+  recordDelivery(
+    id: string,
+    outcome: { ok: true } | { ok: false; error: string; retryAt?: number },
+    nowMs: number,
+  ): void {
+    if (outcome.ok) {
+      this.#db.prepare(
+        `UPDATE events SET state = 'done', delivery_attempts = delivery_attempts + 1,
+           updated_at = ? WHERE id = ?`,
+      ).run(nowMs, id);
+      return;
+    }
+    this.#db.prepare(
+      `UPDATE events SET state = ?, delivery_attempts = delivery_attempts + 1, error = ?,
+         next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+    ).run(
+      outcome.retryAt === undefined ? "failed" : "delivering",
+      outcome.error,
+      outcome.retryAt ?? nowMs,
+      nowMs,
+      id,
+    );
+  }
+
+  /** One event by id. */
+  get(id: string): InboxEvent | undefined {
+    const row = this.#db.prepare("SELECT * FROM events WHERE id = ?").get(id) as
+      | Record<string, unknown>
+      | undefined;
+    return row ? toEvent(row) : undefined;
+  }
+
+  /** Counts per state. */
+  counts(): Record<EventState, number> {
+    const counts: Record<EventState, number> = {
+      queued: 0,
+      running: 0,
+      delivering: 0,
+      done: 0,
+      failed: 0,
+    };
+    const rows = this.#db.prepare("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
+    for (const row of rows as { state: EventState; n: number }[]) counts[row.state] = row.n;
+    return counts;
+  }
+
+  /** Deletes expired claims and finished events older than `keepMs`. */
+  prune(nowMs: number, keepMs: number): void {
+    this.#transaction(() => {
+      this.#db.prepare("DELETE FROM claims WHERE expires_at <= ?").run(nowMs);
+      this.#db.prepare(
+        "DELETE FROM events WHERE state IN ('done', 'failed') AND updated_at < ?",
+      ).run(nowMs - keepMs);
+    });
+  }
+
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #transaction<T>(work: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      this.#db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+}
+
+function toEvent(row: Record<string, unknown>): InboxEvent {
+  return {
+    id: String(row.id),
+    route: String(row.route),
+    event: String(row.event),
+    deliveryId: String(row.delivery_id),
+    payload: JSON.parse(String(row.payload)),
+    prompt: String(row.prompt),
+    plan: JSON.parse(String(row.plan)),
+    state: row.state as EventState,
+    runAttempts: Number(row.run_attempts),
+    deliveryAttempts: Number(row.delivery_attempts),
+    answer: row.answer === null ? undefined : String(row.answer),
+    endReason: row.end_reason === null ? undefined : String(row.end_reason),
+    error: row.error === null ? undefined : String(row.error),
+    createdAt: Number(row.created_at),
+    nextAttemptAt: Number(row.next_attempt_at),
+  };
+}
+
+function migrate(db: DatabaseSync): void {
+  const version = Number(
+    (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
+  );
+  if (version > SCHEMA_VERSION) {
+    throw new Error(
+      `the gateway inbox was written by a newer version of agent (inbox version ${version}); upgrade agent`,
+    );
+  }
+  if (version === SCHEMA_VERSION) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS events (
+        id TEXT PRIMARY KEY,
+        route TEXT NOT NULL,
+        event TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        state TEXT NOT NULL
+          CHECK (state IN ('queued', 'running', 'delivering', 'done', 'failed')),
+        run_attempts INTEGER NOT NULL DEFAULT 0,
+        delivery_attempts INTEGER NOT NULL DEFAULT 0,
+        answer TEXT,
+        end_reason TEXT,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        next_attempt_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX IF NOT EXISTS events_due ON events (state, next_attempt_at);
+      CREATE TABLE IF NOT EXISTS claims (
+        route TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (route, delivery_id)
+      ) STRICT, WITHOUT ROWID;
+      PRAGMA user_version = ${SCHEMA_VERSION};
+    `);
+    db.exec("COMMIT");
+  } catch (error) {
+    db.exec("ROLLBACK");
+    throw error;
+  }
+}

@@ -1,0 +1,160 @@
+/** The durable inbox: claims, the event life cycle, recovery after a crash, file modes. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Inbox, type NewEvent } from "../../src/gateway/inbox.ts";
+
+async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<void>) {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "gateway", "inbox.sqlite3");
+  const inbox = Inbox.open(path);
+  try {
+    await work(inbox, path);
+  } finally {
+    inbox.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function event(deliveryId: string, route = "github"): NewEvent {
+  return {
+    route,
+    event: "issues",
+    deliveryId,
+    payload: { issue: { number: 7 } },
+    prompt: `prompt ${deliveryId}`,
+    plan: { deliver: "telegram", deliverExtra: { chat_id: "42" }, skills: ["triage"] },
+  };
+}
+
+Deno.test("claims: one per route and delivery id until the TTL ends; release frees it", async () => {
+  await withInbox((inbox) => {
+    assert.equal(inbox.claim("github", "d1", 1000, 500), true);
+    assert.equal(inbox.claim("github", "d1", 1200, 500), false, "live claim → duplicate");
+    assert.equal(inbox.claim("gitlab", "d1", 1200, 500), true, "claims are per route");
+    assert.equal(inbox.claim("github", "d1", 1500, 500), true, "expired claim is taken over");
+    assert.equal(inbox.claim("github", "d1", 1600, 500), false);
+    inbox.release("github", "d1");
+    assert.equal(inbox.claim("github", "d1", 1700, 500), true, "released claim is free");
+  });
+});
+
+Deno.test("life cycle: queued → running → delivering → done, with the plan kept", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("d1"), 10);
+    assert.deepEqual(inbox.counts(), { queued: 1, running: 0, delivering: 0, done: 0, failed: 0 });
+    const taken = inbox.take(10)!;
+    assert.equal(taken.id, id);
+    assert.equal(taken.state, "running");
+    assert.equal(taken.runAttempts, 1);
+    assert.deepEqual(taken.plan, event("d1").plan);
+    assert.deepEqual(taken.payload, { issue: { number: 7 } });
+    assert.equal(inbox.take(10), undefined, "a running event is not taken twice");
+    inbox.finishRun(id, { answer: "done!", endReason: "completed", deliver: true }, 20);
+    const delivering = inbox.take(20)!;
+    assert.equal(delivering.state, "delivering");
+    assert.equal(delivering.answer, "done!");
+    assert.equal(delivering.runAttempts, 1, "delivery does not run the agent again");
+    assert.equal(inbox.take(20), undefined, "a delivery under way is not handed out twice");
+    inbox.recordDelivery(id, { ok: false, error: "HTTP 500", retryAt: 100 }, 30);
+    assert.equal(inbox.take(50), undefined, "not due before retryAt");
+    assert.equal(inbox.nextDueAt(), 100);
+    inbox.recordDelivery(id, { ok: true }, 100);
+    assert.equal(inbox.get(id)!.state, "done");
+    assert.equal(inbox.get(id)!.deliveryAttempts, 2);
+    assert.equal(inbox.nextDueAt(), undefined);
+  });
+});
+
+Deno.test("a delivery that gives up is failed with its error; a silent run is done at once", async () => {
+  await withInbox((inbox) => {
+    const failing = inbox.enqueue(event("d1"), 0);
+    inbox.take(0);
+    inbox.finishRun(failing, { answer: "x", endReason: "completed", deliver: true }, 0);
+    inbox.recordDelivery(failing, { ok: false, error: "chat not found" }, 1);
+    assert.equal(inbox.get(failing)!.state, "failed");
+    assert.equal(inbox.get(failing)!.error, "chat not found");
+    const silent = inbox.enqueue(event("d2"), 0);
+    inbox.take(0);
+    inbox.finishRun(silent, { answer: "[SILENT]", endReason: "completed", deliver: false }, 0);
+    assert.equal(inbox.get(silent)!.state, "done");
+  });
+});
+
+Deno.test("recover: unfinished runs are queued again, deliveries resume without a rerun", async () => {
+  await withInbox((inbox, path) => {
+    const a = inbox.enqueue(event("a"), 0);
+    const b = inbox.enqueue(event("b"), 1);
+    inbox.take(5); // a running
+    inbox.take(5); // b running
+    inbox.finishRun(b, { answer: "B", endReason: "completed", deliver: true }, 6);
+    inbox.close();
+    // A new process opens the same file after a crash.
+    const reopened = Inbox.open(path);
+    try {
+      assert.equal(reopened.recover(10), 1);
+      const first = reopened.take(10)!;
+      const second = reopened.take(10)!;
+      const byId = new Map([first, second].map((e) => [e.id, e]));
+      assert.equal(byId.get(a)!.state, "running");
+      assert.equal(byId.get(a)!.runAttempts, 2);
+      assert.equal(byId.get(b)!.state, "delivering");
+      assert.equal(byId.get(b)!.answer, "B");
+      assert.equal(reopened.take(10), undefined);
+    } finally {
+      reopened.close();
+    }
+  });
+});
+
+Deno.test("the inbox folder is 0700 and its files 0600", async () => {
+  await withInbox((inbox, path) => {
+    inbox.enqueue(event("d1"), 0);
+    assert.equal(Deno.statSync(join(path, "..")).mode! & 0o777, 0o700);
+    assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
+  });
+});
+
+Deno.test("prune removes expired claims and old finished events only", async () => {
+  await withInbox((inbox) => {
+    inbox.claim("r", "old", 0, 10);
+    inbox.claim("r", "live", 0, 1000);
+    const done = inbox.enqueue(event("x"), 0);
+    inbox.take(0);
+    inbox.finishRun(done, { answer: "", endReason: "completed", deliver: false }, 0);
+    const queued = inbox.enqueue(event("y"), 0);
+    inbox.prune(500, 100);
+    assert.equal(inbox.claim("r", "old", 500, 10), true);
+    assert.equal(inbox.claim("r", "live", 500, 10), false);
+    assert.equal(inbox.get(done), undefined);
+    assert.ok(inbox.get(queued));
+  });
+});
+
+Deno.test("two processes claiming the same delivery id at once: exactly one wins", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "inbox.sqlite3");
+  Inbox.open(path).close();
+  const script = `
+    import { Inbox } from ${
+    JSON.stringify(new URL("../../src/gateway/inbox.ts", import.meta.url).href)
+  };
+    const inbox = Inbox.open(Deno.args[0]);
+    let won = 0;
+    for (let i = 0; i < 200; i++) if (inbox.claim("r", "id-" + i, 0, 1e12)) won++;
+    inbox.close();
+    console.log(won);
+  `;
+  try {
+    const runs = await Promise.all([0, 1, 2].map(() =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["eval", "--quiet", script, path],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output()
+    ));
+    const wins = runs.map((run) => Number(new TextDecoder().decode(run.stdout).trim()));
+    assert.equal(wins.reduce((a, b) => a + b, 0), 200, `wins per process: ${wins}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
