@@ -1,0 +1,356 @@
+/**
+ * The webhook listener: a Hono app whose POST pipeline is one step per concern, in the order of
+ * decisions.md §6: route → enabled → size → auth → rate → parse → events → filters → claim →
+ * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit).
+ * Each step answers or passes on; none can be made to answer 500 by what a request holds.
+ *
+ * @module
+ */
+import { Hono, type MiddlewareHandler } from "hono";
+import type { Inbox } from "../gateway/inbox.ts";
+import { matchFilter } from "./filters.ts";
+import { deliveryId, eventName, parsePayload } from "./request.ts";
+import type { RouteTable, ServedRoute } from "./route_table.ts";
+import type { WebhookSettings } from "./settings.ts";
+import { verifySignature } from "./signatures.ts";
+import { renderExtra, renderPrompt } from "./templates.ts";
+
+/** What a route script decided. */
+export type ScriptVerdict =
+  | { kind: "payload"; payload: Record<string, unknown> }
+  | { kind: "ignored"; reason: string; detail?: string }
+  | { kind: "blocked"; detail: string };
+
+/** The outcome of a direct delivery. */
+export type DirectDelivery = { ok: true; detail?: string } | { ok: false; error: string };
+
+/** What the listener needs from the gateway. */
+export interface ListenerDeps {
+  settings: Pick<
+    WebhookSettings,
+    "secret" | "host" | "insecureNoAuth" | "maxBodyBytes" | "rateLimit" | "idempotencyTtlSeconds"
+  >;
+  routes: RouteTable;
+  inbox: Inbox;
+  /** Clock (ms since epoch). */
+  now(): number;
+  runScript(
+    route: ServedRoute,
+    payload: Record<string, unknown>,
+    event: string,
+    deliveryId: string,
+  ): Promise<ScriptVerdict>;
+  deliverDirect(
+    route: ServedRoute,
+    message: string,
+    extra: Record<string, unknown>,
+    payload: Record<string, unknown>,
+    event: string,
+  ): Promise<DirectDelivery>;
+  /** Called after an event was committed, to wake the workers. */
+  onAccepted(): void;
+  log(
+    level: "info" | "warning" | "error",
+    message: string,
+    properties?: Record<string, unknown>,
+  ): void;
+}
+
+type Env = {
+  Variables: {
+    route: ServedRoute;
+    body: Uint8Array;
+    payload: Record<string, unknown>;
+    event: string;
+    deliveryId: string;
+  };
+};
+
+type Step = MiddlewareHandler<Env, "/webhooks/:name">;
+
+/**
+ * Builds the listener app.
+ *
+ * @example
+ * ```ts ignore
+ * const app = createWebhookApp(deps);
+ * Deno.serve({ port: 8644 }, app.fetch);
+ * ```
+ */
+export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
+  app.post(
+    "/webhooks/:name",
+    findRoute(deps),
+    checkEnabled,
+    readBody(deps),
+    authenticate(deps),
+    rateLimit(deps),
+    parse,
+    matchEvents,
+    applyFilters(deps),
+    claimDelivery(deps),
+    runScript(deps),
+    dispatch(deps),
+  );
+  app.all("/webhooks/:name", (c) => {
+    deps.routes.refresh();
+    const name = c.req.param("name");
+    if (!deps.routes.get(name)) return c.json({ error: `Unknown route: ${name}` }, 404);
+    c.header("Allow", "POST");
+    return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
+  });
+  app.notFound((c) => c.json({ error: `Not found: ${new URL(c.req.url).pathname}` }, 404));
+  app.onError((error, c) => {
+    deps.log("error", "webhook request failed: {error}", { error: String(error) });
+    return c.json({ error: "internal error; see logs/gateway.log" }, 500);
+  });
+  return app;
+}
+
+function findRoute(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    deps.routes.refresh();
+    const name = c.req.param("name");
+    const route = deps.routes.get(name);
+    if (!route) return c.json({ error: `Unknown route: ${name}` }, 404);
+    c.set("route", route);
+    await next();
+  };
+}
+
+const checkEnabled: Step = async (c, next) => {
+  if (!c.get("route").enabled) return c.json({ error: "route disabled" }, 403);
+  await next();
+};
+
+/** Reads the body up to the cap; never buffers past it. */
+function readBody(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    const cap = deps.settings.maxBodyBytes;
+    const tooLarge = () => c.json({ error: `body larger than ${cap} bytes` }, 413);
+    const declared = c.req.header("content-length");
+    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > cap) {
+      return tooLarge();
+    }
+    const stream = c.req.raw.body;
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (stream) {
+      const reader = stream.getReader();
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > cap) {
+          await reader.cancel().catch(() => {});
+          return tooLarge();
+        }
+        chunks.push(value);
+      }
+    }
+    const body = new Uint8Array(size);
+    let offset = 0;
+    for (const chunk of chunks) {
+      body.set(chunk, offset);
+      offset += chunk.byteLength;
+    }
+    c.set("body", body);
+    await next();
+  };
+}
+
+function authenticate(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    const route = c.get("route");
+    const secret = route.secret ?? deps.settings.secret;
+    if (!secret) {
+      if (deps.settings.insecureNoAuth && isLoopback(deps.settings.host)) return await next();
+      deps.log("error", "route {route} has no secret and no global secret is set", {
+        route: route.name,
+      });
+      return c.json({ error: "no secret is configured for this route" }, 403);
+    }
+    let verdict;
+    try {
+      verdict = verifySignature({
+        headers: c.req.raw.headers,
+        body: c.get("body"),
+        secret,
+        nowMs: deps.now(),
+      });
+    } catch {
+      verdict = { ok: false as const, reason: "unreadable signature headers" };
+    }
+    if (!verdict.ok) {
+      deps.log("warning", "rejected a request to {route}: {reason}", {
+        route: route.name,
+        reason: verdict.reason,
+      });
+      return c.json({ error: "Invalid signature" }, 401);
+    }
+    await next();
+  };
+}
+
+/** Sliding window per route, counted after authentication; memory is one timestamp per allowed request. */
+function rateLimit(deps: ListenerDeps): Step {
+  const windows = new Map<string, number[]>();
+  return async (c, next) => {
+    const { requests, windowSeconds } = deps.settings.rateLimit;
+    const windowMs = windowSeconds * 1000;
+    const now = deps.now();
+    const name = c.get("route").name;
+    const recent = (windows.get(name) ?? []).filter((at) => at > now - windowMs);
+    if (recent.length >= requests) {
+      windows.set(name, recent);
+      const retryAfter = Math.max(1, Math.ceil((recent[0] + windowMs - now) / 1000));
+      c.header("Retry-After", String(retryAfter));
+      return c.json({ error: `rate limit: ${requests} requests per ${windowSeconds} s` }, 429);
+    }
+    recent.push(now);
+    windows.set(name, recent);
+    await next();
+  };
+}
+
+const parse: Step = async (c, next) => {
+  const result = parsePayload(c.get("body"), c.req.header("content-type") ?? null);
+  if (!result.ok) return c.json({ error: result.error }, 400);
+  c.set("payload", result.payload);
+  c.set("event", eventName(c.req.raw.headers, result.payload));
+  c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body")));
+  await next();
+};
+
+const matchEvents: Step = async (c, next) => {
+  const { events } = c.get("route");
+  const event = c.get("event");
+  if (events.length > 0 && !events.includes(event)) {
+    return c.json({ status: "ignored", event });
+  }
+  await next();
+};
+
+function applyFilters(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    const { filter, name } = c.get("route");
+    if (filter) {
+      const matched = matchFilter(filter, {
+        payload: c.get("payload"),
+        event: c.get("event"),
+        headers: c.req.raw.headers,
+      }, {
+        warn: (message) =>
+          deps.log("warning", "route {route}: {message}", { route: name, message }),
+      });
+      if (!matched) return c.json({ status: "ignored", reason: "filter" });
+    }
+    await next();
+  };
+}
+
+function claimDelivery(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    const { name } = c.get("route");
+    const id = c.get("deliveryId");
+    const ttlMs = deps.settings.idempotencyTtlSeconds * 1000;
+    if (!deps.inbox.claim(name, id, deps.now(), ttlMs)) {
+      return c.json({ status: "duplicate", delivery_id: id });
+    }
+    try {
+      await next();
+    } catch (error) {
+      // Nothing was accepted: the sender's retry must not look like a duplicate.
+      deps.inbox.release(name, id);
+      throw error;
+    }
+  };
+}
+
+function runScript(deps: ListenerDeps): Step {
+  return async (c, next) => {
+    const route = c.get("route");
+    if (!route.script) return await next();
+    const verdict = await deps.runScript(
+      route,
+      c.get("payload"),
+      c.get("event"),
+      c.get("deliveryId"),
+    );
+    if (verdict.kind === "blocked") {
+      deps.log("error", "route {route}: script blocked: {detail}", {
+        route: route.name,
+        detail: verdict.detail,
+      });
+      return c.json({ status: "ignored", reason: "script" });
+    }
+    if (verdict.kind === "ignored") {
+      deps.log("info", "route {route}: script said ignore ({reason})", {
+        route: route.name,
+        reason: verdict.reason,
+      });
+      return c.json({ status: "ignored", reason: "script" });
+    }
+    c.set("payload", verdict.payload);
+    await next();
+  };
+}
+
+function dispatch(deps: ListenerDeps): Step {
+  return (c) => {
+    const route = c.get("route");
+    const payload = c.get("payload");
+    const event = c.get("event");
+    const id = c.get("deliveryId");
+    const prompt = renderPrompt(route, payload, event);
+    const extra = renderExtra(route.deliverExtra, payload, event);
+    if (route.deliverOnly) return deliverNow(deps, c, route, prompt, extra, payload, event, id);
+    deps.inbox.enqueue({
+      route: route.name,
+      event,
+      deliveryId: id,
+      payload,
+      prompt,
+      plan: { deliver: route.deliver, deliverExtra: extra, skills: route.skills },
+    }, deps.now());
+    deps.onAccepted();
+    return Promise.resolve(
+      c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202),
+    );
+  };
+}
+
+async function deliverNow(
+  deps: ListenerDeps,
+  // deno-lint-ignore no-explicit-any
+  c: any,
+  route: ServedRoute,
+  message: string,
+  extra: Record<string, unknown>,
+  payload: Record<string, unknown>,
+  event: string,
+  id: string,
+): Promise<Response> {
+  const result = await deps.deliverDirect(route, message, extra, payload, event);
+  if (result.ok) {
+    return c.json({
+      status: "delivered",
+      route: route.name,
+      target: route.deliver,
+      delivery_id: id,
+    });
+  }
+  deps.inbox.release(route.name, id);
+  deps.log("warning", "route {route}: direct delivery to {target} failed: {error}", {
+    route: route.name,
+    target: route.deliver,
+    error: result.error,
+  });
+  return c.json({ error: `delivery to ${route.deliver} failed: ${result.error}` }, 502);
+}
+
+function isLoopback(host: string | undefined): boolean {
+  return host === "127.0.0.1" || host === "::1" || host === "localhost";
+}

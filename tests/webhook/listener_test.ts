@@ -1,0 +1,411 @@
+/**
+ * The listener pipeline, request by request, against the real app, inbox and route table (the
+ * script runner and direct delivery are recorded stand-ins here; they have their own tests).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Inbox } from "../../src/gateway/inbox.ts";
+import {
+  createWebhookApp,
+  type DirectDelivery,
+  type ListenerDeps,
+  type ScriptVerdict,
+} from "../../src/webhook/listener.ts";
+import { RouteTable } from "../../src/webhook/route_table.ts";
+import { routeFromRaw } from "../../src/webhook/routes.ts";
+import { githubSignature, standardWebhookSignature } from "../../src/webhook/signatures.ts";
+
+const SECRET = "route-secret";
+const NOW = 1_700_000_000_000;
+
+interface Harness extends AsyncDisposable {
+  app: ReturnType<typeof createWebhookApp>;
+  inbox: Inbox;
+  subscriptions: string;
+  delivered: { message: string; extra: Record<string, unknown> }[];
+  scripts: string[];
+  accepted: number;
+  logs: string[];
+  post(
+    route: string,
+    body: string,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
+  signed(route: string, payload: unknown, headers?: Record<string, string>): Promise<Response>;
+}
+
+async function harness(
+  options: {
+    routes?: Record<string, unknown>;
+    script?: ScriptVerdict;
+    delivery?: DirectDelivery;
+    maxBodyBytes?: number;
+    rate?: number;
+  } = {},
+): Promise<Harness> {
+  const dir = await Deno.makeTempDir();
+  const subscriptions = join(dir, "webhook_subscriptions.json");
+  const staticRoutes = Object.entries(options.routes ?? {}).map(([name, raw]) => {
+    const { route, problems } = routeFromRaw(name, raw, "static", name);
+    assert.deepEqual(problems, []);
+    return route!;
+  });
+  const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
+  const logs: string[] = [];
+  const h = {
+    inbox,
+    subscriptions,
+    delivered: [] as Harness["delivered"],
+    scripts: [] as string[],
+    accepted: 0,
+    logs,
+  } as Harness;
+  const deps: ListenerDeps = {
+    settings: {
+      secret: undefined,
+      host: undefined,
+      insecureNoAuth: false,
+      maxBodyBytes: options.maxBodyBytes ?? 1024,
+      rateLimit: { requests: options.rate ?? 100, windowSeconds: 60 },
+      idempotencyTtlSeconds: 3600,
+    },
+    routes: new RouteTable({ file: subscriptions, staticRoutes, report: (p) => logs.push(p) }),
+    inbox,
+    now: () => NOW,
+    runScript: (route) => {
+      h.scripts.push(route.name);
+      return Promise.resolve(options.script ?? { kind: "ignored", reason: "empty" });
+    },
+    deliverDirect: (_route, message, extra) => {
+      h.delivered.push({ message, extra });
+      return Promise.resolve(options.delivery ?? { ok: true });
+    },
+    onAccepted: () => h.accepted++,
+    log: (_level, message, properties) => logs.push(`${message} ${JSON.stringify(properties)}`),
+  };
+  h.app = createWebhookApp(deps);
+  h.post = async (route, body, headers = {}) =>
+    await h.app.fetch(
+      new Request(`http://localhost/webhooks/${route}`, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", ...headers },
+      }),
+    );
+  h.signed = async (route, payload, headers = {}) => {
+    const body = JSON.stringify(payload);
+    return await h.post(route, body, {
+      "x-hub-signature-256": githubSignature(SECRET, body),
+      ...headers,
+    });
+  };
+  h[Symbol.asyncDispose] = async () => {
+    inbox.close();
+    await Deno.remove(dir, { recursive: true });
+  };
+  return h;
+}
+
+function route(extra: Record<string, unknown> = {}) {
+  return { secret: SECRET, prompt: "Issue {issue.title}", deliver: "log", ...extra };
+}
+
+Deno.test("GET /health answers ok without authentication", async () => {
+  await using h = await harness();
+  const response = await h.app.fetch(new Request("http://localhost/health"));
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), { status: "ok", platform: "webhook" });
+});
+
+Deno.test("unknown route → 404 naming it; another method on a route → 405 with Allow", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const unknown = await h.signed("nope", {});
+  assert.equal(unknown.status, 404);
+  assert.deepEqual(await unknown.json(), { error: "Unknown route: nope" });
+  const get = await h.app.fetch(new Request("http://localhost/webhooks/github"));
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST");
+  await get.body?.cancel();
+});
+
+Deno.test("a disabled route → 403", async () => {
+  await using h = await harness({ routes: { github: route({ enabled: false }) } });
+  const response = await h.signed("github", { a: 1 });
+  assert.equal(response.status, 403);
+  await response.body?.cancel();
+});
+
+Deno.test("bodies over the cap → 413, with or without Content-Length", async () => {
+  await using h = await harness({ routes: { github: route() }, maxBodyBytes: 100 });
+  const big = JSON.stringify({ text: "x".repeat(200) });
+  const declared = await h.post("github", big, {
+    "x-hub-signature-256": githubSignature(SECRET, big),
+  });
+  assert.equal(declared.status, 413);
+  await declared.body?.cancel();
+  // A chunked body (no Content-Length) is cut off while streaming.
+  let pulled = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled++;
+      if (pulled > 1000) controller.close();
+      else controller.enqueue(new TextEncoder().encode("x".repeat(50)));
+    },
+  });
+  const streamed = await h.app.fetch(
+    new Request("http://localhost/webhooks/github", { method: "POST", body: stream }),
+  );
+  assert.equal(streamed.status, 413);
+  assert.ok(pulled < 10, `read ${pulled} chunks: the body was buffered past the cap`);
+  await streamed.body?.cancel();
+});
+
+Deno.test("no secret anywhere → 403 and an error naming the route", async () => {
+  await using h = await harness({ routes: { open: { prompt: "x" } } });
+  const response = await h.post("open", "{}");
+  assert.equal(response.status, 403);
+  await response.body?.cancel();
+  assert.ok(h.logs.some((line) => line.includes("open")));
+});
+
+Deno.test("signatures: missing, wrong, tampered, other route's secret, downgrade → 401, never 500", async () => {
+  await using h = await harness({
+    routes: { github: route(), other: route({ secret: "other-secret" }) },
+  });
+  const body = JSON.stringify({ issue: { title: "t" } });
+  const cases: Record<string, string>[] = [
+    {},
+    { "x-hub-signature-256": githubSignature("wrong", body) },
+    { "x-hub-signature-256": githubSignature(SECRET, body + " ") },
+    { "x-hub-signature-256": "sha256=zz" },
+    { "x-hub-signature-256": "sha256=" + "0".repeat(63) },
+    { "x-hub-signature-256": "sha256=\u00e9\u00e9" },
+    { "x-gitlab-token": "nope" },
+    {
+      // A broken Standard Webhooks signature next to a valid GitHub one: no downgrade.
+      "webhook-id": "m1",
+      "webhook-timestamp": String(NOW / 1000),
+      "webhook-signature": "v1,AAAA",
+      "x-hub-signature-256": githubSignature(SECRET, body),
+    },
+    {
+      "webhook-id": "m1",
+      "webhook-timestamp": String(NOW / 1000 - 301),
+      "webhook-signature": standardWebhookSignature(SECRET, "m1", NOW / 1000 - 301, body),
+    },
+  ];
+  for (const headers of cases) {
+    const response = await h.post("github", body, headers);
+    assert.equal(response.status, 401, JSON.stringify(headers));
+    assert.deepEqual(await response.json(), { error: "Invalid signature" });
+  }
+  const otherRoute = await h.post("other", body, {
+    "x-hub-signature-256": githubSignature(SECRET, body),
+  });
+  assert.equal(otherRoute.status, 401);
+  await otherRoute.body?.cancel();
+  assert.equal(h.accepted, 0);
+});
+
+Deno.test("every signature family that verifies is accepted (202)", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const body = JSON.stringify({ issue: { title: "t" } });
+  const ts = String(NOW / 1000);
+  const families: Record<string, string>[] = [
+    { "x-hub-signature-256": githubSignature(SECRET, body), "x-github-delivery": "g1" },
+    { "x-gitlab-token": SECRET, "x-gitlab-event-uuid": "g2" },
+    {
+      "webhook-id": "g3",
+      "webhook-timestamp": ts,
+      "webhook-signature": standardWebhookSignature(SECRET, "g3", Number(ts), body),
+    },
+  ];
+  for (const headers of families) {
+    const response = await h.post("r", body, headers);
+    assert.equal(response.status, 202, JSON.stringify(headers));
+    await response.body?.cancel();
+  }
+  assert.equal(h.accepted, 3);
+});
+
+Deno.test("over the rate limit → 429 with Retry-After, counted after authentication", async () => {
+  await using h = await harness({ routes: { r: route() }, rate: 2 });
+  for (let i = 0; i < 5; i++) {
+    const bad = await h.post("r", "{}", { "x-hub-signature-256": "sha256=" + "0".repeat(64) });
+    assert.equal(bad.status, 401);
+    await bad.body?.cancel();
+  }
+  for (const id of ["a", "b"]) {
+    const ok = await h.signed("r", { id }, { "x-github-delivery": id });
+    assert.equal(ok.status, 202);
+    await ok.body?.cancel();
+  }
+  const limited = await h.signed("r", { id: "c" }, { "x-github-delivery": "c" });
+  assert.equal(limited.status, 429);
+  assert.equal(limited.headers.get("retry-after"), "60");
+  await limited.body?.cancel();
+});
+
+Deno.test("bodies that are not a JSON object → 400; a form body with a JSON payload is accepted", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  for (const body of ["not json", "[1,2]", '"text"', "null", '{"a":1,"a":2}', "[".repeat(100)]) {
+    const response = await h.post("r", body, {
+      "x-hub-signature-256": githubSignature(SECRET, body),
+    });
+    assert.equal(response.status, 400, body);
+    assert.ok(typeof (await response.json()).error === "string");
+  }
+  const form = `payload=${encodeURIComponent(JSON.stringify({ issue: { title: "form" } }))}`;
+  const accepted = await h.post("r", form, {
+    "content-type": "application/x-www-form-urlencoded",
+    "x-hub-signature-256": githubSignature(SECRET, form),
+  });
+  assert.equal(accepted.status, 202);
+  await accepted.body?.cancel();
+});
+
+Deno.test("events not listed → 200 ignored with the event; listed → accepted", async () => {
+  await using h = await harness({ routes: { r: route({ events: ["issues"] }) } });
+  const push = await h.signed("r", {}, { "x-github-event": "push" });
+  assert.equal(push.status, 200);
+  assert.deepEqual(await push.json(), { status: "ignored", event: "push" });
+  const issues = await h.signed("r", { issue: { title: "x" } }, { "x-github-event": "issues" });
+  assert.equal(issues.status, 202);
+  await issues.body?.cancel();
+});
+
+Deno.test("filters that do not match → 200 ignored (filter)", async () => {
+  await using h = await harness({
+    routes: { r: route({ filters: [{ field: "action", equals: "opened" }] }) },
+  });
+  const closed = await h.signed("r", { action: "closed" });
+  assert.deepEqual(await closed.json(), { status: "ignored", reason: "filter" });
+  const opened = await h.signed("r", { action: "opened" });
+  assert.equal(opened.status, 202);
+  await opened.body?.cancel();
+});
+
+Deno.test("the same delivery id → one accepted, the rest duplicates (also when sent at once)", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const responses = await Promise.all(
+    Array.from({ length: 8 }, () => h.signed("r", { n: 1 }, { "x-github-delivery": "same" })),
+  );
+  const statuses = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
+  assert.equal(statuses.filter(([status]) => status === 202).length, 1);
+  for (const [status, body] of statuses.filter(([status]) => status !== 202)) {
+    assert.equal(status, 200);
+    assert.deepEqual(body, { status: "duplicate", delivery_id: "same" });
+  }
+  assert.equal(h.inbox.counts().queued, 1);
+});
+
+Deno.test("without a delivery header the body hash is the id: a resent body is a duplicate", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const first = await h.signed("r", { same: true });
+  const second = await h.signed("r", { same: true });
+  const third = await h.signed("r", { same: false });
+  assert.deepEqual([first.status, second.status, third.status], [202, 200, 202]);
+  for (const r of [first, second, third]) await r.body?.cancel();
+});
+
+Deno.test("script: ignore → 200 ignored (script); a new payload is rendered and accepted", async () => {
+  await using ignored = await harness({ routes: { r: route({ script: "x.sh" }) } });
+  const response = await ignored.signed("r", { issue: { title: "t" } });
+  assert.deepEqual(await response.json(), { status: "ignored", reason: "script" });
+  assert.deepEqual(ignored.scripts, ["r"]);
+
+  await using replaced = await harness({
+    routes: { r: route({ script: "x.sh" }) },
+    script: { kind: "payload", payload: { issue: { title: "from script" } } },
+  });
+  const accepted = await replaced.signed("r", { issue: { title: "original" } });
+  assert.equal(accepted.status, 202);
+  const { id } = { id: (await accepted.json()).delivery_id };
+  assert.ok(id);
+  const event = replaced.inbox.take(NOW)!;
+  assert.equal(event.prompt, "Issue from script");
+});
+
+Deno.test("accepted events are committed with their rendered prompt and plan before the 202", async () => {
+  await using h = await harness({
+    routes: {
+      r: route({
+        deliver: "telegram",
+        deliver_extra: { chat_id: "{chat}" },
+        skills: ["triage"],
+      }),
+    },
+  });
+  const response = await h.signed("r", { issue: { title: "Crash" }, chat: 42 }, {
+    "x-github-event": "issues",
+    "x-github-delivery": "d-9",
+  });
+  assert.equal(response.status, 202);
+  assert.deepEqual(await response.json(), {
+    status: "accepted",
+    route: "r",
+    event: "issues",
+    delivery_id: "d-9",
+  });
+  const event = h.inbox.take(NOW)!;
+  assert.equal(event.prompt, "Issue Crash");
+  assert.deepEqual(event.plan, {
+    deliver: "telegram",
+    deliverExtra: { chat_id: "42" },
+    skills: ["triage"],
+  });
+  assert.equal(h.accepted, 1);
+});
+
+Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
+  await using ok = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
+  });
+  const delivered = await ok.signed("r", { issue: { title: "T" } }, { "x-github-delivery": "1" });
+  assert.equal(delivered.status, 200);
+  assert.equal((await delivered.json()).status, "delivered");
+  assert.deepEqual(ok.delivered.map((d) => d.message), ["Issue T"]);
+  assert.equal(ok.inbox.counts().queued, 0, "no agent run for direct delivery");
+
+  await using failing = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
+    delivery: { ok: false, error: "HTTP 500" },
+  });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const response = await failing.signed("r", { issue: { title: "T" } }, {
+      "x-github-delivery": "same",
+    });
+    assert.equal(response.status, 502, `attempt ${attempt}: the retry is not a duplicate`);
+    await response.body?.cancel();
+  }
+  assert.equal(failing.delivered.length, 2);
+});
+
+Deno.test("subscriptions are reloaded when the file changes; a corrupt file keeps the routes", async () => {
+  await using h = await harness();
+  const write = (records: unknown) =>
+    Deno.writeTextFileSync(h.subscriptions, JSON.stringify(records));
+  const record = {
+    description: "d",
+    events: [],
+    secret: SECRET,
+    prompt: "p",
+    skills: [],
+    deliver: "log",
+    created_at: "2026-01-01T00:00:00Z",
+  };
+  assert.equal((await h.signed("dyn", {})).status, 404);
+  write({ dyn: record });
+  const found = await h.signed("dyn", { n: 1 });
+  assert.equal(found.status, 202);
+  await found.body?.cancel();
+  // Same size, same second: a rename-based rewrite still gets noticed.
+  const tmp = `${h.subscriptions}.tmp`;
+  Deno.writeTextFileSync(tmp, JSON.stringify({ dyx: record }));
+  Deno.renameSync(tmp, h.subscriptions);
+  assert.equal((await h.signed("dyx", { n: 2 })).status, 202);
+  Deno.writeTextFileSync(h.subscriptions, "{broken");
+  const kept = await h.signed("dyx", { n: 3 });
+  assert.equal(kept.status, 202, "the previous routes stay in use");
+  assert.ok(h.logs.some((line) => line.includes("not valid JSON")));
+});
