@@ -1,0 +1,189 @@
+/**
+ * The gateway's workers: take accepted events from the inbox, run the agent on each prompt,
+ * deliver the answer to the route's target, and retry a failed delivery with backoff. A final
+ * answer that is exactly `[SILENT]` is not delivered. A delivery that keeps failing is logged
+ * with the event id and marked failed.
+ *
+ * @module
+ */
+import type { RunResult } from "../agent/run.ts";
+import type { Inbox, InboxEvent } from "./inbox.ts";
+
+/** Runs the agent for one event. */
+export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<RunResult>;
+
+/** Delivers one answer; `retryable` failures are tried again later. */
+export type EventDeliverer = (
+  event: InboxEvent,
+  message: string,
+) => Promise<{ ok: true } | { ok: false; retryable: boolean; error: string }>;
+
+/** Options of {@linkcode WorkerPool}. */
+export interface WorkerPoolOptions {
+  inbox: Inbox;
+  run: EventRunner;
+  deliver: EventDeliverer;
+  /** Events processed at once. Default 2. */
+  concurrency?: number;
+  /** Delivery tries before giving up. Default 5. */
+  maxDeliveryAttempts?: number;
+  /** First retry delay in ms (doubling). Default 5 000. */
+  retryBaseMs?: number;
+  now?: () => number;
+  log(
+    level: "info" | "warning" | "error",
+    message: string,
+    properties?: Record<string, unknown>,
+  ): void;
+}
+
+/**
+ * Processes the inbox until stopped.
+ *
+ * @example
+ * ```ts ignore
+ * const pool = new WorkerPool({ inbox, run, deliver, log });
+ * pool.start();
+ * pool.wake(); // after an event was enqueued
+ * await pool.stop(); // drains the events under way
+ * ```
+ */
+export class WorkerPool {
+  readonly #o: Required<Omit<WorkerPoolOptions, "log">> & Pick<WorkerPoolOptions, "log">;
+  readonly #abort = new AbortController();
+  #active = 0;
+  #running = new Set<Promise<void>>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(options: WorkerPoolOptions) {
+    this.#o = {
+      concurrency: 2,
+      maxDeliveryAttempts: 5,
+      retryBaseMs: 5_000,
+      now: Date.now,
+      ...options,
+    };
+  }
+
+  /** Requeues what a crash left running, then starts taking events. */
+  start(): void {
+    const requeued = this.#o.inbox.recover(this.#o.now());
+    if (requeued > 0) {
+      this.#o.log("info", "requeued {count} events whose run did not finish before a restart", {
+        count: requeued,
+      });
+    }
+    this.wake();
+  }
+
+  /** Looks for due events now (call after an enqueue). */
+  wake(): void {
+    if (this.#stopped) return;
+    while (this.#active < this.#o.concurrency) {
+      const event = this.#o.inbox.take(this.#o.now());
+      if (!event) break;
+      this.#active++;
+      const work = this.#process(event).finally(() => {
+        this.#active--;
+        this.#running.delete(work);
+        this.wake();
+      });
+      this.#running.add(work);
+    }
+    this.#schedule();
+  }
+
+  /** Events being processed now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /**
+   * Stops taking events and waits for those under way. After `graceMs` their runs are aborted
+   * (a shutdown: they stay in the inbox and run again after a restart).
+   */
+  async stop(graceMs = 30_000): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    const grace = setTimeout(() => this.#abort.abort(new Error("shutdown")), graceMs);
+    await Promise.allSettled([...this.#running]);
+    clearTimeout(grace);
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#timer);
+    if (this.#stopped) return;
+    const due = this.#o.inbox.nextDueAt();
+    if (due === undefined) return;
+    const delay = Math.min(Math.max(0, due - this.#o.now()), 60_000);
+    this.#timer = setTimeout(() => this.wake(), delay);
+  }
+
+  async #process(event: InboxEvent): Promise<void> {
+    const { inbox, log } = this.#o;
+    try {
+      let current = event;
+      if (current.state === "running") {
+        const result = await this.#o.run(current, this.#abort.signal);
+        if (this.#abort.signal.aborted) return; // shutdown: it runs again after the restart
+        const answer = result.answer.trim();
+        const silent = answer === "[SILENT]";
+        const failed = result.endReason !== "completed";
+        const message = failed
+          ? `The agent run for ${current.route} (${current.event}) ended without an answer: ` +
+            `${result.endReason}${result.error ? ` (${result.error})` : ""}`
+          : result.answer;
+        inbox.finishRun(current.id, {
+          answer: message,
+          endReason: result.endReason,
+          error: result.error,
+          deliver: !silent,
+        }, this.#o.now());
+        log(failed ? "warning" : "info", "event {id} on {route}: run {endReason}", {
+          id: current.id,
+          route: current.route,
+          endReason: result.endReason,
+        });
+        if (silent) return;
+        current = { ...current, state: "delivering", answer: message };
+      }
+      await this.#deliver(current);
+    } catch (error) {
+      log("error", "event {id} on {route}: {error}", {
+        id: event.id,
+        route: event.route,
+        error: String(error),
+      });
+    }
+  }
+
+  async #deliver(event: InboxEvent): Promise<void> {
+    const { inbox, log } = this.#o;
+    const result = await this.#o.deliver(event, event.answer ?? "");
+    const attempt = event.deliveryAttempts + 1;
+    if (result.ok) {
+      inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
+      return;
+    }
+    const giveUp = !result.retryable || attempt >= this.#o.maxDeliveryAttempts;
+    const retryAt = giveUp ? undefined : this.#o.now() + this.#o.retryBaseMs * 2 ** (attempt - 1);
+    inbox.recordDelivery(event.id, { ok: false, error: result.error, retryAt }, this.#o.now());
+    if (giveUp) {
+      log("error", "event {id} on {route}: delivery to {target} failed for good: {error}", {
+        id: event.id,
+        route: event.route,
+        target: event.plan.deliver,
+        attempts: attempt,
+        error: result.error,
+      });
+    } else {
+      log("warning", "event {id} on {route}: delivery failed ({error}); retry {attempt}", {
+        id: event.id,
+        route: event.route,
+        error: result.error,
+        attempt,
+      });
+    }
+  }
+}

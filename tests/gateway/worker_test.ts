@@ -1,0 +1,203 @@
+/** The worker pool over the real inbox, with recorded run and delivery functions. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { RunResult } from "../../src/agent/run.ts";
+import { Inbox, type InboxEvent, type NewEvent } from "../../src/gateway/inbox.ts";
+import { type EventDeliverer, WorkerPool } from "../../src/gateway/worker.ts";
+
+function event(deliveryId: string): NewEvent {
+  return {
+    route: "github",
+    event: "issues",
+    deliveryId,
+    payload: {},
+    prompt: `prompt ${deliveryId}`,
+    plan: { deliver: "telegram", deliverExtra: {}, skills: [] },
+  };
+}
+
+function result(answer: string, endReason: RunResult["endReason"] = "completed"): RunResult {
+  return {
+    answer,
+    endReason,
+    toolCalls: [],
+    modelCalls: 1,
+    retries: 0,
+    messages: [],
+    timings: { totalMs: 1, modelMs: 0, toolMs: 0 },
+    warnings: [],
+    ...(endReason === "completed" ? {} : { error: "model unreachable" }),
+  };
+}
+
+/** Resolves when `predicate` holds, checking after every change the pool reports. */
+function until(predicate: () => boolean, onChange: Set<() => void>): Promise<void> {
+  if (predicate()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (predicate()) {
+        onChange.delete(check);
+        resolve();
+      }
+    };
+    onChange.add(check);
+  });
+}
+
+async function setup(options: {
+  answers?: Record<string, RunResult>;
+  deliver?: EventDeliverer;
+  maxDeliveryAttempts?: number;
+}) {
+  const dir = await Deno.makeTempDir();
+  const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
+  const runs: string[] = [];
+  const deliveries: { id: string; message: string }[] = [];
+  const logs: { level: string; message: string; properties?: Record<string, unknown> }[] = [];
+  const changed = new Set<() => void>();
+  const notify = () => {
+    for (const listener of [...changed]) listener();
+  };
+  const pool = new WorkerPool({
+    inbox,
+    run: (e: InboxEvent) => {
+      runs.push(e.deliveryId);
+      setTimeout(notify, 0);
+      return Promise.resolve(options.answers?.[e.deliveryId] ?? result(`answer ${e.deliveryId}`));
+    },
+    deliver: async (e, message) => {
+      deliveries.push({ id: e.deliveryId, message });
+      const outcome = options.deliver ? await options.deliver(e, message) : { ok: true as const };
+      setTimeout(notify, 0);
+      return outcome;
+    },
+    retryBaseMs: 1,
+    maxDeliveryAttempts: options.maxDeliveryAttempts,
+    log: (level, message, properties) => {
+      logs.push({ level, message, properties });
+      setTimeout(notify, 0);
+    },
+  });
+  return {
+    inbox,
+    pool,
+    runs,
+    deliveries,
+    logs,
+    until: (predicate: () => boolean) => until(predicate, changed),
+    async [Symbol.asyncDispose]() {
+      await pool.stop(0);
+      inbox.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("an accepted event is run once and its answer delivered", async () => {
+  await using t = await setup({});
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.deepEqual(t.runs, ["d1"]);
+  assert.deepEqual(t.deliveries, [{ id: "d1", message: "answer d1" }]);
+});
+
+Deno.test("a [SILENT] answer is not delivered", async () => {
+  await using t = await setup({ answers: { d1: result("  [SILENT]\n") } });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.deepEqual(t.deliveries, []);
+});
+
+Deno.test("a run without an answer delivers a notice naming the end reason", async () => {
+  await using t = await setup({ answers: { d1: result("", "failed") } });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.match(t.deliveries[0].message, /ended without an answer: failed \(model unreachable\)/);
+});
+
+Deno.test("a failing delivery is retried without running again, then succeeds", async () => {
+  let failures = 2;
+  await using t = await setup({
+    deliver: () =>
+      Promise.resolve(
+        failures-- > 0 ? { ok: false, retryable: true, error: "HTTP 500" } : { ok: true },
+      ),
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.deepEqual(t.runs, ["d1"]);
+  assert.equal(t.deliveries.length, 3);
+});
+
+Deno.test("a delivery that keeps failing is failed and logged with the event id", async () => {
+  await using t = await setup({
+    deliver: () => Promise.resolve({ ok: false, retryable: true, error: "HTTP 503" }),
+    maxDeliveryAttempts: 3,
+  });
+  t.pool.start();
+  const id = t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().failed === 1);
+  assert.equal(t.deliveries.length, 3);
+  const final = t.logs.find((entry) => entry.level === "error");
+  assert.equal(final?.properties?.id, id);
+  assert.equal(final?.properties?.error, "HTTP 503");
+});
+
+Deno.test("a non-retryable delivery failure gives up at once", async () => {
+  await using t = await setup({
+    deliver: () => Promise.resolve({ ok: false, retryable: false, error: "chat not found" }),
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().failed === 1);
+  assert.equal(t.deliveries.length, 1);
+});
+
+Deno.test("after a crash, events left running are run and delivered exactly once", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "inbox.sqlite3");
+  try {
+    const before = Inbox.open(path);
+    before.enqueue(event("a"), 0);
+    before.enqueue(event("b"), 1);
+    before.take(5); // "a" was running when the process died
+    before.close();
+    const inbox = Inbox.open(path);
+    const runs: string[] = [];
+    const delivered: string[] = [];
+    let finished!: () => void;
+    const allDone = new Promise<void>((resolve) => finished = resolve);
+    const pool = new WorkerPool({
+      inbox,
+      run: (e) => {
+        runs.push(e.deliveryId);
+        return Promise.resolve(result(e.deliveryId));
+      },
+      deliver: (e) => {
+        delivered.push(e.deliveryId);
+        if (delivered.length === 2) queueMicrotask(finished);
+        return Promise.resolve({ ok: true });
+      },
+      log: () => {},
+    });
+    pool.start();
+    await allDone;
+    await pool.stop();
+    assert.deepEqual(runs.sort(), ["a", "b"]);
+    assert.deepEqual(delivered.sort(), ["a", "b"]);
+    assert.equal(inbox.counts().done, 2);
+    inbox.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
