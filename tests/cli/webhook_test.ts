@@ -1,0 +1,198 @@
+/** `agent webhook list | subscribe | remove | test`, in-process against a temporary home. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Inbox } from "../../src/gateway/inbox.ts";
+import { createWebhookApp } from "../../src/webhook/listener.ts";
+import { RouteTable } from "../../src/webhook/route_table.ts";
+import { cli, parseOneJson, tempHome } from "./_helpers.ts";
+
+function subscriptions(home: string): Record<string, Record<string, unknown>> {
+  return JSON.parse(Deno.readTextFileSync(join(home, "webhook_subscriptions.json")));
+}
+
+Deno.test("subscribe --json: URL, secret and the stored record; the file is 0600", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    " GitHub Issues ",
+    "--events",
+    "issues, pull_request",
+    "--prompt",
+    "New: {issue.title}",
+    "--skills",
+    "triage",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    "-100123",
+    "--json",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const doc = parseOneJson(result.stdout);
+  assert.equal(doc.name, "github-issues");
+  assert.equal(doc.webhook_url, "http://localhost:8644/webhooks/github-issues");
+  assert.match(String(doc.secret), /^[A-Za-z0-9_-]{43}$/);
+  assert.deepEqual(doc.events, ["issues", "pull_request"]);
+  assert.equal(doc.platform_enabled, false);
+  const stored = subscriptions(h.home)["github-issues"];
+  assert.equal(stored.secret, doc.secret);
+  assert.deepEqual(stored.deliver_extra, { chat_id: "-100123" });
+  assert.equal(stored.description, "Agent-created subscription: github-issues");
+  assert.match(String(stored.created_at), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.equal(Deno.statSync(join(h.home, "webhook_subscriptions.json")).mode! & 0o777, 0o600);
+});
+
+Deno.test("subscribe again keeps the secret unless --secret is given", async () => {
+  await using h = await tempHome();
+  await cli(h.home, ["webhook", "subscribe", "ci"]);
+  const first = subscriptions(h.home).ci.secret;
+  const again = await cli(h.home, ["webhook", "subscribe", "ci", "--prompt", "x"]);
+  assert.equal(again.code, 0);
+  assert.match(again.stdout, /updated/);
+  assert.equal(subscriptions(h.home).ci.secret, first);
+  assert.equal(subscriptions(h.home).ci.prompt, "x");
+  await cli(h.home, ["webhook", "subscribe", "ci", "--secret", "mine"]);
+  assert.equal(subscriptions(h.home).ci.secret, "mine");
+});
+
+Deno.test("subscribe refuses bad names, unknown targets, --deliver-only with log, script escapes", async () => {
+  await using h = await tempHome();
+  const cases: [string[], RegExp][] = [
+    [["webhook", "subscribe", "../x"], /invalid subscription name/],
+    [["webhook", "subscribe", "_x"], /invalid subscription name/],
+    [["webhook", "subscribe", "a".repeat(65)], /invalid subscription name/],
+    [["webhook", "subscribe", "x", "--deliver", "email"], /unknown --deliver target 'email'/],
+    [["webhook", "subscribe", "x", "--deliver-only"], /'log' is not one/],
+    [["webhook", "subscribe", "x", "--deliver-only", "--deliver", "log"], /'log' is not one/],
+    [["webhook", "subscribe", "x", "--script", "../evil.sh"], /inside <home>\/scripts/],
+    [["webhook", "subscribe", "x", "--script", "/etc/passwd"], /inside <home>\/scripts/],
+    [["webhook", "subscribe", "x", "--deliver-extra", "novalue"], /KEY=VALUE/],
+  ];
+  for (const [argv, message] of cases) {
+    const result = await cli(h.home, argv);
+    assert.equal(result.code, 2, argv.join(" "));
+    assert.match(result.stderr, message);
+  }
+  assert.throws(() => Deno.statSync(join(h.home, "webhook_subscriptions.json")));
+});
+
+Deno.test("a subscription cannot take the name of a static route", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        deploy:\n          secret: s\n",
+  );
+  const result = await cli(h.home, ["webhook", "subscribe", "deploy"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /static route named 'deploy'/);
+  const removed = await cli(h.home, ["webhook", "remove", "deploy"]);
+  assert.equal(removed.code, 1);
+  assert.match(removed.stderr, /static route/);
+});
+
+Deno.test("list: says when the platform is off; --json lists static and dynamic routes without secrets", async () => {
+  await using h = await tempHome();
+  const empty = await cli(h.home, ["webhook", "list"]);
+  assert.equal(empty.code, 0);
+  assert.match(empty.stdout, /webhook platform is not enabled/);
+  await cli(h.home, ["webhook", "subscribe", "ci", "--events", "push"]);
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 9000\n      routes:\n        deploy:\n          secret: s\n",
+  );
+  const listed = await cli(h.home, ["webhook", "ls", "--json"]);
+  assert.equal(listed.code, 0);
+  const doc = parseOneJson(listed.stdout) as {
+    enabled: boolean;
+    subscriptions: Record<string, unknown>[];
+  };
+  assert.equal(doc.enabled, true);
+  assert.deepEqual(doc.subscriptions.map((s) => [s.name, s.source]), [
+    ["deploy", "static"],
+    ["ci", "dynamic"],
+  ]);
+  assert.equal(doc.subscriptions[1].webhook_url, "http://localhost:9000/webhooks/ci");
+  assert.ok(!listed.stdout.includes(subscriptions(h.home).ci.secret as string));
+  const text = await cli(h.home, ["webhook", "list"], { env: { WEBHOOK_ENABLED: "false" } });
+  assert.match(text.stdout, /not enabled/);
+});
+
+Deno.test("remove: deletes the record; an unknown name fails with exit 1", async () => {
+  await using h = await tempHome();
+  await cli(h.home, ["webhook", "subscribe", "ci"]);
+  const removed = await cli(h.home, ["webhook", "rm", "ci", "--json"]);
+  assert.equal(removed.code, 0);
+  assert.deepEqual(parseOneJson(removed.stdout), { removed: "ci" });
+  assert.deepEqual(subscriptions(h.home), {});
+  const missing = await cli(h.home, ["webhook", "remove", "ci"]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /no subscription named 'ci'/);
+});
+
+Deno.test("a corrupt subscriptions file is reported and left untouched", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "webhook_subscriptions.json");
+  Deno.writeTextFileSync(file, "{ not json");
+  for (const argv of [["webhook", "list"], ["webhook", "subscribe", "x"], ["webhook", "rm", "x"]]) {
+    const result = await cli(h.home, argv);
+    assert.equal(result.code, 1, argv.join(" "));
+    assert.match(result.stderr, /webhook_subscriptions\.json: not valid JSON/);
+  }
+  assert.equal(Deno.readTextFileSync(file), "{ not json");
+});
+
+Deno.test("test: POSTs a signed test event to the running listener and prints its answer", async () => {
+  await using h = await tempHome();
+  const inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+  const routes = new RouteTable({
+    file: join(h.home, "webhook_subscriptions.json"),
+    staticRoutes: [],
+    report: () => {},
+  });
+  const app = createWebhookApp({
+    settings: {
+      maxBodyBytes: 1 << 20,
+      insecureNoAuth: false,
+      rateLimit: { requests: 30, windowSeconds: 60 },
+      idempotencyTtlSeconds: 3600,
+    },
+    routes,
+    inbox,
+    now: Date.now,
+    runScript: () => Promise.reject(new Error("no scripts here")),
+    deliverDirect: () => Promise.resolve({ ok: true }),
+    onAccepted: () => {},
+    log: () => {},
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
+  try {
+    const env = { WEBHOOK_PORT: String(server.addr.port), WEBHOOK_ENABLED: "true" };
+    await cli(h.home, ["webhook", "subscribe", "ci", "--events", "test"], { env });
+    const sent = await cli(h.home, ["webhook", "test", "ci", "--json"], { env });
+    assert.equal(sent.code, 0, sent.stderr + sent.stdout);
+    const doc = parseOneJson(sent.stdout) as { status: number; body: Record<string, unknown> };
+    assert.equal(doc.status, 202);
+    assert.equal(doc.body.event, "test");
+    const event = inbox.take(Date.now())!;
+    assert.deepEqual(event.payload, {
+      test: true,
+      event_type: "test",
+      message: "Hello from agent webhook test",
+    });
+    const custom = await cli(h.home, ["webhook", "test", "ci", "--payload", '{"x":1}'], { env });
+    assert.equal(custom.code, 0, custom.stderr);
+    assert.match(custom.stdout, /HTTP 202/);
+    assert.deepEqual(inbox.take(Date.now())!.payload, { x: 1 });
+    const bad = await cli(h.home, ["webhook", "test", "ci", "--payload", "[1]"], { env });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /must be a JSON object/);
+    await server.shutdown();
+    const down = await cli(h.home, ["webhook", "test", "ci"], { env });
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, /start the gateway with `agent gateway run`/);
+  } finally {
+    await server.shutdown().catch(() => {});
+    inbox.close();
+  }
+});
