@@ -1,0 +1,447 @@
+/**
+ * How each platform's API is called: token and destination from the route and `.env`, checked;
+ * the URL, headers and JSON body of one message part; and how the platform's answer reads.
+ *
+ * @module
+ */
+import { AGENT_VERSION } from "../version.ts";
+import {
+  type ApiAnswer,
+  type ApiNames,
+  type ApiRequest,
+  type CallFailure,
+  httpFailure,
+  rateLimited,
+  retryAfterFromHeaders,
+  secondsToMs,
+  shortDetail,
+} from "./_http.ts";
+import { isRecord } from "./_json.ts";
+import {
+  checkDiscordChannel,
+  type Checked,
+  checkGithubRepo,
+  checkGitlabProject,
+  checkItemNumber,
+  checkSlackChannel,
+  checkTelegramChat,
+} from "./identifiers.ts";
+
+/** The targets that call a platform API. */
+export type PlatformTarget = "telegram" | "discord" | "slack" | "github_comment" | "gitlab_comment";
+
+/** The longest message part each platform takes, in UTF-16 code units. */
+export const MESSAGE_LIMITS: Readonly<Record<PlatformTarget, number>> = {
+  telegram: 4096,
+  discord: 2000,
+  // chat.postMessage cuts text after 40 000 characters; Slack advises parts of at most 4000.
+  slack: 4000,
+  github_comment: 65536,
+  gitlab_comment: 1_000_000,
+};
+
+/** The public API roots, used unless `platforms.<target>.extra.api_base_url` says otherwise. */
+export const DEFAULT_API_BASE_URLS: Readonly<Record<PlatformTarget, string>> = {
+  telegram: "https://api.telegram.org",
+  slack: "https://slack.com/api",
+  discord: "https://discord.com/api/v10",
+  github_comment: "https://api.github.com",
+  gitlab_comment: "https://gitlab.com/api/v4",
+};
+
+/** Where a platform target's messages go, ready to send parts. */
+export interface PlatformCall extends ApiNames {
+  /** Said in results, e.g. `chat -1001234` or `octo/app#12`. */
+  destination: string;
+  limit: number;
+  /** The token, to keep out of every text. */
+  token: string;
+  request(part: string): ApiRequest;
+  /** Whether the answer means the part was delivered. */
+  judge(answer: ApiAnswer): { ok: true } | CallFailure;
+}
+
+/** What a platform call is built from. */
+export interface PlatformInput {
+  /** The rendered `deliver_extra` (or the fields of a resolved origin). */
+  extra: Record<string, unknown>;
+  secrets: { get(name: string): string | undefined };
+  /** The checked API root. */
+  base: URL;
+}
+
+/** Builds the call of `target`, or says which setting keeps it from being made. */
+export function preparePlatformCall(
+  target: PlatformTarget,
+  input: PlatformInput,
+): PlatformCall | { ok: false; error: string } {
+  return BUILDERS[target](input);
+}
+
+const USER_AGENT = `agent-service/${AGENT_VERSION}`;
+const JSON_HEADERS = {
+  "content-type": "application/json",
+  accept: "application/json",
+  "user-agent": USER_AGENT,
+};
+type Built = PlatformCall | { ok: false; error: string };
+
+const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
+  telegram({ extra, secrets, base }) {
+    const token = readToken(secrets, "TELEGRAM_BOT_TOKEN", {
+      shape: /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/,
+      looksLike:
+        "a Telegram bot token (digits, ':', then letters, digits, _ and -, as @BotFather " +
+        "gives it)",
+    });
+    if (!token.ok) return token;
+    const chat = destination(extra, secrets, "TELEGRAM_HOME_CHANNEL", checkTelegramChat);
+    if (!chat.ok) return chat;
+    const names = namesOf("telegram", "the Telegram Bot API", base, "TELEGRAM_BOT_TOKEN");
+    // The token is part of the path (the Bot API's design); it was checked to be path-safe.
+    const url = apiUrl(base, `bot${token.value}`, "sendMessage");
+    return {
+      ...names,
+      destination: `chat ${chat.value}`,
+      limit: MESSAGE_LIMITS.telegram,
+      token: token.value,
+      request: (part) => ({
+        url,
+        headers: JSON_HEADERS,
+        body: { chat_id: chat.value, text: part },
+      }),
+      judge(answer) {
+        const data = isRecord(answer.data) ? answer.data : {};
+        if (answer.status === 200 && data.ok === true) return { ok: true };
+        const parameters = isRecord(data.parameters) ? data.parameters : {};
+        const detail = typeof data.description === "string"
+          ? shortDetail(data.description)
+          : shortDetail(answer.text);
+        if (parameters.migrate_to_chat_id !== undefined) {
+          return {
+            ok: false,
+            retryable: false,
+            error: `${names.api} says the group became a supergroup (${detail}). Fix: set ` +
+              `deliver_extra.chat_id to ${Number(parameters.migrate_to_chat_id)}`,
+          };
+        }
+        if (answer.status >= 200 && answer.status < 300) return unexpectedAnswer(answer, names);
+        return httpFailure(answer, detail, names, {
+          retryAfterMs: secondsToMs(parameters.retry_after),
+          hint: "check the chat id (deliver_extra.chat_id or TELEGRAM_HOME_CHANNEL), and that " +
+            "the bot is a member of that chat",
+        });
+      },
+    };
+  },
+
+  slack({ extra, secrets, base }) {
+    const token = readToken(secrets, "SLACK_BOT_TOKEN");
+    if (!token.ok) return token;
+    const channel = destination(extra, secrets, "SLACK_HOME_CHANNEL", checkSlackChannel);
+    if (!channel.ok) return channel;
+    const names = namesOf("slack", "the Slack Web API", base, "SLACK_BOT_TOKEN");
+    const url = apiUrl(base, "chat.postMessage");
+    const headers = {
+      ...JSON_HEADERS,
+      // Without the charset Slack answers with a `missing_charset` warning.
+      "content-type": "application/json; charset=utf-8",
+      authorization: `Bearer ${token.value}`,
+    };
+    return {
+      ...names,
+      destination: `channel ${channel.value}`,
+      limit: MESSAGE_LIMITS.slack,
+      token: token.value,
+      request: (part) => ({
+        url,
+        headers,
+        body: { channel: channel.value, text: escapeSlackText(part) },
+      }),
+      judge(answer) {
+        const data = isRecord(answer.data) ? answer.data : {};
+        if (answer.status === 200 && data.ok === true) return { ok: true };
+        if (answer.status !== 200) {
+          const detail = typeof data.error === "string" ? data.error : shortDetail(answer.text);
+          return httpFailure(answer, detail, names);
+        }
+        // Slack answers HTTP 200 with `ok: false` for almost every error.
+        if (data.ok !== false) return unexpectedAnswer(answer, names);
+        return slackFailure(typeof data.error === "string" ? data.error : "unknown_error", names);
+      },
+    };
+  },
+
+  discord({ extra, secrets, base }) {
+    const token = readToken(secrets, "DISCORD_BOT_TOKEN");
+    if (!token.ok) return token;
+    const channel = destination(extra, secrets, "DISCORD_HOME_CHANNEL", checkDiscordChannel);
+    if (!channel.ok) return channel;
+    const names = namesOf("discord", "the Discord API", base, "DISCORD_BOT_TOKEN");
+    const url = apiUrl(base, "channels", channel.value, "messages");
+    const headers = {
+      ...JSON_HEADERS,
+      authorization: `Bot ${token.value}`,
+      // The format Discord asks bots to send.
+      "user-agent": `DiscordBot (agent-service, ${AGENT_VERSION})`,
+    };
+    return {
+      ...names,
+      destination: `channel ${channel.value}`,
+      limit: MESSAGE_LIMITS.discord,
+      token: token.value,
+      // No pings: text from a payload must not reach @everyone or any role or user.
+      request: (part) => ({
+        url,
+        headers,
+        body: { content: part, allowed_mentions: { parse: [] } },
+      }),
+      judge(answer) {
+        if (answer.status >= 200 && answer.status < 300) return { ok: true };
+        const data = isRecord(answer.data) ? answer.data : {};
+        const detail = typeof data.message === "string"
+          ? shortDetail(
+            `${data.message}${typeof data.code === "number" ? ` (code ${data.code})` : ""}`,
+          )
+          : shortDetail(answer.text);
+        return httpFailure(answer, detail, names, {
+          retryAfterMs: answer.status === 429 ? secondsToMs(data.retry_after) : undefined,
+          hint: "check the channel id (deliver_extra.chat_id or DISCORD_HOME_CHANNEL), and that " +
+            "the bot may send messages there",
+        });
+      },
+    };
+  },
+
+  github_comment({ extra, secrets, base }) {
+    const token = readToken(secrets, "GITHUB_TOKEN");
+    if (!token.ok) return token;
+    const repo = checkGithubRepo(required(extra.repo), "deliver_extra.repo");
+    if (!repo.ok) return repo;
+    const number = checkItemNumber(required(extra.number), "deliver_extra.number");
+    if (!number.ok) return number;
+    const names = namesOf("github_comment", "the GitHub API", base, "GITHUB_TOKEN");
+    const { owner, name } = repo.value;
+    const url = apiUrl(base, "repos", owner, name, "issues", String(number.value), "comments");
+    const headers = {
+      ...JSON_HEADERS,
+      accept: "application/vnd.github+json",
+      authorization: `Bearer ${token.value}`,
+      "x-github-api-version": "2022-11-28",
+    };
+    return {
+      ...names,
+      destination: `${owner}/${name}#${number.value}`,
+      limit: MESSAGE_LIMITS.github_comment,
+      token: token.value,
+      request: (part) => ({ url, headers, body: { body: part } }),
+      judge(answer) {
+        if (answer.status >= 200 && answer.status < 300) return { ok: true };
+        const data = isRecord(answer.data) ? answer.data : {};
+        const detail = githubDetail(data, answer.text);
+        const limited = (answer.status === 403 || answer.status === 429) &&
+          (answer.headers.has("retry-after") ||
+            answer.headers.get("x-ratelimit-remaining") === "0");
+        if (limited) {
+          return rateLimited(
+            `${names.api} rate-limited the request (HTTP ${answer.status}: ${detail})`,
+            retryAfterFromHeaders(answer.headers) ?? resetIn(answer.headers),
+          );
+        }
+        return httpFailure(answer, detail, names, {
+          hint: "check deliver_extra.repo and deliver_extra.number, and that GITHUB_TOKEN may " +
+            "comment on issues of that repository",
+        });
+      },
+    };
+  },
+
+  gitlab_comment({ extra, secrets, base }) {
+    const token = readToken(secrets, "GITLAB_TOKEN");
+    if (!token.ok) return token;
+    const project = checkGitlabProject(required(extra.project), "deliver_extra.project");
+    if (!project.ok) return project;
+    const iid = checkItemNumber(required(extra.iid), "deliver_extra.iid");
+    if (!iid.ok) return iid;
+    const kind = extra.kind ?? "issue";
+    if (kind !== "issue" && kind !== "merge_request") {
+      return {
+        ok: false,
+        error: `deliver_extra.kind is ${JSON.stringify(kind)}; expected "issue" or "merge_request"`,
+      };
+    }
+    const names = namesOf("gitlab_comment", "the GitLab API", base, "GITLAB_TOKEN");
+    const items = kind === "issue" ? "issues" : "merge_requests";
+    // A project path is one URL segment: `group/app` goes as `group%2Fapp`.
+    const url = apiUrl(base, "projects", project.value, items, String(iid.value), "notes");
+    const headers = { ...JSON_HEADERS, "private-token": token.value };
+    return {
+      ...names,
+      destination: `${project.value}${kind === "issue" ? "#" : "!"}${iid.value}`,
+      limit: MESSAGE_LIMITS.gitlab_comment,
+      token: token.value,
+      request: (part) => ({ url, headers, body: { body: part } }),
+      judge(answer) {
+        if (answer.status >= 200 && answer.status < 300) return { ok: true };
+        const data = isRecord(answer.data) ? answer.data : {};
+        const said = data.message ?? data.error;
+        const detail = said === undefined
+          ? shortDetail(answer.text)
+          : shortDetail(typeof said === "string" ? said : JSON.stringify(said));
+        return httpFailure(answer, detail, names, {
+          hint: "check deliver_extra.project, deliver_extra.kind and deliver_extra.iid, and that " +
+            "GITLAB_TOKEN may comment there",
+        });
+      },
+    };
+  },
+};
+
+/** A 2xx answer that is not the platform's: the base URL points somewhere else. */
+function unexpectedAnswer(answer: ApiAnswer, names: ApiNames): CallFailure {
+  const said = shortDetail(answer.text);
+  return {
+    ok: false,
+    retryable: false,
+    error: `${names.api} answered HTTP ${answer.status} but not as that API does` +
+      `${said ? ` (${said})` : ""}. Fix: check ${names.baseKey}`,
+  };
+}
+
+const SLACK_RETRYABLE = new Set([
+  "ratelimited",
+  "rate_limited",
+  "internal_error",
+  "fatal_error",
+  "service_unavailable",
+  "request_timeout",
+]);
+const SLACK_TOKEN_ERRORS = new Set([
+  "not_authed",
+  "invalid_auth",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+  "no_permission",
+  "missing_scope",
+  "not_allowed_token_type",
+]);
+const SLACK_CHANNEL_ERRORS = new Set([
+  "channel_not_found",
+  "not_in_channel",
+  "is_archived",
+  "restricted_action",
+]);
+
+function slackFailure(code: string, names: ApiNames): CallFailure {
+  const said = `${names.api} refused the message (ok: false, error: ${shortDetail(code)})`;
+  if (SLACK_RETRYABLE.has(code)) {
+    return { ok: false, retryable: true, error: `${said}; it may work when tried again` };
+  }
+  const fix = SLACK_TOKEN_ERRORS.has(code)
+    ? "check SLACK_BOT_TOKEN in <home>/.env (a bot token with the chat:write scope)"
+    : SLACK_CHANNEL_ERRORS.has(code)
+    ? "check the channel (deliver_extra.chat_id or SLACK_HOME_CHANNEL) and invite the bot to it"
+    : undefined;
+  return { ok: false, retryable: false, error: fix ? `${said}. Fix: ${fix}` : said };
+}
+
+/** Slack reads `&`, `<` and `>` as markup (`<!channel>` pings everyone); plain text escapes them. */
+function escapeSlackText(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+function githubDetail(data: Record<string, unknown>, text: string): string {
+  if (typeof data.message !== "string") return shortDetail(text);
+  const errors = Array.isArray(data.errors)
+    ? data.errors.map((error) =>
+      isRecord(error) && typeof error.message === "string" ? error.message : undefined
+    ).filter((message) => message !== undefined)
+    : [];
+  return shortDetail([data.message, ...errors].join("; "));
+}
+
+/** GitHub's primary rate limit: `x-ratelimit-reset` is the epoch second it ends. */
+function resetIn(headers: Headers, nowMs: number = Date.now()): number | undefined {
+  const reset = Number(headers.get("x-ratelimit-reset"));
+  return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - nowMs) : undefined;
+}
+
+function namesOf(target: PlatformTarget, api: string, base: URL, tokenVariable: string): ApiNames {
+  return {
+    api: `${api} at ${base.href.replace(/\/$/, "")}`,
+    baseKey: `platforms.${target}.extra.api_base_url`,
+    tokenVariable,
+  };
+}
+
+/** The token of `variable`, trimmed; refused when missing or unusable in a header or path. */
+function readToken(
+  secrets: PlatformInput["secrets"],
+  variable: string,
+  options: { shape?: RegExp; looksLike?: string } = {},
+): Checked<string> {
+  const token = secrets.get(variable)?.trim();
+  if (!token) {
+    return {
+      ok: false,
+      error: `${variable} is not set. Fix: add ${variable}=<token> to <home>/.env`,
+    };
+  }
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    return {
+      ok: false,
+      error: `${variable} holds spaces, control or non-ASCII characters. Fix: copy the token ` +
+        `again into <home>/.env`,
+    };
+  }
+  if (options.shape && !options.shape.test(token)) {
+    return {
+      ok: false,
+      error: `${variable} does not look like ${options.looksLike}. Fix: copy the token again ` +
+        `into <home>/.env`,
+    };
+  }
+  return { ok: true, value: token };
+}
+
+/** The chat of a chat target: `deliver_extra.chat_id`, else the platform's home channel. */
+function destination(
+  extra: Record<string, unknown>,
+  secrets: PlatformInput["secrets"],
+  homeVariable: string,
+  check: (value: unknown, field: string) => Checked<string>,
+): Checked<string> {
+  const given = extra.chat_id;
+  if (given !== undefined && given !== null && !(typeof given === "string" && !given.trim())) {
+    return check(given, "deliver_extra.chat_id");
+  }
+  const home = secrets.get(homeVariable)?.trim();
+  if (home) return check(home, `${homeVariable} (in <home>/.env)`);
+  return {
+    ok: false,
+    error: `no chat to send to. Fix: set deliver_extra.chat_id on the route (--deliver-chat-id) ` +
+      `or ${homeVariable} in <home>/.env`,
+  };
+}
+
+/** Missing values show as `null` in messages, so "is null; expected …" reads right. */
+function required(value: unknown): unknown {
+  return value ?? null;
+}
+
+/**
+ * `base` with `segments` appended, each percent-encoded as one path segment (`/` → `%2F`), so a
+ * value can never climb out of its place in the path. `:` stays as it is (it is valid in a path).
+ */
+function apiUrl(base: URL, ...segments: string[]): URL {
+  const url = new URL(base.href);
+  const encoded = segments.map((segment) => {
+    if (segment === "" || segment === "." || segment === "..") {
+      throw new Error(`internal: refusing the URL path segment ${JSON.stringify(segment)}`);
+    }
+    return encodeURIComponent(segment).replaceAll("%3A", ":");
+  });
+  url.pathname = `${base.pathname.replace(/\/+$/, "")}/${encoded.join("/")}`;
+  return url;
+}
