@@ -10,9 +10,8 @@
  *
  * @module
  */
-import { dirname } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { ensurePrivateDir, restrictFileMode } from "../home/files.ts";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { immediateTransaction, openPrivateDatabase } from "../home/sqlite.ts";
 
 /** Where an event stands. */
 export type EventState = "queued" | "running" | "delivering" | "done" | "failed";
@@ -95,20 +94,7 @@ export class Inbox implements Disposable {
 
   /** Opens (creating when missing) the inbox; folder 0700, files 0600. */
   static open(path: string): Inbox {
-    ensurePrivateDir(dirname(path));
-    const db = new DatabaseSync(path);
-    try {
-      db.exec("PRAGMA busy_timeout = 15000");
-      db.exec("PRAGMA journal_mode = WAL");
-      // WAL + NORMAL: a commit survives a crash or kill -9 of the gateway (not a power cut).
-      db.exec("PRAGMA synchronous = NORMAL");
-      migrate(db);
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-    for (const suffix of ["", "-wal", "-shm"]) restrictFileMode(path + suffix);
-    return new Inbox(path, db);
+    return new Inbox(path, openPrivateDatabase(path, migrate));
   }
 
   /**
@@ -288,15 +274,7 @@ export class Inbox implements Disposable {
   }
 
   #transaction<T>(work: () => T): T {
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      const result = work();
-      this.#db.exec("COMMIT");
-      return result;
-    } catch (error) {
-      this.#db.exec("ROLLBACK");
-      throw error;
-    }
+    return immediateTransaction(this.#db, work);
   }
 }
 

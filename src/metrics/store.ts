@@ -5,9 +5,8 @@
  *
  * @module
  */
-import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { dirname } from "node:path";
-import { ensurePrivateDir, restrictFileMode } from "../home/files.ts";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { immediateTransaction, openPrivateDatabase } from "../home/sqlite.ts";
 
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;
@@ -78,19 +77,7 @@ export class MetricsStore implements Disposable {
 
   /** Opens (creating when missing) the store at `path`; its folder is made 0700, files 0600. */
   static open(path: string): MetricsStore {
-    ensurePrivateDir(dirname(path));
-    const db = new DatabaseSync(path);
-    try {
-      db.exec("PRAGMA busy_timeout = 15000");
-      db.exec("PRAGMA journal_mode = WAL");
-      db.exec("PRAGMA synchronous = NORMAL");
-      migrate(db);
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-    for (const suffix of ["", "-wal", "-shm"]) restrictFileMode(path + suffix);
-    return new MetricsStore(path, db);
+    return new MetricsStore(path, openPrivateDatabase(path, migrate));
   }
 
   /** Whether a store exists at `path` (without creating one). */
@@ -104,15 +91,7 @@ export class MetricsStore implements Disposable {
 
   /** Runs `work` in an immediate (write-locked) transaction; rolls back if it throws. */
   transaction<T>(work: () => T): T {
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      const result = work();
-      this.#db.exec("COMMIT");
-      return result;
-    } catch (error) {
-      this.#db.exec("ROLLBACK");
-      throw error;
-    }
+    return immediateTransaction(this.#db, work);
   }
 
   /** Adds increments in one transaction. */

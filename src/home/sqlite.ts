@@ -1,0 +1,73 @@
+/**
+ * The embedded SQLite stores of `<home>` (usage metrics, gateway inbox) open the same way:
+ * private folder and files, WAL, a busy timeout for other processes, and write transactions
+ * that take the lock up front.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { ensurePrivateDir, restrictFileMode } from "./files.ts";
+
+/**
+ * Opens (creating when missing) the database at `path`, runs `migrate` on it, and keeps its
+ * folder 0700 and its files 0600. WAL with `synchronous = NORMAL`: a commit survives a crash
+ * or `kill -9` of the process (not a power cut).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { openPrivateDatabase } from "./sqlite.ts";
+ * const dir = await Deno.makeTempDir();
+ * const db = openPrivateDatabase(`${dir}/s/x.sqlite3`, (db) => db.exec("CREATE TABLE t (a)"));
+ * assert.equal(Deno.statSync(`${dir}/s/x.sqlite3`).mode! & 0o777, 0o600);
+ * db.close();
+ * ```
+ */
+export function openPrivateDatabase(
+  path: string,
+  migrate: (db: DatabaseSync) => void,
+): DatabaseSync {
+  ensurePrivateDir(dirname(path));
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("PRAGMA busy_timeout = 15000");
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+    migrate(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  for (const suffix of ["", "-wal", "-shm"]) restrictFileMode(path + suffix);
+  return db;
+}
+
+/**
+ * Runs `work` in an immediate (write-locked) transaction; rolls back if it throws.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DatabaseSync } from "node:sqlite";
+ * import { immediateTransaction } from "./sqlite.ts";
+ * const db = new DatabaseSync(":memory:");
+ * db.exec("CREATE TABLE t (a)");
+ * assert.throws(() => immediateTransaction(db, () => {
+ *   db.exec("INSERT INTO t VALUES (1)");
+ *   throw new Error("no");
+ * }));
+ * assert.equal((db.prepare("SELECT COUNT(*) AS n FROM t").get() as { n: number }).n, 0);
+ * ```
+ */
+export function immediateTransaction<T>(db: DatabaseSync, work: () => T): T {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = work();
+    db.exec("COMMIT");
+    return result;
+  } catch (error) {
+    db.exec("ROLLBACK");
+    throw error;
+  }
+}
