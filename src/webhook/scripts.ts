@@ -1,0 +1,739 @@
+/**
+ * Route scripts (SPEC.md "Payload filters and scripts", decisions.md §6 "Route scripts"): a route's
+ * `script` names a file under `<home>/scripts/` that gets the payload as JSON on stdin and decides
+ * what happens to the event by what it prints.
+ *
+ * - The file must resolve (symlinks followed) inside `<home>/scripts/`; anything else is blocked.
+ * - `.sh`/`.bash` run with bash, `.ts`/`.js` in a Deno subprocess with no permissions, all others
+ *   with python3.
+ * - The script runs in the scripts folder with a minimal environment (no secrets of the parent)
+ *   plus `AGENT_WEBHOOK_EVENT`, `AGENT_WEBHOOK_DELIVERY_ID` and `AGENT_WEBHOOK_ROUTE`, in its own
+ *   process group that is killed on timeout; its stdout is capped.
+ * - With bubblewrap (`script_sandbox: auto|bwrap|off`) it sees a read-only system and scripts
+ *   folder, a private `/tmp`, no network and nothing else of `<home>`.
+ * - Nonzero exit, timeout, empty stdout or `[SILENT]` → the event is ignored; a JSON object
+ *   replaces the payload; any other text is added to it as `script_output`.
+ *
+ * @module
+ */
+
+import { isAbsolute, join, normalize, relative } from "node:path";
+
+/** The default cap of a script's stdout: 1 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/** At most this much of a script's stderr is kept for the detail of a failed run. */
+export const MAX_STDERR_BYTES = 64 * 1024;
+
+/** A script printing exactly this (after trimming) asks for the event to be ignored. */
+export const SILENT_MARKER = "[SILENT]";
+
+/** The `PATH` inside the sandbox, where interpreters are looked up when sandboxed. */
+export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** The value of the `script_sandbox` setting. */
+export type ScriptSandbox = "auto" | "bwrap" | "off";
+
+/** What runs a script, chosen by its file name. */
+export type ScriptInterpreter = "bash" | "deno" | "python3";
+
+/** One run of a route script. */
+export interface ScriptRequest {
+  /** `<home>/scripts` (may not exist). */
+  scriptsDir: string;
+  /** The route's `script` value, relative to `scriptsDir`. */
+  script: string;
+  /** The request's JSON payload, written to the script's stdin. */
+  payload: Record<string, unknown>;
+  /** The event name, as `AGENT_WEBHOOK_EVENT`. */
+  event: string;
+  /** The delivery id, as `AGENT_WEBHOOK_DELIVERY_ID`. */
+  deliveryId: string;
+  /** The route name, as `AGENT_WEBHOOK_ROUTE`. */
+  route: string;
+  /** The script is killed (with its process group) after this many milliseconds. */
+  timeoutMs: number;
+  /** `auto`: bubblewrap when it works here; `bwrap`: bubblewrap or blocked; `off`: never. */
+  sandbox: ScriptSandbox;
+  /** Stdout beyond this many bytes stops the script. Default {@linkcode DEFAULT_MAX_OUTPUT_BYTES}. */
+  maxOutputBytes?: number;
+  /** Reads the gateway's environment for `PATH`, `LANG`, `LC_ALL`, `TZ`. Default `Deno.env.get`. */
+  env?: (name: string) => string | undefined;
+  /** The deno binary that runs `.ts`/`.js` scripts. Default `Deno.execPath()`. */
+  denoPath?: string;
+}
+
+/** Why a script's event is ignored. */
+export type IgnoredReason = "empty" | "silent" | "exit" | "timeout" | "output_too_large";
+
+/** What a route script decided about its event. */
+export type ScriptOutcome =
+  /** Go on with this payload: the script's JSON object, or the old one + `script_output`. */
+  | { kind: "payload"; payload: Record<string, unknown> }
+  /** Ignore the event (HTTP 200), for the reason given. */
+  | { kind: "ignored"; reason: IgnoredReason; detail: string }
+  /** The script was not run: outside the scripts folder, missing, not a file, no sandbox. */
+  | { kind: "blocked"; detail: string };
+
+const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
+const SYSTEM_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+const ROOT_LINKS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+// Only what interpreters need of /etc: the rest may hold secrets (shadow, keys, app configs).
+const ETC_ENTRIES = [
+  "/etc/alternatives",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+  "/etc/timezone",
+  "/etc/passwd",
+  "/etc/group",
+  "/etc/nsswitch.conf",
+  "/etc/locale.alias",
+  "/etc/mime.types",
+  "/etc/os-release",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+];
+const SANDBOX_PROBE_TIMEOUT_MS = 10_000;
+const sandboxProbes = new Map<string, Promise<{ path: string } | { error: string }>>();
+const encoder = new TextEncoder();
+
+/**
+ * Resolves a route's `script` to the real path of a regular file inside `scriptsDir`. Rejects
+ * absolute paths, `..` escapes, symlinks whose target lies outside the folder, folders, other
+ * non-regular files and missing files, with an error that names the file and what to do.
+ *
+ * @param scriptsDir `<home>/scripts`.
+ * @param script The route's `script` value.
+ * @returns The real path of the script, or why it may not run.
+ *
+ * @example
+ * ```ts
+ * import { resolveScript } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/tag.sh`, "echo hi\n");
+ * assert.deepEqual(resolveScript(dir, "tag.sh"), { path: `${await Deno.realPath(dir)}/tag.sh` });
+ * assert.match((resolveScript(dir, "/etc/passwd") as { error: string }).error, /absolute path/);
+ * assert.match((resolveScript(dir, "../x.sh") as { error: string }).error, /outside/);
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export function resolveScript(scriptsDir: string, script: string): { path: string } | {
+  error: string;
+} {
+  const resolved = resolveIn(scriptsDir, script);
+  return "error" in resolved ? resolved : { path: resolved.path };
+}
+
+/** {@linkcode resolveScript}, also giving the real path of the scripts folder. */
+function resolveIn(scriptsDir: string, script: string): { path: string; dir: string } | {
+  error: string;
+} {
+  const shown = JSON.stringify(script);
+  if (script.trim() === "") {
+    return { error: `route script is empty: name a file under ${scriptsDir}, e.g. "filter.sh"` };
+  }
+  if (isAbsolute(script)) {
+    return {
+      error: `route script ${shown} is an absolute path: name a file relative to ${scriptsDir} ` +
+        `and put it there`,
+    };
+  }
+  const lexical = normalize(join(scriptsDir, script));
+  if (!isInside(normalize(scriptsDir), lexical)) {
+    return {
+      error: `route script ${shown} points outside ${scriptsDir}: only files under the scripts ` +
+        `folder run; move it there and name it without ".."`,
+    };
+  }
+  let realDir: string;
+  try {
+    realDir = Deno.realPathSync(scriptsDir);
+  } catch (error) {
+    return {
+      error: error instanceof Deno.errors.NotFound
+        ? `scripts folder ${scriptsDir} does not exist: create it and put ${shown} there`
+        : `cannot open scripts folder ${scriptsDir} (${message(error)}): check its permissions`,
+    };
+  }
+  let real: string;
+  try {
+    real = Deno.realPathSync(lexical);
+  } catch (error) {
+    return {
+      error: error instanceof Deno.errors.NotFound
+        ? `route script ${shown} not found at ${lexical}: create it there or fix the route's ` +
+          `script`
+        : `cannot open route script ${shown} at ${lexical} (${message(error)}): check its ` +
+          `permissions`,
+    };
+  }
+  if (!isInside(realDir, real)) {
+    return {
+      error: `route script ${shown} resolves to ${real}, outside ${realDir}: only files under ` +
+        `the scripts folder run; move the file there (a symlink must point inside it too)`,
+    };
+  }
+  const info = stat(real);
+  if (info === undefined) {
+    return { error: `route script ${shown} (${real}) vanished while it was checked: try again` };
+  }
+  if (info.isDirectory) {
+    return {
+      error: `route script ${shown} is a folder (${real}): name a file, e.g. "${
+        join(script, "run.sh")
+      }"`,
+    };
+  }
+  if (!info.isFile) {
+    return { error: `route script ${shown} (${real}) is not a regular file: use a plain file` };
+  }
+  return { path: real, dir: realDir };
+}
+
+/**
+ * The interpreter of a script by how its name ends: `.sh`/`.bash` → bash, `.ts`/`.js` → deno,
+ * anything else → python3, in any case. The route's name decides, not a symlink's target.
+ *
+ * @param script The route's `script` value (its file name decides).
+ * @returns The interpreter.
+ *
+ * @example
+ * ```ts
+ * import { scriptInterpreter } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(scriptInterpreter("ci/filter.sh"), "bash");
+ * assert.equal(scriptInterpreter("Filter.TS"), "deno");
+ * assert.equal(scriptInterpreter("filter"), "python3");
+ * ```
+ */
+export function scriptInterpreter(script: string): ScriptInterpreter {
+  const name = script.toLowerCase();
+  if (name.endsWith(".sh") || name.endsWith(".bash")) return "bash";
+  if (name.endsWith(".ts") || name.endsWith(".js")) return "deno";
+  return "python3";
+}
+
+/**
+ * Reads what a script printed (its exit code was 0): blank → ignored (`empty`), `[SILENT]` →
+ * ignored (`silent`), a JSON object → that object is the new payload, anything else (text, JSON
+ * arrays, numbers, strings) → the old payload plus `script_output` with the trimmed text.
+ *
+ * @param stdout The script's stdout.
+ * @param payload The payload the script was given.
+ * @returns The outcome.
+ *
+ * @example
+ * ```ts
+ * import { parseScriptOutput } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseScriptOutput('{"b":2}\n', { a: 1 }), { kind: "payload", payload: { b: 2 } });
+ * assert.deepEqual(parseScriptOutput(" looks fine \n", { a: 1 }), {
+ *   kind: "payload",
+ *   payload: { a: 1, script_output: "looks fine" },
+ * });
+ * assert.equal(parseScriptOutput("[SILENT]\n", { a: 1 }).kind, "ignored");
+ * ```
+ */
+export function parseScriptOutput(
+  stdout: string,
+  payload: Record<string, unknown>,
+): ScriptOutcome {
+  const text = stdout.trim();
+  if (text === "") {
+    return { kind: "ignored", reason: "empty", detail: "the script printed nothing" };
+  }
+  if (text === SILENT_MARKER) {
+    return { kind: "ignored", reason: "silent", detail: `the script printed ${SILENT_MARKER}` };
+  }
+  const json = parseJson(text);
+  if (typeof json === "object" && json !== null && !Array.isArray(json)) {
+    return { kind: "payload", payload: json as Record<string, unknown> };
+  }
+  return { kind: "payload", payload: { ...payload, script_output: text } };
+}
+
+/**
+ * Finds a working bubblewrap: `bwrap` on `PATH` that can set up the sandbox scripts run in (probed
+ * once per binary by running `true` in that sandbox; the answer is cached for the process).
+ *
+ * @param env Reads `PATH`. Default `Deno.env.get`.
+ * @returns The path of bwrap, or why there is no sandbox and what to do.
+ *
+ * @example
+ * ```ts
+ * import { findSandbox } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const found = await findSandbox((name) => name === "PATH" ? "/nowhere" : undefined);
+ * assert.match((found as { error: string }).error, /bwrap.*not on PATH/);
+ * ```
+ */
+export function findSandbox(
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): Promise<{ path: string } | { error: string }> {
+  const path = findExecutable("bwrap", env("PATH") ?? DEFAULT_PATH);
+  if (path === undefined) {
+    return Promise.resolve({
+      error: "bwrap (bubblewrap) is not on PATH: install it (apt-get install bubblewrap) or set " +
+        "script_sandbox to auto or off",
+    });
+  }
+  let probe = sandboxProbes.get(path);
+  if (probe === undefined) {
+    probe = probeSandbox(path);
+    sandboxProbes.set(path, probe);
+  }
+  return probe;
+}
+
+/**
+ * Runs a route script on a payload and says what to do with the event. Never throws for anything
+ * the script does: a missing interpreter, a crash, a timeout or a flood of output are `ignored`
+ * outcomes with a detail for the log; a script that may not run is `blocked`.
+ *
+ * @param request The script, payload, event context and limits.
+ * @returns The outcome.
+ *
+ * @example
+ * ```ts
+ * import { runRouteScript } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const scriptsDir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(
+ *   `${scriptsDir}/tag.sh`,
+ *   'read -r body\nprintf \'{"route":"%s","seen":%s}\' "$AGENT_WEBHOOK_ROUTE" "$body"\n',
+ * );
+ * const outcome = await runRouteScript({
+ *   scriptsDir,
+ *   script: "tag.sh",
+ *   payload: { action: "opened" },
+ *   event: "pull_request",
+ *   deliveryId: "d-1",
+ *   route: "ci",
+ *   timeoutMs: 10_000,
+ *   sandbox: "off",
+ * });
+ * assert.deepEqual(outcome, {
+ *   kind: "payload",
+ *   payload: { route: "ci", seen: { action: "opened" } },
+ * });
+ * await Deno.remove(scriptsDir, { recursive: true });
+ * ```
+ */
+export async function runRouteScript(request: ScriptRequest): Promise<ScriptOutcome> {
+  const resolved = resolveIn(request.scriptsDir, request.script);
+  if ("error" in resolved) return { kind: "blocked", detail: resolved.error };
+  const env = request.env ?? ((name: string) => Deno.env.get(name));
+  const sandbox = await chooseSandbox(request.sandbox, env);
+  if ("error" in sandbox) {
+    return { kind: "blocked", detail: `script_sandbox is bwrap but ${sandbox.error}` };
+  }
+  // Outside the sandbox the script gets a private TMPDIR (and deno its cache) removed afterwards.
+  let tempDir: string | undefined;
+  try {
+    if (!sandbox.bwrap) tempDir = await Deno.makeTempDir({ prefix: "agent-script-" });
+  } catch (error) {
+    return {
+      kind: "ignored",
+      reason: "exit",
+      detail: `no temporary folder for route script ${JSON.stringify(request.script)} ` +
+        `(${message(error)}): check that the temporary folder is writable`,
+    };
+  }
+  try {
+    const plan = planCommand(request, resolved.path, resolved.dir, env, sandbox.bwrap, tempDir);
+    if ("error" in plan) return { kind: "ignored", reason: "exit", detail: plan.error };
+    const input = encoder.encode(JSON.stringify(request.payload) + "\n");
+    const maxOutputBytes = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const run = await execute(plan, input, request.timeoutMs, maxOutputBytes);
+    return outcomeOf(run, request, maxOutputBytes);
+  } finally {
+    if (tempDir) await Deno.remove(tempDir, { recursive: true }).catch(() => {});
+  }
+}
+
+// --- choosing what to run -------------------------------------------------------------------
+
+interface CommandPlan {
+  program: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** The program runs under `setsid`: its pid is its process group id. */
+  ownGroup: boolean;
+}
+
+async function chooseSandbox(
+  mode: ScriptSandbox,
+  env: (name: string) => string | undefined,
+): Promise<{ bwrap?: string } | { error: string }> {
+  if (mode === "off") return {};
+  const found = await findSandbox(env);
+  if ("path" in found) return { bwrap: found.path };
+  return mode === "bwrap" ? found : {};
+}
+
+function planCommand(
+  request: ScriptRequest,
+  scriptPath: string,
+  scriptsDir: string,
+  env: (name: string) => string | undefined,
+  bwrap: string | undefined,
+  tempDir: string | undefined,
+): CommandPlan | { error: string } {
+  const interpreter = scriptInterpreter(request.script);
+  const searchPath = bwrap ? SANDBOX_PATH : env("PATH") ?? DEFAULT_PATH;
+  const tmp = tempDir ?? "/tmp";
+  const scriptEnv: Record<string, string> = {
+    PATH: searchPath,
+    HOME: scriptsDir,
+    TMPDIR: tmp,
+    AGENT_WEBHOOK_EVENT: request.event,
+    AGENT_WEBHOOK_DELIVERY_ID: request.deliveryId,
+    AGENT_WEBHOOK_ROUTE: request.route,
+  };
+  for (const name of ["LANG", "LC_ALL", "TZ"]) {
+    const value = env(name);
+    if (value !== undefined) scriptEnv[name] = value;
+  }
+  let argv: string[];
+  const extraBinds: string[] = [];
+  if (interpreter === "deno") {
+    const deno = realPath(request.denoPath ?? Deno.execPath());
+    if (deno === undefined) {
+      return {
+        error: `deno not found at ${request.denoPath ?? Deno.execPath()}, needed for ` +
+          `${request.script}: fix the deno path or rewrite the script for bash or python3`,
+      };
+    }
+    if (!deno.startsWith("/usr/")) extraBinds.push(deno);
+    argv = [deno, "run", "--no-prompt", "--quiet", "--no-config", "--no-lock", scriptPath];
+    scriptEnv.DENO_DIR = join(tmp, "deno");
+    scriptEnv.DENO_NO_UPDATE_CHECK = "1";
+    scriptEnv.NO_COLOR = "1"; // plain errors in the log
+  } else {
+    const program = findExecutable(interpreter, searchPath);
+    if (program === undefined) {
+      const where = bwrap ? `${searchPath} (what the sandbox shows)` : `PATH (${searchPath})`;
+      return {
+        error: `${interpreter} not found in ${where}, needed for ${request.script}: install ` +
+          `${interpreter} or rename the script for another interpreter`,
+      };
+    }
+    argv = [program, scriptPath];
+    if (interpreter === "python3") scriptEnv.PYTHONDONTWRITEBYTECODE = "1";
+  }
+  if (bwrap) argv = [bwrap, ...sandboxArgs(scriptsDir, extraBinds), "--", ...argv];
+  const setsid = findExecutable("setsid", `${env("PATH") ?? ""}:${SYSTEM_DIRS.join(":")}`);
+  if (setsid) argv = [setsid, ...argv];
+  return {
+    program: argv[0],
+    args: argv.slice(1),
+    cwd: scriptsDir,
+    env: scriptEnv,
+    ownGroup: !!setsid,
+  };
+}
+
+/** The bubblewrap options: read-only system and scripts folder, private /tmp, no network. */
+function sandboxArgs(scriptsDir?: string, extraBinds: string[] = []): string[] {
+  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"];
+  for (const path of ROOT_LINKS) {
+    const info = lstat(path);
+    if (info?.isSymlink) args.push("--symlink", Deno.readLinkSync(path), path);
+    else if (info?.isDirectory) args.push("--ro-bind", path, path);
+  }
+  for (const path of [...ETC_ENTRIES, ...pythonEtcEntries()]) {
+    args.push("--ro-bind-try", path, path);
+  }
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  // After the /tmp tmpfs, so that a scripts folder under /tmp stays visible.
+  if (scriptsDir) args.push("--ro-bind", scriptsDir, scriptsDir, "--chdir", scriptsDir);
+  for (const path of extraBinds) args.push("--ro-bind", path, path);
+  return args;
+}
+
+/** Debian's python links `sitecustomize.py` into `/etc/python3.X`. */
+function pythonEtcEntries(): string[] {
+  try {
+    return [...Deno.readDirSync("/etc")]
+      .filter((entry) => /^python3(\.\d+)?$/.test(entry.name))
+      .map((entry) => `/etc/${entry.name}`);
+  } catch {
+    return [];
+  }
+}
+
+async function probeSandbox(path: string): Promise<{ path: string } | { error: string }> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), SANDBOX_PROBE_TIMEOUT_MS);
+  try {
+    const { success, stderr } = await new Deno.Command(path, {
+      // The very setup scripts get, so that `auto` never picks a bwrap that fails on every script.
+      args: [...sandboxArgs(), "--", findExecutable("true", SANDBOX_PATH) ?? "/bin/true"],
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+      signal: controller.signal,
+    }).output();
+    if (success) return { path };
+    const why = new TextDecoder().decode(stderr).trim() || "it failed";
+    return {
+      error: `bwrap at ${path} cannot create a sandbox here (${why}): allow unprivileged user ` +
+        `namespaces or run with the needed privileges, or set script_sandbox to off`,
+    };
+  } catch (error) {
+    return { error: `bwrap at ${path} could not be started (${message(error)})` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// --- running --------------------------------------------------------------------------------
+
+interface Run {
+  stop?: "timeout" | "output_too_large";
+  status?: Deno.CommandStatus;
+  spawnError?: string;
+  stdout: Uint8Array;
+  stderr: string;
+}
+
+async function execute(
+  plan: CommandPlan,
+  input: Uint8Array,
+  timeoutMs: number,
+  maxOutputBytes: number,
+): Promise<Run> {
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(plan.program, {
+      args: plan.args,
+      cwd: plan.cwd,
+      env: plan.env,
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch (error) {
+    return { spawnError: message(error), stdout: new Uint8Array(), stderr: "" };
+  }
+  const stdout = child.stdout.getReader();
+  const stderr = child.stderr.getReader();
+  let stop: Run["stop"];
+  let exited = false;
+  let halted!: () => void;
+  const haltedSignal = new Promise<void>((resolve) => halted = resolve);
+  const halt = (reason: NonNullable<Run["stop"]>) => {
+    stop ??= reason;
+    killProcess(child.pid, plan.ownGroup, exited);
+    stdout.cancel().catch(() => {});
+    stderr.cancel().catch(() => {});
+    halted();
+  };
+  const timer = setTimeout(() => halt("timeout"), timeoutMs);
+  try {
+    const [out, err, status] = await Promise.all([
+      readCapped(stdout, maxOutputBytes, () => halt("output_too_large")),
+      readHead(stderr, MAX_STDERR_BYTES),
+      child.status.then((status) => {
+        exited = true;
+        // Whatever the script left running in its group goes with it (as in the sandbox).
+        killProcess(child.pid, plan.ownGroup, exited);
+        return status;
+      }),
+      // A process that escaped the group could hold stdin unread forever: stop waiting at halt.
+      Promise.race([writeInput(child.stdin, input), haltedSignal]),
+    ]);
+    return { stop, status, stdout: out, stderr: new TextDecoder().decode(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** SIGKILLs the script's process group, or the script alone without `setsid`. */
+function killProcess(pid: number, ownGroup: boolean, exited: boolean): void {
+  if (ownGroup) {
+    try {
+      Deno.kill(-pid, "SIGKILL");
+      return;
+    } catch {
+      // No such group: already gone, or setsid has not run yet (then the pid below).
+    }
+  }
+  // A reaped pid may belong to another process by now.
+  if (exited) return;
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}
+
+async function readCapped(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  max: number,
+  onOverflow: () => void,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (size + value.length > max) {
+        onOverflow();
+        break;
+      }
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch {
+    // Cancelled at a timeout: keep what was read.
+  }
+  return concat(chunks, size);
+}
+
+/** Reads to the end, keeping the first `max` bytes, so the script never blocks on a full pipe. */
+async function readHead(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  max: number,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (size < max) {
+        const kept = value.subarray(0, max - size);
+        chunks.push(kept);
+        size += kept.length;
+      }
+    }
+  } catch {
+    // Cancelled at a timeout: keep what was read.
+  }
+  return concat(chunks, size);
+}
+
+async function writeInput(stream: WritableStream<Uint8Array>, bytes: Uint8Array): Promise<void> {
+  const writer = stream.getWriter();
+  try {
+    await writer.write(bytes);
+    await writer.close();
+  } catch {
+    // The script exited (or was killed) without reading all of its input: not our problem.
+  }
+}
+
+function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): ScriptOutcome {
+  const name = `route script ${JSON.stringify(request.script)}`;
+  if (run.spawnError !== undefined) {
+    return {
+      kind: "ignored",
+      reason: "exit",
+      detail: `${name} could not start: ${run.spawnError}`,
+    };
+  }
+  if (run.stop === "timeout") {
+    return {
+      kind: "ignored",
+      reason: "timeout",
+      detail: `${name} ran longer than ${request.timeoutMs} ms and was killed: make it faster ` +
+        `or raise script_timeout_seconds`,
+    };
+  }
+  if (run.stop === "output_too_large") {
+    return {
+      kind: "ignored",
+      reason: "output_too_large",
+      detail: `${name} printed more than ${maxOutputBytes} bytes and was killed: print a ` +
+        `smaller JSON object or text`,
+    };
+  }
+  const status = run.status!;
+  if (!status.success) {
+    const how = status.signal
+      ? `was killed by ${status.signal}`
+      : `exited with code ${status.code}`;
+    const stderr = run.stderr.trim();
+    return {
+      kind: "ignored",
+      reason: "exit",
+      detail: stderr === "" ? `${name} ${how}` : `${name} ${how}: ${stderr}`,
+    };
+  }
+  return parseScriptOutput(new TextDecoder().decode(run.stdout), request.payload);
+}
+
+// --- small helpers --------------------------------------------------------------------------
+
+function isInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== ".." && !rel.startsWith("../") && !isAbsolute(rel);
+}
+
+function findExecutable(name: string, searchPath: string): string | undefined {
+  for (const dir of searchPath.split(":")) {
+    if (!isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    const info = stat(candidate);
+    if (info?.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return candidate;
+  }
+  return undefined;
+}
+
+function realPath(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function stat(path: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function lstat(path: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
