@@ -19,7 +19,6 @@ const LATER_GROUPS: LaterGroup[] = [
     name: "gateway",
     description: "run the webhook gateway, or set it up",
     subcommands: [
-      ["run", "start the gateway (webhook listener, agent workers)"],
       ["setup", "interactive wizard: enable webhooks, port, global secret"],
     ],
     capability: "the webhook gateway",

@@ -7,6 +7,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
+import { addGatewayCommands } from "./gateway.ts";
 import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
 import { addLaterCommands } from "./later.ts";
 import { addMcpCommands } from "./mcp.ts";
@@ -71,6 +72,7 @@ function buildProgram(io: CliIo, state: CommandState): Command {
   addMcpCommands(program, io, state);
   addAgentCommands(program, io, state);
   addWebhookCommands(program, io, state);
+  addGatewayCommands(program, io);
   addLaterCommands(program);
   return program;
 }

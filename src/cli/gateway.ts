@@ -1,0 +1,124 @@
+/**
+ * `agent gateway run`: starts the gateway and runs until SIGINT/SIGTERM, then drains. On a fresh
+ * `<home>` it first writes a commented `config.yaml` with the webhook platform enabled and a
+ * generated global secret in `.env`.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
+import { closeLogging, configureLogging } from "../home/log.ts";
+import { Gateway } from "../gateway/gateway.ts";
+import { generateSecret } from "../webhook/routes.ts";
+import { readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
+import { CliError, type CliIo } from "./io.ts";
+
+const STARTER_CONFIG = `# agent configuration (created by \`agent gateway run\` on a fresh home).
+# Reference: the README of the agent repository.
+
+platforms:
+  webhook:
+    # The webhook listener of the gateway. WEBHOOK_ENABLED / WEBHOOK_PORT / WEBHOOK_SECRET in .env
+    # (or the environment) override these keys one by one.
+    enabled: true
+    extra:
+      port: 8644
+      # host: 127.0.0.1   # leave out to listen on every interface, IPv4 and IPv6
+      # The global secret is WEBHOOK_SECRET in .env; subscriptions have their own.
+
+# The model agent runs use (OpenAI-compatible chat completions):
+# model:
+#   default: gpt-4.1-mini
+#   provider: openai        # key: OPENAI_API_KEY in .env
+`;
+
+/** Adds `gateway run` to `program` (setup is still listed as not available). */
+export function addGatewayCommands(program: Command, io: CliIo): void {
+  const gateway = program.command("gateway").description(
+    "run the webhook gateway, or set it up",
+  );
+  gateway.command("run").description(
+    "start the gateway: webhook listener, agent workers, MCP servers (Ctrl-C stops it)",
+  ).addHelpText(
+    "after",
+    "\nOn a fresh home this writes a starter config.yaml (webhooks enabled, port 8644) and a\n" +
+      "generated WEBHOOK_SECRET in .env. Restart the gateway after changing config.yaml;\n" +
+      "subscriptions (agent webhook subscribe) are picked up without a restart.",
+  ).action(async () => {
+    let config = loadConfig({ env: io.env });
+    if (bootstrap(config, io)) config = loadConfig({ env: io.env });
+    const settings = readWebhookSettings(config);
+    if (!settings.enabled) {
+      throw new CliError(
+        `the webhook platform is not enabled (${settings.enabledBy}). Set platforms.webhook.enabled: ` +
+          `true in ${config.paths.config}, or WEBHOOK_ENABLED=true`,
+      );
+    }
+    await configureLogging(config.paths);
+    try {
+      let gateway: Gateway;
+      try {
+        gateway = await Gateway.start({ config, env: io.env });
+      } catch (error) {
+        if (error instanceof Deno.errors.AddrInUse) {
+          throw new CliError(
+            `port ${settings.port} is in use: another gateway may be running. Set ` +
+              `platforms.webhook.extra.port (or WEBHOOK_PORT) to a free port`,
+          );
+        }
+        throw error;
+      }
+      const where = webhookBaseUrl(settings);
+      io.out(
+        `Gateway listening on ${gateway.addresses.join(", ")}` +
+          `${settings.host ? "" : " (IPv4 and IPv6)"}\n` +
+          `  health:   ${where}/health\n  webhooks: ${where}/webhooks/<name>\n` +
+          `  log:      ${config.paths.gatewayLog}\n` +
+          "Press Ctrl-C to stop.\n",
+      );
+      await untilSignal(io);
+      io.out("Stopping: finishing requests and runs under way …\n");
+      await gateway.stop();
+      io.out("Gateway stopped.\n");
+    } finally {
+      await closeLogging();
+    }
+  });
+}
+
+/** Writes the starter files on a fresh home; true when it did. */
+function bootstrap(config: ResolvedConfig, io: CliIo): boolean {
+  let wrote = false;
+  if (readTextIfExists(config.paths.config) === undefined) {
+    writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
+    io.out(`Created ${config.paths.config} (webhook platform enabled on port 8644).\n`);
+    wrote = true;
+  }
+  if (!config.secrets.get("WEBHOOK_SECRET")) {
+    const existing = readTextIfExists(config.paths.dotenv) ?? "";
+    const separator = existing === "" || existing.endsWith("\n") ? "" : "\n";
+    writeFileAtomic(
+      config.paths.dotenv,
+      `${existing}${separator}WEBHOOK_SECRET=${generateSecret()}\n`,
+      { mode: 0o600 },
+    );
+    io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
+    wrote = true;
+  }
+  return wrote;
+}
+
+function untilSignal(io: CliIo): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stopInterrupt?.();
+      try {
+        Deno.removeSignalListener("SIGTERM", done);
+      } catch { /* not registered */ }
+      resolve();
+    };
+    const stopInterrupt = io.onInterrupt?.(done);
+    Deno.addSignalListener("SIGTERM", done);
+  });
+}

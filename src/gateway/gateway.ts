@@ -1,0 +1,238 @@
+/**
+ * The gateway: the webhook listener, the durable inbox and its workers, the MCP servers and the
+ * agent session they run with, delivery, and the usage metrics, started and stopped together.
+ *
+ * @module
+ */
+import { PolicyApprovals } from "../agent/approvals.ts";
+import type { RunResult } from "../agent/run.ts";
+import { AgentSession } from "../agent/session.ts";
+import { readAgentSettings } from "../agent/settings.ts";
+import { defaultApiBaseUrl, deliver, type DeliveryContext } from "../delivery/mod.ts";
+import type { ResolvedConfig } from "../home/config.ts";
+import { logger } from "../home/log.ts";
+import type { EnvReader } from "../home/paths.ts";
+import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
+import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
+import { RouteTable } from "../webhook/route_table.ts";
+import { runRouteScript } from "../webhook/scripts.ts";
+import { readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
+import { Inbox } from "./inbox.ts";
+import { WorkerPool } from "./worker.ts";
+
+/** How to start a {@linkcode Gateway}. */
+export interface GatewayOptions {
+  config: ResolvedConfig;
+  /** Process environment (stdio MCP servers, script PATH). Default `Deno.env.get`. */
+  env?: EnvReader;
+}
+
+const log = logger("gateway");
+
+/**
+ * A running gateway.
+ *
+ * @example
+ * ```ts ignore
+ * const gateway = await Gateway.start({ config: loadConfig() });
+ * console.log(gateway.addresses);
+ * await gateway.stop(); // drains in-flight requests and runs
+ * ```
+ */
+export class Gateway {
+  readonly settings: WebhookSettings;
+  /** Where it listens, e.g. `http://[::]:8644` (dual-stack) or `http://127.0.0.1:8644`. */
+  readonly addresses: string[];
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #pool: WorkerPool;
+  readonly #session: AgentSession | undefined;
+  readonly #inbox: Inbox;
+  readonly #metrics: UsageMetrics;
+  #stopped: Promise<void> | undefined;
+
+  private constructor(parts: {
+    settings: WebhookSettings;
+    server: Deno.HttpServer<Deno.NetAddr>;
+    pool: WorkerPool;
+    session: AgentSession | undefined;
+    inbox: Inbox;
+    metrics: UsageMetrics;
+  }) {
+    this.settings = parts.settings;
+    this.#server = parts.server;
+    this.#pool = parts.pool;
+    this.#session = parts.session;
+    this.#inbox = parts.inbox;
+    this.#metrics = parts.metrics;
+    const { hostname, port } = parts.server.addr;
+    this.addresses = [`http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`];
+  }
+
+  /** Starts everything; throws a `ConfigError` for an unusable configuration. */
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const { config } = options;
+    const env = options.env ?? ((name: string) => Deno.env.get(name));
+    const settings = readWebhookSettings(config);
+    const agent = readAgentSettings(config);
+    for (const problem of settings.routeProblems) log.error(problem);
+    for (const route of settings.routes) {
+      if (!route.secret && !settings.secret) {
+        log.error("route {route} has no secret and no global secret is set; it answers 403", {
+          route: route.name,
+        });
+      }
+    }
+    const metrics = openUsageMetrics(config);
+    // Without a model, direct-delivery routes still work; agent runs end with the reason.
+    const session = agent.model
+      ? await AgentSession.open({
+        config,
+        entrypoint: "gateway_message",
+        surface: "gateway",
+        approvals: new PolicyApprovals(agent.nonInteractiveApprovals),
+        metrics,
+        env,
+      })
+      : undefined;
+    if (!session) {
+      log.warn("no model is configured: agent runs fail until it is ({problem})", {
+        problem: agent.modelProblem?.message,
+      });
+    }
+    const inbox = Inbox.open(config.paths.gatewayInbox);
+    const delivery: DeliveryContext = {
+      secrets: config.secrets,
+      apiBaseUrl: (target) =>
+        config.source.string(`platforms.${target}.extra.api_base_url`)?.trim() ||
+        defaultApiBaseUrl(target),
+      log: (message, properties) =>
+        logger("delivery").info("{message}", { message, ...properties }),
+      warn: (message, properties) =>
+        logger("delivery").warn("{message}", { message, ...properties }),
+    };
+    const pool = new WorkerPool({
+      inbox,
+      run: (event, signal) =>
+        session
+          ? session.run(event.prompt, { skills: event.plan.skills, signal })
+          : Promise.resolve(noModel(agent.modelProblem?.message ?? "no model is configured")),
+      deliver: async (event, message) => {
+        const result = await deliver({
+          target: event.plan.deliver as never,
+          message,
+          extra: event.plan.deliverExtra,
+          payload: event.payload,
+          event: event.event,
+          route: event.route,
+          direct: false,
+        }, delivery);
+        return result.ok ? { ok: true } : result;
+      },
+      log: (level, message, properties) => logAt(level, message, properties),
+    });
+    const routes = new RouteTable({
+      file: config.paths.subscriptions,
+      staticRoutes: settings.routes,
+      report: (problem) => log.error("{problem}", { problem }),
+    });
+    const app = createWebhookApp({
+      settings,
+      routes,
+      inbox,
+      now: Date.now,
+      runScript: async (route, payload, event, deliveryId): Promise<ScriptVerdict> => {
+        const outcome = await runRouteScript({
+          scriptsDir: config.paths.scripts,
+          script: route.script!,
+          payload,
+          event,
+          deliveryId,
+          route: route.name,
+          timeoutMs: settings.scriptTimeoutSeconds * 1000,
+          sandbox: settings.scriptSandbox,
+          env,
+        });
+        return outcome;
+      },
+      deliverDirect: async (route, message, extra, payload, event) => {
+        const result = await deliver({
+          target: route.deliver,
+          message,
+          extra,
+          payload,
+          event,
+          route: route.name,
+          direct: true,
+        }, delivery);
+        return result.ok ? { ok: true, detail: result.detail } : { ok: false, error: result.error };
+      },
+      onAccepted: () => pool.wake(),
+      log: logAt,
+    });
+    let server: Deno.HttpServer<Deno.NetAddr>;
+    try {
+      server = Deno.serve({
+        // No host: "::" with IPv4 mapped, so both 127.0.0.1 and ::1 reach it.
+        hostname: settings.host ?? "::",
+        port: settings.port,
+        onListen() {},
+      }, app.fetch);
+    } catch (error) {
+      inbox.close();
+      await session?.close();
+      metrics.close();
+      throw error;
+    }
+    pool.start();
+    const gateway = new Gateway({ settings, server, pool, session, inbox, metrics });
+    log.info("gateway listening on {addresses}", { addresses: gateway.addresses });
+    return gateway;
+  }
+
+  /** Stops accepting, drains requests and runs under way, then closes everything (once). */
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      await this.#server.shutdown();
+      await this.#pool.stop();
+      await this.#session?.close();
+      this.#inbox.close();
+      try {
+        this.#metrics.packageDue();
+      } catch (error) {
+        log.warn("packaging usage metrics failed: {error}", { error: String(error) });
+      }
+      this.#metrics.close();
+      log.info("gateway stopped");
+    })();
+    return this.#stopped;
+  }
+
+  /** Resolves when the server has stopped. */
+  get finished(): Promise<void> {
+    return this.#server.finished;
+  }
+}
+
+function noModel(problem: string): RunResult {
+  return {
+    answer: "",
+    endReason: "failed",
+    error: problem,
+    toolCalls: [],
+    modelCalls: 0,
+    retries: 0,
+    messages: [],
+    timings: { totalMs: 0, modelMs: 0, toolMs: 0 },
+    warnings: [],
+  };
+}
+
+function logAt(
+  level: "info" | "warning" | "error",
+  message: string,
+  properties?: Record<string, unknown>,
+): void {
+  if (level === "error") log.error(message, properties ?? {});
+  else if (level === "warning") log.warn(message, properties ?? {});
+  else log.info(message, properties ?? {});
+}

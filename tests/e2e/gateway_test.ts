@@ -1,0 +1,169 @@
+/**
+ * The real gateway process on a fresh home: bootstrap, /health on 127.0.0.1 and ::1, a signed
+ * GitHub `issues` event delivered to the fake Telegram API both through an agent run (fake model)
+ * and with --deliver-only, bad signatures refused, and a clean stop on SIGTERM.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { githubSignature } from "../../src/webhook/signatures.ts";
+import { startFakeModel } from "../fixtures/fake_model.ts";
+import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
+import { childEnv, cli, MAIN, REPO, tempHome } from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
+
+const ISSUES_PAYLOAD = {
+  action: "opened",
+  issue: {
+    number: 1347,
+    title: "Found a bug",
+    body: "I'm having a problem with this.",
+    user: { login: "octocat" },
+    html_url: "https://github.com/octocat/Hello-World/issues/1347",
+  },
+  repository: { id: 1296269, full_name: "octocat/Hello-World" },
+  sender: { login: "octocat" },
+};
+
+/** A running gateway process and what it printed. */
+async function startGateway(home: string, env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "gateway", "run"],
+    cwd: REPO,
+    clearEnv: true,
+    env: childEnv(home, env),
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stdout = "";
+  const decoder = new TextDecoder();
+  const reader = child.stdout.getReader();
+  while (!stdout.includes("Press Ctrl-C to stop.")) {
+    const { value, done } = await reader.read();
+    if (done) {
+      const stderr = await new Response(child.stderr).text();
+      throw new Error(`the gateway exited early:\n${stdout}\n${stderr}`);
+    }
+    stdout += decoder.decode(value, { stream: true });
+  }
+  return {
+    stdout: () => stdout,
+    async stop(): Promise<{ code: number; stdout: string; stderr: string }> {
+      child.kill("SIGTERM");
+      while (true) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        stdout += decoder.decode(value, { stream: true });
+      }
+      const stderr = await new Response(child.stderr).text();
+      const { code } = await child.status;
+      return { code, stdout, stderr };
+    },
+  };
+}
+
+Deno.test("gateway: fresh home, health on both stacks, agent run and direct delivery to Telegram, clean stop", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  await using platforms = await startFakePlatforms();
+  const port = freePort();
+  const env = { WEBHOOK_PORT: String(port), ...platforms.env };
+  const gateway = await startGateway(h.home, env);
+  let stopped = false;
+  try {
+    assert.match(gateway.stdout(), /Created .*config\.yaml/);
+    assert.match(gateway.stdout(), /WEBHOOK_SECRET/);
+    for (const host of ["127.0.0.1", "[::1]"]) {
+      const health = await fetch(`http://${host}:${port}/health`);
+      assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" }, host);
+    }
+    // The model and the Telegram API root are read at start: point them at the fakes and restart.
+    const config = Deno.readTextFileSync(join(h.home, "config.yaml")).replace(
+      "platforms:\n",
+      `platforms:\n  telegram:\n    extra:\n      api_base_url: ${platforms.baseUrls.telegram}\n`,
+    );
+    Deno.writeTextFileSync(
+      join(h.home, "config.yaml"),
+      `${config}\nmodel:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+    );
+    const first = await gateway.stop();
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /Gateway stopped\./);
+    stopped = true;
+  } finally {
+    if (!stopped) await gateway.stop();
+  }
+
+  const again = await startGateway(h.home, env);
+  try {
+    const subscribe = (name: string, extra: string[]) =>
+      cli(h.home, [
+        "webhook",
+        "subscribe",
+        name,
+        "--events",
+        "issues",
+        "--deliver",
+        "telegram",
+        "--deliver-chat-id",
+        "-1001234",
+        "--json",
+        ...extra,
+      ], { env });
+    const direct = JSON.parse(
+      (await subscribe("direct", ["--deliver-only", "--prompt", "New issue: {issue.title}"]))
+        .stdout,
+    );
+    const agentic = JSON.parse(
+      (await subscribe("triage", ["--prompt", "Triage #{issue.number}: {issue.title}"])).stdout,
+    );
+    const post = (url: string, secret: string, body: string, delivery: string) =>
+      fetch(url.replace("localhost", "127.0.0.1"), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "issues",
+          "x-github-delivery": delivery,
+          "x-hub-signature-256": githubSignature(secret, body),
+        },
+        body,
+      });
+    const body = JSON.stringify(ISSUES_PAYLOAD);
+
+    const tampered = await fetch(direct.webhook_url.replace("localhost", "127.0.0.1"), {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-hub-signature-256": githubSignature(direct.secret, body + "x"),
+      },
+      body,
+    });
+    assert.equal(tampered.status, 401);
+    await tampered.body?.cancel();
+
+    const delivered = await post(direct.webhook_url, direct.secret, body, "d-direct");
+    assert.equal(delivered.status, 200);
+    assert.equal((await delivered.json()).status, "delivered");
+    assert.equal(platforms.telegram.requests.length, 1);
+    assert.deepEqual(platforms.telegram.requests[0].body, {
+      chat_id: "-1001234",
+      text: "New issue: Found a bug",
+    });
+
+    model.push({ content: "Looks like a bug in the parser; labelled it." });
+    const accepted = await post(agentic.webhook_url, agentic.secret, body, "d-agent");
+    assert.equal(accepted.status, 202);
+    assert.equal((await accepted.json()).status, "accepted");
+    await platforms.telegram.waitForRequests(2);
+    assert.deepEqual(platforms.telegram.requests[1].body, {
+      chat_id: "-1001234",
+      text: "Looks like a bug in the parser; labelled it.",
+    });
+    assert.equal(model.requests.at(-1)!.messages.at(-1)!.content, "Triage #1347: Found a bug");
+
+    const duplicate = await post(agentic.webhook_url, agentic.secret, body, "d-agent");
+    assert.deepEqual(await duplicate.json(), { status: "duplicate", delivery_id: "d-agent" });
+  } finally {
+    const end = await again.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
