@@ -11,7 +11,7 @@
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { immediateTransaction, openPrivateDatabase } from "../home/sqlite.ts";
+import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** Where an event stands. */
 export type EventState = "queued" | "running" | "delivering" | "done" | "failed";
@@ -94,7 +94,7 @@ export class Inbox implements Disposable {
 
   /** Opens (creating when missing) the inbox; folder 0700, files 0600. */
   static open(path: string): Inbox {
-    return new Inbox(path, openPrivateDatabase(path, migrate));
+    return new Inbox(path, openPrivateDatabase(path, SCHEMA));
   }
 
   /**
@@ -298,18 +298,10 @@ function toEvent(row: Record<string, unknown>): InboxEvent {
   };
 }
 
-function migrate(db: DatabaseSync): void {
-  const version = Number(
-    (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-  );
-  if (version > SCHEMA_VERSION) {
-    throw new Error(
-      `the gateway inbox was written by a newer version of agent (inbox version ${version}); upgrade agent`,
-    );
-  }
-  if (version === SCHEMA_VERSION) return;
-  db.exec("BEGIN IMMEDIATE");
-  try {
+const SCHEMA: StoreSchema = {
+  version: SCHEMA_VERSION,
+  what: "gateway inbox",
+  create(db) {
     db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         id TEXT PRIMARY KEY,
@@ -337,11 +329,6 @@ function migrate(db: DatabaseSync): void {
         expires_at INTEGER NOT NULL,
         PRIMARY KEY (route, delivery_id)
       ) STRICT, WITHOUT ROWID;
-      PRAGMA user_version = ${SCHEMA_VERSION};
     `);
-    db.exec("COMMIT");
-  } catch (error) {
-    db.exec("ROLLBACK");
-    throw error;
-  }
-}
+  },
+};

@@ -9,32 +9,46 @@ import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { ensurePrivateDir, restrictFileMode } from "./files.ts";
 
+/** The schema of one store: its version (`PRAGMA user_version`) and how to create it. */
+export interface StoreSchema {
+  /** The version this code writes. */
+  version: number;
+  /** The store's name in the user's words, for the "newer version" error. */
+  what: string;
+  /** What to do about a file from a newer version, besides upgrading. */
+  fix?: string;
+  /** Creates the tables (runs inside a write transaction, only when the file is older). */
+  create(db: DatabaseSync): void;
+}
+
 /**
- * Opens (creating when missing) the database at `path`, runs `migrate` on it, and keeps its
- * folder 0700 and its files 0600. WAL with `synchronous = NORMAL`: a commit survives a crash
- * or `kill -9` of the process (not a power cut).
+ * Opens (creating when missing) the database at `path`, creates its schema when the file is
+ * older, refuses a file written by a newer version, and keeps its folder 0700 and its files
+ * 0600. WAL with `synchronous = NORMAL`: a commit survives a crash or `kill -9` of the process
+ * (not a power cut).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { openPrivateDatabase } from "./sqlite.ts";
  * const dir = await Deno.makeTempDir();
- * const db = openPrivateDatabase(`${dir}/s/x.sqlite3`, (db) => db.exec("CREATE TABLE t (a)"));
+ * const db = openPrivateDatabase(`${dir}/s/x.sqlite3`, {
+ *   version: 1,
+ *   what: "example store",
+ *   create: (db) => db.exec("CREATE TABLE t (a)"),
+ * });
  * assert.equal(Deno.statSync(`${dir}/s/x.sqlite3`).mode! & 0o777, 0o600);
  * db.close();
  * ```
  */
-export function openPrivateDatabase(
-  path: string,
-  migrate: (db: DatabaseSync) => void,
-): DatabaseSync {
+export function openPrivateDatabase(path: string, schema: StoreSchema): DatabaseSync {
   ensurePrivateDir(dirname(path));
   const db = new DatabaseSync(path);
   try {
     db.exec("PRAGMA busy_timeout = 15000");
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
-    migrate(db);
+    migrate(db, schema);
   } catch (error) {
     db.close();
     throw error;
@@ -70,4 +84,21 @@ export function immediateTransaction<T>(db: DatabaseSync, work: () => T): T {
     db.exec("ROLLBACK");
     throw error;
   }
+}
+
+function migrate(db: DatabaseSync, schema: StoreSchema): void {
+  const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
+    user_version: number;
+  };
+  if (version > schema.version) {
+    throw new Error(
+      `the ${schema.what} was written by a newer version of agent (version ${version}); ` +
+        `upgrade agent${schema.fix ? ` or ${schema.fix}` : ""}`,
+    );
+  }
+  if (version === schema.version) return;
+  immediateTransaction(db, () => {
+    schema.create(db);
+    db.exec(`PRAGMA user_version = ${schema.version}`);
+  });
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { immediateTransaction, openPrivateDatabase } from "../home/sqlite.ts";
+import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;
@@ -77,7 +77,7 @@ export class MetricsStore implements Disposable {
 
   /** Opens (creating when missing) the store at `path`; its folder is made 0700, files 0600. */
   static open(path: string): MetricsStore {
-    return new MetricsStore(path, openPrivateDatabase(path, migrate));
+    return new MetricsStore(path, openPrivateDatabase(path, SCHEMA));
   }
 
   /** Whether a store exists at `path` (without creating one). */
@@ -257,18 +257,11 @@ function toPackageRecord(row: Record<string, unknown>): PackageRecord {
   };
 }
 
-function migrate(db: DatabaseSync): void {
-  const version = Number(
-    (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-  );
-  if (version > SCHEMA_VERSION) {
-    throw new Error(
-      `the metrics store was written by a newer version of agent (store version ${version}); upgrade agent or run \`agent metrics reset\``,
-    );
-  }
-  if (version === SCHEMA_VERSION) return;
-  db.exec("BEGIN IMMEDIATE");
-  try {
+const SCHEMA: StoreSchema = {
+  version: SCHEMA_VERSION,
+  what: "metrics store",
+  fix: "run `agent metrics reset`",
+  create(db) {
     db.exec(`
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
       CREATE TABLE IF NOT EXISTS counters (
@@ -291,14 +284,9 @@ function migrate(db: DatabaseSync): void {
         sent_at INTEGER,
         last_result TEXT
       ) STRICT;
-      PRAGMA user_version = ${SCHEMA_VERSION};
     `);
     db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('install_id', ?)").run(
       crypto.randomUUID(),
     );
-    db.exec("COMMIT");
-  } catch (error) {
-    db.exec("ROLLBACK");
-    throw error;
-  }
-}
+  },
+};
