@@ -7,44 +7,24 @@
  * a bare loop in the same process that makes the same HTTP requests and tool calls with
  * nothing around them (the floor). Exits 1 when the target is missed.
  */
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { PolicyApprovals } from "../../src/agent/approvals.ts";
 import { ModelClient } from "../../src/agent/model.ts";
 import { runLoop, type ToolHost } from "../../src/agent/run.ts";
-import { ConfigSource, loadConfig } from "../../src/home/config.ts";
-import { parseMcpServers } from "../../src/mcp/config.ts";
+import { loadConfig } from "../../src/home/config.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import { openUsageMetrics } from "../../src/metrics/mod.ts";
 import { startFakeModel, type Turn } from "../../tests/fixtures/fake_model.ts";
+import { fixtureArgs, serversFrom } from "./_fixture.ts";
 
 const RUNS = 200;
 const WARMUP = 20;
 const TURNS = 4;
 const TARGET_MS = 5;
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const fixture = join(root, "tests", "fixtures", "mcp", "server.ts");
-const args = [
-  "run",
-  "-A",
-  "--quiet",
-  "--config",
-  join(root, "deno.json"),
-  fixture,
-  "--transport",
-  "stdio",
-  "--tools",
-  "echo,add",
-];
-const yaml = `mcp_servers:\n  bench:\n    command: ${JSON.stringify(Deno.execPath())}\n` +
-  `    args: ${JSON.stringify(args)}\n`;
-const { servers } = parseMcpServers(ConfigSource.parse("bench.yaml", yaml), {
-  lookup: () => undefined,
-  userHome: "/",
-  workspaceFolder: root,
-  pathSeparator: "/",
-});
+const servers = serversFrom([
+  { name: "bench", command: Deno.execPath(), args: fixtureArgs("echo,add") },
+]);
 
 function script(): Turn[] {
   return [

@@ -10,43 +10,19 @@
  */
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { ConfigSource } from "../../src/home/config.ts";
-import { parseMcpServers } from "../../src/mcp/config.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
+import { fixtureArgs, serversFrom } from "./_fixture.ts";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const fixture = join(root, "tests", "fixtures", "mcp", "server.ts");
-const denoArgs = [
-  "run",
-  "-A",
-  "--quiet",
-  "--config",
-  join(root, "deno.json"),
-  fixture,
-  "--transport",
-  "stdio",
-  "--tools",
-  "echo",
-];
+const denoArgs = fixtureArgs("echo");
 const results: { name: string; value: string; target: string; ok: boolean }[] = [];
 
 function servers(count: number, startupDelay: boolean) {
-  const entries = Array.from({ length: count }, (_, i) => {
+  return serversFrom(Array.from({ length: count }, (_, i) => {
     const launch = startupDelay
       ? { command: "sh", args: ["-c", `sleep 1 && exec "$0" "$@"`, Deno.execPath(), ...denoArgs] }
       : { command: Deno.execPath(), args: denoArgs };
-    return `  s${i}:\n    command: ${JSON.stringify(launch.command)}\n    args: ${
-      JSON.stringify(launch.args)
-    }\n    protocol: legacy\n`;
-  });
-  return parseMcpServers(ConfigSource.parse("bench.yaml", `mcp_servers:\n${entries.join("")}`), {
-    lookup: () => undefined,
-    userHome: "/",
-    workspaceFolder: root,
-    pathSeparator: "/",
-  }).servers;
+    return { name: `s${i}`, ...launch, extra: "    protocol: legacy\n" };
+  }));
 }
 
 function quantile(values: number[], q: number): number {
