@@ -167,3 +167,59 @@ Deno.test("gateway: fresh home, health on both stacks, agent run and direct deli
     assert.equal(end.code, 0, end.stderr);
   }
 });
+
+Deno.test("gateway without a model: direct delivery works, an agent run delivers why it failed", async () => {
+  await using h = await tempHome();
+  await using platforms = await startFakePlatforms();
+  const port = freePort();
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "global-secret", ...platforms.env };
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `platforms:\n  webhook:\n    enabled: true\n  telegram:\n    extra:\n      api_base_url: ${platforms.baseUrls.telegram}\n`,
+  );
+  const common = ["--deliver", "telegram", "--deliver-chat-id", "-1001234", "--json"];
+  for (const [name, extra] of [["direct", ["--deliver-only"]], ["agentic", []]] as const) {
+    const made = await cli(h.home, ["webhook", "subscribe", name, ...common, ...extra], { env });
+    assert.equal(made.code, 0, made.stderr);
+  }
+  const secrets = JSON.parse(Deno.readTextFileSync(join(h.home, "webhook_subscriptions.json")));
+  const gateway = await startGateway(h.home, env);
+  try {
+    const body = JSON.stringify(ISSUES_PAYLOAD);
+    const post = (name: string) =>
+      fetch(`http://127.0.0.1:${port}/webhooks/${name}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "issues",
+          "x-hub-signature-256": githubSignature(secrets[name].secret, body),
+        },
+        body,
+      });
+    const direct = await post("direct");
+    assert.equal(direct.status, 200);
+    assert.equal((await direct.json()).status, "delivered");
+    const run = await post("agentic");
+    assert.equal(run.status, 202);
+    await run.body?.cancel();
+    await platforms.telegram.waitForRequests(2);
+    const notice = (platforms.telegram.requests[1].body as { text: string }).text;
+    assert.match(notice, /ended without an answer: failed \(.*model\.default/);
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
+Deno.test("gateway run on a port in use fails with a message naming the port setting", async () => {
+  await using h = await tempHome();
+  const listener = Deno.listen({ hostname: "::", port: 0 });
+  try {
+    const port = (listener.addr as Deno.NetAddr).port;
+    const result = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_PORT: String(port) } });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`port ${port} is in use.*WEBHOOK_PORT`));
+  } finally {
+    listener.close();
+  }
+});
