@@ -8,10 +8,12 @@
 import type { Command } from "@commander-js/extra-typings";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
+import { setDotenvValues } from "../home/dotenv_edit.ts";
 import { closeLogging, configureLogging } from "../home/log.ts";
 import { Gateway } from "../gateway/gateway.ts";
 import { generateSecret } from "../webhook/routes.ts";
 import { readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
+import { addGatewaySetupCommand } from "./gateway_setup.ts";
 import { CliError, type CliIo } from "./io.ts";
 
 const STARTER_CONFIG = `# agent configuration (created by \`agent gateway run\` on a fresh home).
@@ -33,11 +35,12 @@ platforms:
 #   provider: openai        # key: OPENAI_API_KEY in .env
 `;
 
-/** Adds `gateway run` to `program` (setup is still listed as not available). */
+/** Adds `gateway run` and `gateway setup` to `program`. */
 export function addGatewayCommands(program: Command, io: CliIo): void {
   const gateway = program.command("gateway").description(
     "run the webhook gateway, or set it up",
   );
+  addGatewaySetupCommand(gateway, io);
   gateway.command("run").description(
     "start the gateway: webhook listener, agent workers, MCP servers (Ctrl-C stops it)",
   ).addHelpText(
@@ -96,13 +99,7 @@ function bootstrap(config: ResolvedConfig, io: CliIo): boolean {
     wrote = true;
   }
   if (!config.secrets.get("WEBHOOK_SECRET")) {
-    const existing = readTextIfExists(config.paths.dotenv) ?? "";
-    const separator = existing === "" || existing.endsWith("\n") ? "" : "\n";
-    writeFileAtomic(
-      config.paths.dotenv,
-      `${existing}${separator}WEBHOOK_SECRET=${generateSecret()}\n`,
-      { mode: 0o600 },
-    );
+    setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
     io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
     wrote = true;
   }

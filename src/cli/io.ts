@@ -28,6 +28,42 @@ export interface CliIo {
   stdin?(): ReadableStream<Uint8Array>;
   /** Subscribes to Ctrl-C (SIGINT) while the listener is registered; returns the unsubscribe. */
   onInterrupt?(listener: () => void): () => void;
+  /** Terminal questions of the wizards (only used when `stdinIsTerminal`). */
+  prompter?: Prompter;
+}
+
+/** Checks an answer: `true`, or the message shown before asking again. */
+export type AnswerCheck = (value: string) => true | string;
+
+/** One choice of {@linkcode Prompter.select}. */
+export interface PromptChoice<T extends string> {
+  value: T;
+  name: string;
+  description?: string;
+}
+
+/**
+ * Questions asked at the terminal. An answer that fails its check is asked again. Ctrl-C
+ * rejects with {@linkcode PromptCancelled}.
+ */
+export interface Prompter {
+  confirm(message: string, defaultValue: boolean): Promise<boolean>;
+  input(message: string, options?: { default?: string; validate?: AnswerCheck }): Promise<string>;
+  select<T extends string>(
+    message: string,
+    choices: readonly PromptChoice<T>[],
+    defaultValue?: T,
+  ): Promise<T>;
+  /** Asks for a value without echoing it. */
+  password(message: string, validate?: AnswerCheck): Promise<string>;
+}
+
+/** The user left a question with Ctrl-C (or closed the terminal). */
+export class PromptCancelled extends Error {
+  constructor() {
+    super("cancelled at the prompt");
+    this.name = "PromptCancelled";
+  }
 }
 
 /** Exit codes of `agent` (decisions.md §3). */
@@ -77,6 +113,36 @@ export function processIo(): CliIo {
       Deno.addSignalListener("SIGINT", listener);
       return () => Deno.removeSignalListener("SIGINT", listener);
     },
+    prompter: inquirerPrompter(),
+  };
+}
+
+/** {@linkcode Prompter} on `@inquirer/prompts` (loaded on first use). */
+function inquirerPrompter(): Prompter {
+  const prompts = () => import("@inquirer/prompts");
+  const cancellable = async <T>(ask: () => Promise<T>): Promise<T> => {
+    try {
+      return await ask();
+    } catch (error) {
+      if (error instanceof Error && error.name === "ExitPromptError") throw new PromptCancelled();
+      throw error;
+    }
+  };
+  return {
+    confirm: (message, defaultValue) =>
+      cancellable(async () => (await prompts()).confirm({ message, default: defaultValue })),
+    input: (message, options = {}) =>
+      cancellable(async () => (await prompts()).input({ message, ...options })),
+    select: <T extends string>(
+      message: string,
+      choices: readonly PromptChoice<T>[],
+      defaultValue?: T,
+    ) =>
+      cancellable(async () =>
+        (await prompts()).select<T>({ message, choices, default: defaultValue })
+      ),
+    password: (message, validate) =>
+      cancellable(async () => (await prompts()).password({ message, mask: "*", validate })),
   };
 }
 

@@ -16,14 +16,6 @@ interface LaterGroup {
 
 const LATER_GROUPS: LaterGroup[] = [
   {
-    name: "gateway",
-    description: "run the webhook gateway, or set it up",
-    subcommands: [
-      ["setup", "interactive wizard: enable webhooks, port, global secret"],
-    ],
-    capability: "the webhook gateway",
-  },
-  {
     name: "mcp",
     description: "",
     subcommands: [

@@ -112,6 +112,8 @@ export class Gateway {
     };
     const pool = new WorkerPool({
       inbox,
+      maxDeliveryAttempts: settings.deliveryAttempts,
+      retryBaseMs: settings.deliveryRetrySeconds * 1000,
       run: (event, signal) =>
         session
           ? session.run(event.prompt, { skills: event.plan.skills, signal })

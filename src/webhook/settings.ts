@@ -29,6 +29,10 @@ export interface WebhookSettings {
   maxBodyBytes: number;
   scriptTimeoutSeconds: number;
   idempotencyTtlSeconds: number;
+  /** Tries at delivering an agent run's answer before giving up. */
+  deliveryAttempts: number;
+  /** Wait before the first delivery retry (doubling each time), in seconds. */
+  deliveryRetrySeconds: number;
   scriptSandbox: "auto" | "bwrap" | "off";
   /** Accept unsigned requests (only honoured when `host` is a loopback address). */
   insecureNoAuth: boolean;
@@ -45,6 +49,8 @@ export const WEBHOOK_DEFAULTS = {
   maxBodyBytes: 1024 * 1024,
   scriptTimeoutSeconds: 30,
   idempotencyTtlSeconds: 86_400,
+  deliveryAttempts: 5,
+  deliveryRetrySeconds: 5,
 } as const;
 
 const BASE = "platforms.webhook";
@@ -137,6 +143,10 @@ export function readWebhookSettings(
       WEBHOOK_DEFAULTS.scriptTimeoutSeconds,
     idempotencyTtlSeconds: optionalPositive(source, `${EXTRA}.idempotency_ttl_seconds`) ??
       WEBHOOK_DEFAULTS.idempotencyTtlSeconds,
+    deliveryAttempts: optionalPositive(source, `${EXTRA}.delivery_attempts`) ??
+      WEBHOOK_DEFAULTS.deliveryAttempts,
+    deliveryRetrySeconds: optionalPositiveNumber(source, `${EXTRA}.delivery_retry_seconds`) ??
+      WEBHOOK_DEFAULTS.deliveryRetrySeconds,
     scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
     insecureNoAuth: parseBoolish(secrets.get("INSECURE_NO_AUTH") ?? "") === true,
     routes,
@@ -220,6 +230,20 @@ function optionalPositive(source: ConfigSource, key: string): number | undefined
       key,
       `expected a whole number ≥ 1, got ${JSON.stringify(value)}`,
       `fix ${key}`,
+    );
+  }
+  return number;
+}
+
+function optionalPositiveNumber(source: ConfigSource, key: string): number | undefined {
+  const value = source.get(key);
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isFinite(number) || number <= 0) {
+    throw source.error(
+      key,
+      `expected a number of seconds > 0, got ${JSON.stringify(value)}`,
+      `fix ${key}, e.g. 5 or 0.5`,
     );
   }
   return number;

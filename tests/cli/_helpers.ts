@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runCli } from "../../src/cli/mod.ts";
-import type { CliIo } from "../../src/cli/io.ts";
+import { type CliIo, PromptCancelled, type Prompter } from "../../src/cli/io.ts";
 import { loadConfig, type MetricsEvent, type MetricsPackage, openUsageMetrics } from "../../mod.ts";
 
 /** The repository root (where `main.ts` and `deno.json` are). */
@@ -62,6 +62,8 @@ export interface FakeIoOptions {
   stdin?: string;
   /** Clock; default {@linkcode NOW}. */
   now?: number;
+  /** The terminal questions of wizards (see {@linkcode scriptedPrompter}). */
+  prompter?: Prompter;
 }
 
 /** A fake io plus what it collected. */
@@ -105,6 +107,7 @@ export function fakeIo(home: string, options: FakeIoOptions = {}): FakeIo {
       return Promise.resolve(answer);
     },
     now: () => options.now ?? NOW,
+    prompter: options.prompter,
   };
   return { io, stdout: () => out, stderr: () => err, questions, stdinReads: () => reads };
 }
@@ -378,4 +381,65 @@ export function validPackage(): MetricsPackage {
       },
     ],
   } as MetricsPackage;
+}
+
+/** One scripted answer: a value, or Ctrl-C at that question. */
+export type ScriptedAnswer = string | boolean | typeof CTRL_C;
+
+/** Stands for Ctrl-C at a question of a {@linkcode scriptedPrompter}. */
+export const CTRL_C: unique symbol = Symbol("Ctrl-C");
+
+/** A {@linkcode Prompter} answering from a script, plus what it was asked. */
+export interface ScriptedPrompter {
+  prompter: Prompter;
+  /** Each question, in order (a re-asked question appears again). */
+  asked: string[];
+  /** Messages shown for answers that failed their check. */
+  rejected: string[];
+  /** Answers not used yet. */
+  left: () => number;
+}
+
+/**
+ * Answers questions in order. An answer failing its check is recorded in `rejected` and the
+ * question takes the next answer, as a terminal would ask again. Running out, or a select answer
+ * that is not one of the choices, fails the test.
+ */
+export function scriptedPrompter(answers: ScriptedAnswer[]): ScriptedPrompter {
+  const queue = [...answers];
+  const asked: string[] = [];
+  const rejected: string[] = [];
+  const next = (message: string): string | boolean => {
+    asked.push(message);
+    if (queue.length === 0) throw new Error(`unexpected question: ${message}`);
+    const answer = queue.shift()!;
+    if (answer === CTRL_C) throw new PromptCancelled();
+    return answer;
+  };
+  const checked = (
+    message: string,
+    check?: (value: string) => true | string,
+    fallback?: string,
+  ): string => {
+    while (true) {
+      const typed = String(next(message));
+      const answer = typed === "" && fallback !== undefined ? fallback : typed;
+      const verdict = check?.(answer) ?? true;
+      if (verdict === true) return answer;
+      rejected.push(verdict);
+    }
+  };
+  const prompter: Prompter = {
+    confirm: (message) => Promise.resolve(next(message) === true),
+    input: (message, options = {}) =>
+      Promise.resolve(checked(message, options.validate, options.default)),
+    select: (message, choices) => {
+      const answer = String(next(message));
+      const choice = choices.find((candidate) => candidate.value === answer);
+      if (!choice) throw new Error(`'${answer}' is not a choice of: ${message}`);
+      return Promise.resolve(choice.value);
+    },
+    password: (message, validate) => Promise.resolve(checked(message, validate)),
+  };
+  return { prompter, asked, rejected, left: () => queue.length };
 }

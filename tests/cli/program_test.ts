@@ -62,7 +62,6 @@ Deno.test("metrics validate without a file is a usage error (exit 2)", async () 
 
 for (
   const argv of [
-    ["gateway", "setup"],
     ["mcp", "install", "agent://mcp/install?name=x"],
     ["mcp", "login", "server"],
   ]
@@ -95,8 +94,8 @@ Deno.test("e2e: the real CLI prints help, version, and exit codes", async () => 
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'frobnicate'/);
 
-  const later = await spawnCli(h.home, ["gateway", "setup"]);
+  const later = await spawnCli(h.home, ["mcp", "login", "server"]);
   assert.equal(later.code, 1);
-  assert.match(later.stderr, /`agent gateway setup` is not available yet/);
+  assert.match(later.stderr, /`agent mcp login` is not available yet/);
   assert.deepEqual(filesIn(h.home), []);
 });

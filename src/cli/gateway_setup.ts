@@ -1,0 +1,388 @@
+/**
+ * `agent gateway setup`: enables the webhook listener, chooses its port and bind address, and
+ * sets the global secret. Asks at a terminal (explaining who can reach the listener); runs from
+ * flags otherwise. Writes `config.yaml` (comments kept) and `WEBHOOK_SECRET` in `.env`.
+ *
+ * @module
+ */
+import { isIP } from "node:net";
+import type { Command } from "@commander-js/extra-typings";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { editConfigFile } from "../home/config_edit.ts";
+import { setDotenvValues } from "../home/dotenv_edit.ts";
+import { generateSecret } from "../webhook/routes.ts";
+import { readWebhookSettings, WEBHOOK_DEFAULTS, webhookBaseUrl } from "../webhook/settings.ts";
+import {
+  type AnswerCheck,
+  CliError,
+  type CliIo,
+  printJson,
+  PromptCancelled,
+  type Prompter,
+  UsageError,
+} from "./io.ts";
+
+/** What setup writes. */
+export interface SetupChoices {
+  enabled: boolean;
+  port: number;
+  /** Bind address; `undefined` = every interface, IPv4 and IPv6. */
+  host?: string;
+  secret: { kind: "keep" } | { kind: "generate" } | { kind: "set"; value: string };
+}
+
+/** Flags of `agent gateway setup`. */
+interface SetupFlags {
+  enable?: true;
+  disable?: true;
+  port?: string;
+  host?: string;
+  allInterfaces?: true;
+  secret?: string;
+  generateSecret?: true;
+  json?: true;
+}
+
+const EXTRA = ["platforms", "webhook", "extra"] as const;
+
+/** The exposure explanation shown before the questions. */
+export const EXPOSURE_NOTE =
+  `The webhook listener accepts HTTP POSTs from anyone who can reach its port. Each request must
+be signed with a secret (a subscription's own, or the global one set here), so keep secrets
+private. Listening on every interface means other machines on your network can reach it, and the
+internet too if a router or firewall forwards the port. Choose "this machine only" when the
+senders run here or when a reverse proxy or tunnel (with HTTPS) forwards to it.
+`;
+
+/** Adds `gateway setup` to the `gateway` command group. */
+export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
+  gateway.command("setup").description(
+    "enable webhooks, choose the port and bind address, set the global secret",
+  )
+    .option("--enable", "enable the webhook listener (the default)")
+    .option("--disable", "disable the webhook listener")
+    .option(
+      "--port <port>",
+      `port to listen on (default: the current one, or ${WEBHOOK_DEFAULTS.port})`,
+    )
+    .option("--host <address>", "listen on this address only, e.g. 127.0.0.1")
+    .option("--all-interfaces", "listen on every interface, IPv4 and IPv6 (removes host)")
+    .option("--secret <value>", "set the global secret (at least 16 characters)")
+    .option("--generate-secret", "generate a new global secret")
+    .option("--json", "print one JSON document (never asks)")
+    .addHelpText(
+      "after",
+      "\nAt a terminal and without flags, setup asks each question and explains who can reach\n" +
+        "the listener. With flags, or without a terminal, it asks nothing: unset choices keep\n" +
+        "their current value, and a global secret is generated when there is none.\n" +
+        "It writes platforms.webhook in config.yaml (comments kept) and WEBHOOK_SECRET in .env.\n" +
+        "Restart a running gateway afterwards.\n\n" +
+        "Examples:\n" +
+        "  agent gateway setup\n" +
+        "  agent gateway setup --port 8644 --host 127.0.0.1 --generate-secret\n",
+    )
+    .action(async (flags) => {
+      const config = loadConfig({ env: io.env });
+      const current = currentChoices(config);
+      const fromFlags = choicesFromFlags(flags, current);
+      const interactive = fromFlags === undefined && !flags.json && io.stdinIsTerminal &&
+        io.prompter !== undefined;
+      let choices: SetupChoices;
+      if (interactive) {
+        try {
+          choices = await askChoices(io, io.prompter!, current);
+        } catch (error) {
+          if (error instanceof PromptCancelled) {
+            throw new CliError("setup cancelled; nothing was changed");
+          }
+          throw error;
+        }
+      } else {
+        choices = fromFlags ?? defaultChoices(current);
+      }
+      const report = applyChoices(config, current, choices, io);
+      if (flags.json) return printJson(io, report);
+      printReport(io, report);
+    });
+}
+
+/** The values in the files now (environment overrides are reported, not adopted). */
+interface CurrentSetup {
+  enabled: boolean;
+  port: number;
+  host?: string;
+  /** Whether a global secret exists, and where. */
+  secretIn?: ".env" | "environment" | "config.yaml";
+}
+
+function currentChoices(config: ResolvedConfig): CurrentSetup {
+  readWebhookSettings(config); // a malformed setting is reported before anything is asked
+  const { source, secrets } = config;
+  const portValue = source.get("platforms.webhook.extra.port");
+  const port = Number(portValue);
+  return {
+    enabled: source.boolean("platforms.webhook.enabled") ?? false,
+    port: portValue !== undefined && portValue !== null && Number.isInteger(port)
+      ? port
+      : WEBHOOK_DEFAULTS.port,
+    host: source.string("platforms.webhook.extra.host")?.trim() || undefined,
+    secretIn: secrets.get("WEBHOOK_SECRET")?.trim()
+      ? secrets.source("WEBHOOK_SECRET")
+      : source.string("platforms.webhook.extra.secret")?.trim()
+      ? "config.yaml"
+      : undefined,
+  };
+}
+
+function defaultChoices(current: CurrentSetup): SetupChoices {
+  return {
+    enabled: true,
+    port: current.port,
+    host: current.host,
+    secret: { kind: current.secretIn ? "keep" : "generate" },
+  };
+}
+
+/** The choices the flags make, or `undefined` when no setting flag was given. */
+function choicesFromFlags(flags: SetupFlags, current: CurrentSetup): SetupChoices | undefined {
+  const given = [
+    flags.enable,
+    flags.disable,
+    flags.port,
+    flags.host,
+    flags.allInterfaces,
+    flags.secret,
+    flags.generateSecret,
+  ];
+  if (given.every((flag) => flag === undefined)) return undefined;
+  if (flags.enable && flags.disable) throw new UsageError("--enable and --disable contradict");
+  if (flags.host !== undefined && flags.allInterfaces) {
+    throw new UsageError("--host and --all-interfaces contradict: choose one");
+  }
+  if (flags.secret !== undefined && flags.generateSecret) {
+    throw new UsageError("--secret and --generate-secret contradict: choose one");
+  }
+  const choices = defaultChoices(current);
+  if (flags.disable) choices.enabled = false;
+  if (flags.port !== undefined) {
+    const problem = checkPort(flags.port);
+    if (problem !== true) throw new UsageError(`--port: ${problem}`);
+    choices.port = Number(flags.port);
+  }
+  if (flags.host !== undefined) {
+    const problem = checkHost(flags.host);
+    if (problem !== true) throw new UsageError(`--host: ${problem}`);
+    choices.host = stripBrackets(flags.host.trim());
+  }
+  if (flags.allInterfaces) choices.host = undefined;
+  if (flags.secret !== undefined) {
+    const problem = checkSecret(flags.secret);
+    if (problem !== true) throw new UsageError(`--secret: ${problem}`);
+    choices.secret = { kind: "set", value: flags.secret };
+  }
+  if (flags.generateSecret) choices.secret = { kind: "generate" };
+  return choices;
+}
+
+async function askChoices(
+  io: CliIo,
+  prompter: Prompter,
+  current: CurrentSetup,
+): Promise<SetupChoices> {
+  io.out(`${EXPOSURE_NOTE}\n`);
+  const enabled = await prompter.confirm("Enable the webhook listener?", true);
+  if (!enabled) return { ...defaultChoices(current), enabled: false, secret: { kind: "keep" } };
+  const port = Number(
+    await prompter.input("Port to listen on", {
+      default: String(current.port),
+      validate: checkPort,
+    }),
+  );
+  const where = await prompter.select(
+    "Who may connect?",
+    [
+      {
+        value: "local",
+        name: "This machine only (127.0.0.1)",
+        description: "for local senders, or behind a reverse proxy or tunnel on this machine",
+      },
+      {
+        value: "all",
+        name: "Every interface, IPv4 and IPv6",
+        description: "other machines on the network can reach it; signatures are still required",
+      },
+      { value: "address", name: "One address of this machine…" },
+    ] as const,
+    current.host === undefined ? "all" : current.host === "127.0.0.1" ? "local" : "address",
+  );
+  let host: string | undefined;
+  if (where === "local") host = "127.0.0.1";
+  else if (where === "address") {
+    host = stripBrackets(
+      (await prompter.input("Address to listen on", {
+        default: current.host,
+        validate: checkHost,
+      })).trim(),
+    );
+  }
+  const secretChoices = [
+    ...(current.secretIn
+      ? [{ value: "keep", name: `Keep the current secret (in ${current.secretIn})` } as const]
+      : []),
+    { value: "generate", name: "Generate a new secret" } as const,
+    { value: "enter", name: "Enter my own secret" } as const,
+  ];
+  const secretChoice = await prompter.select(
+    "Global webhook secret (signs requests to routes without their own)",
+    secretChoices,
+    current.secretIn ? "keep" : "generate",
+  );
+  const secret: SetupChoices["secret"] = secretChoice === "keep"
+    ? { kind: "keep" }
+    : secretChoice === "generate"
+    ? { kind: "generate" }
+    : { kind: "set", value: await prompter.password("Secret", checkSecret) };
+  return { enabled, port, host, secret };
+}
+
+/** What setup did, as printed (and as `--json`). */
+interface SetupReport {
+  config: string;
+  dotenv: string;
+  enabled: boolean;
+  port: number;
+  host: string | null;
+  base_url: string;
+  secret: "kept" | "generated" | "set" | "moved to .env" | "none";
+  warnings: string[];
+}
+
+function applyChoices(
+  config: ResolvedConfig,
+  current: CurrentSetup,
+  choices: SetupChoices,
+  io: CliIo,
+): SetupReport {
+  const { paths, secrets } = config;
+  const dotenv: Record<string, string> = {};
+  let secretOutcome: SetupReport["secret"] = "kept";
+  if (choices.secret.kind === "generate") {
+    dotenv.WEBHOOK_SECRET = generateSecret();
+    secretOutcome = "generated";
+  } else if (choices.secret.kind === "set") {
+    dotenv.WEBHOOK_SECRET = choices.secret.value;
+    secretOutcome = "set";
+  } else if (current.secretIn === "config.yaml") {
+    // A secret belongs in .env (0600, never shared with the config); move it there.
+    dotenv.WEBHOOK_SECRET = config.source.string("platforms.webhook.extra.secret")!.trim();
+    secretOutcome = "moved to .env";
+  } else if (!current.secretIn) secretOutcome = "none";
+  // .env values override config.yaml: keep any there in step with the choices.
+  if (secrets.source("WEBHOOK_ENABLED") === ".env") {
+    dotenv.WEBHOOK_ENABLED = String(choices.enabled);
+  }
+  if (secrets.source("WEBHOOK_PORT") === ".env") dotenv.WEBHOOK_PORT = String(choices.port);
+  if (Object.keys(dotenv).length > 0) {
+    try {
+      setDotenvValues(paths.dotenv, dotenv);
+    } catch (error) {
+      if (error instanceof RangeError) {
+        throw new CliError(`cannot update ${paths.dotenv}: ${error.message}`);
+      }
+      throw error;
+    }
+  }
+  editConfigFile(paths.config, (doc) => {
+    doc.setIn(["platforms", "webhook", "enabled"], choices.enabled);
+    doc.setIn([...EXTRA, "port"], choices.port);
+    if (choices.host === undefined) doc.deleteIn([...EXTRA, "host"]);
+    else doc.setIn([...EXTRA, "host"], choices.host);
+    if (dotenv.WEBHOOK_SECRET !== undefined) doc.deleteIn([...EXTRA, "secret"]);
+  });
+
+  const after = readWebhookSettings(loadConfig({ env: io.env }));
+  const warnings: string[] = [];
+  const overridden = (name: string, what: string) =>
+    warnings.push(
+      `${name}=${io.env(name)} in the environment overrides ${what}; unset it for this to apply`,
+    );
+  if (after.enabled !== choices.enabled) overridden("WEBHOOK_ENABLED", "platforms.webhook.enabled");
+  if (after.port !== choices.port) overridden("WEBHOOK_PORT", "platforms.webhook.extra.port");
+  if (after.port < 1024) {
+    warnings.push(`port ${after.port} is below 1024: most systems let only root listen on it`);
+  }
+  return {
+    config: paths.config,
+    dotenv: paths.dotenv,
+    enabled: after.enabled,
+    port: after.port,
+    host: after.host ?? null,
+    base_url: webhookBaseUrl(after),
+    secret: secretOutcome,
+    warnings,
+  };
+}
+
+function printReport(io: CliIo, report: SetupReport): void {
+  io.out(
+    `Wrote ${report.config}${
+      report.secret === "kept" || report.secret === "none" ? "" : ` and ${report.dotenv}`
+    }.\n`,
+  );
+  io.out(`  webhooks: ${report.enabled ? "enabled" : "disabled"}\n`);
+  io.out(
+    `  listens:  ${report.host ?? "every interface, IPv4 and IPv6"}, port ${report.port}\n`,
+  );
+  const secret = {
+    kept: "unchanged",
+    generated: `generated: WEBHOOK_SECRET in ${report.dotenv}`,
+    set: `set: WEBHOOK_SECRET in ${report.dotenv}`,
+    "moved to .env": `moved from config.yaml to WEBHOOK_SECRET in ${report.dotenv}`,
+    none: "none",
+  }[report.secret];
+  io.out(`  secret:   ${secret}\n`);
+  for (const warning of report.warnings) io.err(`warning: ${warning}\n`);
+  if (report.enabled) {
+    io.out(
+      `\nNext: start it with \`agent gateway run\` (restart it if it is running), then add a\n` +
+        `subscription with \`agent webhook subscribe <name>\`. Health check: ${report.base_url}/health\n`,
+    );
+  }
+}
+
+/** A port number 1–65535. */
+export const checkPort: AnswerCheck = (value) => {
+  const text = value.trim();
+  const port = Number(text);
+  return /^\d+$/.test(text) && port >= 1 && port <= 65535
+    ? true
+    : `'${value}' is not a port: use a whole number from 1 to 65535`;
+};
+
+/** An IP address (IPv6 with or without brackets) or a host name. */
+export const checkHost: AnswerCheck = (value) => {
+  const host = stripBrackets(value.trim());
+  if (isIP(host) !== 0) return true;
+  const labels = host.split(".");
+  const hostname = host.length <= 253 &&
+    labels.every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
+  return hostname
+    ? true
+    : `'${value}' is not an IP address or host name (e.g. 127.0.0.1, ::1, 192.168.1.20)`;
+};
+
+/** A secret a sender can be given: 16–512 visible ASCII characters, no single quote. */
+export const checkSecret: AnswerCheck = (value) => {
+  if (value.length < 16) {
+    return "use at least 16 characters (or let setup generate one with --generate-secret)";
+  }
+  if (value.length > 512) return "use at most 512 characters";
+  if (!/^[\x21-\x7e]+$/.test(value) || value.includes("'")) {
+    return "use visible ASCII characters only: no spaces, line breaks or single quotes";
+  }
+  return true;
+};
+
+function stripBrackets(host: string): string {
+  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+}

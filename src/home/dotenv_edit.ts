@@ -1,0 +1,79 @@
+/**
+ * Sets variables in `<home>/.env`, keeping every other line (comments, blank lines, other
+ * variables) as it was.
+ *
+ * @module
+ */
+import { parse } from "dotenv";
+import { readTextIfExists, writeFileAtomic } from "./files.ts";
+
+/** Characters a value may hold without quotes. */
+const PLAIN_VALUE = /^[A-Za-z0-9_\-.~+/=:@%,]*$/;
+
+/** How a value is written, or why it cannot be: dotenv has no escape for every character. */
+export function dotenvLine(name: string, value: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+    throw new RangeError(`'${name}' is not a valid variable name`);
+  }
+  if (PLAIN_VALUE.test(value)) return `${name}=${value}`;
+  // Single quotes are literal in dotenv; a value with a quote or a line break has no safe form.
+  if (/['\r\n]/.test(value)) {
+    throw new RangeError(`the value of ${name} cannot hold a single quote or a line break`);
+  }
+  return `${name}='${value}'`;
+}
+
+/**
+ * Sets `values` in the dotenv file `file` (created 0600 when missing), atomically. An existing
+ * assignment (also `export NAME=`) is replaced in place, later duplicates are removed, new names
+ * are appended. The result is parsed back: it must give exactly the values set and leave every
+ * other variable as it was, otherwise nothing is written and a `RangeError` says why.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { setDotenvValues } from "./dotenv_edit.ts";
+ * const file = `${await Deno.makeTempDir()}/.env`;
+ * Deno.writeTextFileSync(file, "# keys\nOPENAI_API_KEY=sk-1\nWEBHOOK_SECRET=old\n");
+ * setDotenvValues(file, { WEBHOOK_SECRET: "new secret" });
+ * assert.equal(
+ *   Deno.readTextFileSync(file),
+ *   "# keys\nOPENAI_API_KEY=sk-1\nWEBHOOK_SECRET='new secret'\n",
+ * );
+ * ```
+ */
+export function setDotenvValues(file: string, values: Readonly<Record<string, string>>): void {
+  const original = readTextIfExists(file) ?? "";
+  const lines = original === "" ? [] : original.replace(/\r?\n$/, "").split(/\r?\n/);
+  const pending = new Map(Object.entries(values).map(([name, value]) => [name, value]));
+  const seen = new Set<string>();
+  const kept: string[] = [];
+  for (const line of lines) {
+    const name = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line)?.[1];
+    if (name === undefined || !pending.has(name)) {
+      kept.push(line);
+      continue;
+    }
+    if (seen.has(name)) continue; // a later duplicate would win over the new value
+    seen.add(name);
+    kept.push(dotenvLine(name, pending.get(name)!));
+  }
+  for (const [name, value] of pending) {
+    if (!seen.has(name)) kept.push(dotenvLine(name, value));
+  }
+  const text = kept.length === 0 ? "" : `${kept.join("\n")}\n`;
+  const parsed = parse(text);
+  const before = parse(original);
+  for (const [name, value] of pending) {
+    if (parsed[name] !== value) {
+      throw new RangeError(`the value of ${name} would not read back the same from ${file}`);
+    }
+  }
+  for (const [name, value] of Object.entries(before)) {
+    if (!pending.has(name) && parsed[name] !== value) {
+      // e.g. a multi-line quoted value holding a line that looks like an assignment
+      throw new RangeError(`${file} has a layout this edit cannot keep (${name}); edit it by hand`);
+    }
+  }
+  writeFileAtomic(file, text, { mode: 0o600 });
+}

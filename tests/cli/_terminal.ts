@@ -1,0 +1,89 @@
+/**
+ * A real pseudo-terminal for CLI tests (util-linux `script`): stdin is a TTY, so prompts are
+ * asked, and Ctrl-C is the terminal's interrupt key.
+ *
+ * @module
+ */
+import { childEnv, MAIN, REPO } from "./_helpers.ts";
+
+/** A terminal session: what the screen showed so far, and keystrokes. */
+export class Terminal {
+  readonly #process: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #screen = "";
+  #waiters: Array<() => void> = [];
+  readonly #done: Promise<void>;
+
+  /** Runs `agent <args>` with `<home>` in a new pseudo-terminal. */
+  constructor(home: string, args: string[]) {
+    // `script` runs the command through sh; `exec` makes the agent the terminal's process
+    // (a waiting sh would die of the Ctrl-C itself).
+    const command = `exec ${
+      [Deno.execPath(), "run", "-A", MAIN, ...args].map(shellQuote).join(" ")
+    }`;
+    const child = new Deno.Command("script", {
+      args: ["-qfec", command, "/dev/null"],
+      cwd: REPO,
+      clearEnv: true,
+      env: { ...childEnv(home), TERM: "dumb" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#process = child;
+    this.#writer = child.stdin.getWriter();
+    this.#done = (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of child.stdout) {
+        this.#screen += decoder.decode(chunk, { stream: true });
+        for (const wake of this.#waiters.splice(0)) wake();
+      }
+    })();
+  }
+
+  get screen(): string {
+    return this.#screen;
+  }
+
+  async type(text: string): Promise<void> {
+    await this.#writer.write(new TextEncoder().encode(text));
+  }
+
+  /** Waits until the screen, after `from`, matches `pattern`; returns the index after the match. */
+  async waitFor(pattern: RegExp, from = 0, timeoutMs = 30_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (true) {
+      const match = pattern.exec(this.#screen.slice(from));
+      if (match) return from + match.index + match[0].length;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(`timed out waiting for ${pattern}; screen:\n${this.#screen}`);
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#waiters.push(resolve)),
+        new Promise<void>((resolve) => timer = setTimeout(resolve, left)),
+      ]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits for the session to end (keep stdin open: `script` reports an early EOF as 130). */
+  async exit(): Promise<Deno.CommandStatus> {
+    const status = await this.#process.status;
+    await this.#writer.close().catch(() => {});
+    await this.#done;
+    await this.#process.stderr.cancel();
+    return status;
+  }
+
+  kill(): void {
+    try {
+      this.#process.kill("SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}

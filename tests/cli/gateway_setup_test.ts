@@ -1,0 +1,317 @@
+/**
+ * `agent gateway setup`: from flags, without a terminal, and as a wizard (scripted questions
+ * in-process, and the real prompts in a pseudo-terminal). What it writes to config.yaml and .env,
+ * and every bad flag or answer.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse } from "dotenv";
+import { loadConfig } from "../../src/home/config.ts";
+import { readWebhookSettings } from "../../src/webhook/settings.ts";
+import { cli, CTRL_C, parseOneJson, scriptedPrompter, tempHome } from "./_helpers.ts";
+import { Terminal } from "./_terminal.ts";
+
+const COMMENTED = `# my agent
+platforms:
+  webhook:
+    enabled: false # turned off for now
+    extra:
+      port: 8700
+      rate_limit: 100 # per minute
+model:
+  default: gpt-4.1-mini
+`;
+
+/** The webhook settings as the gateway would read them from `home` (no process env). */
+function settingsOf(home: string, env: Record<string, string> = {}) {
+  return readWebhookSettings(loadConfig({ env: (name) => ({ AGENT_HOME: home, ...env })[name] }));
+}
+
+function dotenvOf(home: string): Record<string, string> {
+  return parse(Deno.readTextFileSync(join(home, ".env")));
+}
+
+function mode(path: string): number {
+  return Deno.statSync(path).mode! & 0o777;
+}
+
+Deno.test("setup without a terminal or flags: enables on 8644, generates a secret (0600), says what is next", async () => {
+  await using h = await tempHome();
+  const run = await cli(h.home, ["gateway", "setup"]);
+  assert.equal(run.code, 0, run.stderr);
+  const settings = settingsOf(h.home);
+  assert.equal(settings.enabled, true);
+  assert.equal(settings.port, 8644);
+  assert.equal(settings.host, undefined);
+  const secret = dotenvOf(h.home).WEBHOOK_SECRET;
+  assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(settings.secret, secret);
+  assert.equal(mode(join(h.home, ".env")), 0o600);
+  assert.equal(mode(h.config), 0o600);
+  assert.match(run.stdout, /webhooks: enabled/);
+  assert.match(run.stdout, /every interface, IPv4 and IPv6, port 8644/);
+  assert.match(run.stdout, /secret: +generated: WEBHOOK_SECRET in .*\.env/);
+  assert.match(run.stdout, /agent gateway run/);
+  assert.ok(!run.stdout.includes(secret), "the secret is not printed");
+  assert.equal(run.stderr, "");
+});
+
+Deno.test("setup --json from flags keeps the file's comments and other keys", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, COMMENTED);
+  const run = await cli(h.home, [
+    "gateway",
+    "setup",
+    "--enable",
+    "--port",
+    "9001",
+    "--host",
+    "127.0.0.1",
+    "--secret",
+    "correct horse battery".replaceAll(" ", "-"),
+    "--json",
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(parseOneJson(run.stdout), {
+    config: h.config,
+    dotenv: join(h.home, ".env"),
+    enabled: true,
+    port: 9001,
+    host: "127.0.0.1",
+    base_url: "http://127.0.0.1:9001",
+    secret: "set",
+    warnings: [],
+  });
+  const text = Deno.readTextFileSync(h.config);
+  for (const kept of ["# my agent", "# per minute", "rate_limit: 100", "default: gpt-4.1-mini"]) {
+    assert.ok(text.includes(kept), `${kept} kept:\n${text}`);
+  }
+  const settings = settingsOf(h.home);
+  assert.equal(settings.rateLimit.requests, 100);
+  assert.equal(settings.secret, "correct-horse-battery");
+});
+
+Deno.test("setup keeps the current port, host and secret unless told; --generate-secret replaces it", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, COMMENTED);
+  Deno.writeTextFileSync(
+    join(h.home, ".env"),
+    "# keys\nOPENAI_API_KEY=sk-test\nWEBHOOK_SECRET=old-secret-0123456789\n",
+  );
+  const keep = await cli(h.home, ["gateway", "setup", "--enable", "--json"]);
+  assert.equal(keep.code, 0, keep.stderr);
+  assert.equal(parseOneJson(keep.stdout).secret, "kept");
+  assert.equal(settingsOf(h.home).port, 8700);
+  assert.equal(dotenvOf(h.home).WEBHOOK_SECRET, "old-secret-0123456789");
+
+  const renew = await cli(h.home, ["gateway", "setup", "--generate-secret", "--all-interfaces"]);
+  assert.equal(renew.code, 0, renew.stderr);
+  const env = Deno.readTextFileSync(join(h.home, ".env"));
+  assert.match(env, /^# keys\nOPENAI_API_KEY=sk-test\nWEBHOOK_SECRET=[A-Za-z0-9_-]{43}\n$/);
+  assert.equal(settingsOf(h.home).host, undefined);
+});
+
+Deno.test("setup --disable turns the listener off; the gateway then refuses to start", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: true\n");
+  const run = await cli(h.home, ["gateway", "setup", "--disable"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(settingsOf(h.home).enabled, false);
+  assert.match(run.stdout, /webhooks: disabled/);
+  assert.doesNotMatch(run.stdout, /Next:/);
+  const start = await cli(h.home, ["gateway", "run"]);
+  assert.equal(start.code, 1);
+  assert.match(start.stderr, /not enabled \(platforms\.webhook\.enabled in .*config\.yaml\)/);
+});
+
+Deno.test("setup refuses contradicting flags and bad values with exit 2, and writes nothing", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, COMMENTED);
+  const cases: [string[], RegExp][] = [
+    [["--enable", "--disable"], /--enable and --disable contradict/],
+    [["--host", "::1", "--all-interfaces"], /--host and --all-interfaces contradict/],
+    [["--secret", "a-long-enough-secret", "--generate-secret"], /--secret and --generate-secret/],
+    [["--port", "0"], /--port: '0' is not a port: use a whole number from 1 to 65535/],
+    [["--port", "65536"], /--port: '65536' is not a port/],
+    [["--port", "80a"], /--port: '80a' is not a port/],
+    [["--port", "-1"], /--port: '-1' is not a port/],
+    [["--host", "bad host!"], /--host: 'bad host!' is not an IP address or host name/],
+    [["--host", "-leading.example"], /is not an IP address or host name/],
+    [["--secret", "short"], /--secret: use at least 16 characters/],
+    [["--secret", "has a space in it ok"], /visible ASCII characters only/],
+    [["--secret", "it's-sixteen-chars"], /no spaces, line breaks or single quotes/],
+    [["--secret", "x".repeat(513)], /at most 512 characters/],
+  ];
+  for (const [flags, message] of cases) {
+    const run = await cli(h.home, ["gateway", "setup", ...flags]);
+    assert.equal(run.code, 2, `${flags.join(" ")}: ${run.stderr}`);
+    assert.match(run.stderr, message, flags.join(" "));
+  }
+  assert.equal(Deno.readTextFileSync(h.config), COMMENTED);
+  assert.throws(() => Deno.statSync(join(h.home, ".env")), Deno.errors.NotFound);
+});
+
+Deno.test("setup on a broken config.yaml names the file and line and leaves it alone", async () => {
+  await using h = await tempHome();
+  const broken = "platforms:\n  webhook:\n    enabled: true\n   port: [\n";
+  Deno.writeTextFileSync(h.config, broken);
+  const run = await cli(h.home, ["gateway", "setup", "--port", "9000"]);
+  assert.equal(run.code, 2);
+  assert.match(run.stderr, /config\.yaml:\d+/);
+  assert.equal(Deno.readTextFileSync(h.config), broken);
+});
+
+Deno.test("setup moves a secret out of config.yaml into .env", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: from-config-0123456789\n",
+  );
+  const run = await cli(h.home, ["gateway", "setup", "--json"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(parseOneJson(run.stdout).secret, "moved to .env");
+  assert.doesNotMatch(Deno.readTextFileSync(h.config), /secret/);
+  assert.equal(dotenvOf(h.home).WEBHOOK_SECRET, "from-config-0123456789");
+  assert.equal(settingsOf(h.home).secret, "from-config-0123456789");
+});
+
+Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in the environment", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_PORT=7000\nWEBHOOK_ENABLED=false\n");
+  const fromDotenv = await cli(h.home, ["gateway", "setup", "--port", "7100", "--json"]);
+  assert.equal(fromDotenv.code, 0, fromDotenv.stderr);
+  assert.deepEqual(parseOneJson(fromDotenv.stdout).warnings, []);
+  const env = dotenvOf(h.home);
+  assert.equal(env.WEBHOOK_PORT, "7100");
+  assert.equal(env.WEBHOOK_ENABLED, "true");
+  assert.equal(settingsOf(h.home).port, 7100);
+
+  const shadowed = await cli(h.home, ["gateway", "setup", "--port", "7200"], {
+    env: { WEBHOOK_ENABLED: "false" },
+  });
+  assert.equal(shadowed.code, 0, shadowed.stderr);
+  // .env (WEBHOOK_ENABLED=true, kept in step) wins over the environment: nothing is shadowed.
+  assert.equal(shadowed.stderr, "");
+  assert.equal(settingsOf(h.home, { WEBHOOK_ENABLED: "false" }).enabled, true);
+
+  Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_SECRET=0123456789abcdef\n");
+  const overridden = await cli(h.home, ["gateway", "setup", "--port", "7300", "--json"], {
+    env: { WEBHOOK_PORT: "7400", WEBHOOK_ENABLED: "no" },
+  });
+  assert.equal(overridden.code, 0, overridden.stderr);
+  const report = parseOneJson(overridden.stdout);
+  assert.equal(report.port, 7400);
+  assert.equal(report.enabled, false);
+  assert.deepEqual(report.warnings, [
+    "WEBHOOK_ENABLED=no in the environment overrides platforms.webhook.enabled; unset it for this to apply",
+    "WEBHOOK_PORT=7400 in the environment overrides platforms.webhook.extra.port; unset it for this to apply",
+  ]);
+  assert.equal(settingsOf(h.home).port, 7300, "config.yaml has the chosen port");
+});
+
+Deno.test("setup warns that a port below 1024 needs privileges", async () => {
+  await using h = await tempHome();
+  const run = await cli(h.home, ["gateway", "setup", "--port", "443", "--json"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(parseOneJson(run.stdout).warnings, [
+    "port 443 is below 1024: most systems let only root listen on it",
+  ]);
+});
+
+Deno.test("wizard: explains exposure, re-asks bad answers, writes the choices", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, COMMENTED);
+  const script = scriptedPrompter([
+    true, // enable
+    "99999", // bad port
+    "", // default: the current 8700
+    "address",
+    "not a host!",
+    "[::1]",
+    "enter",
+    "too-short",
+    "wizard-secret-0123456789",
+  ]);
+  const run = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: script.prompter,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(script.left(), 0);
+  assert.match(run.stdout, /accepts HTTP POSTs from anyone who can reach its port/);
+  assert.match(run.stdout, /reverse proxy or tunnel/);
+  assert.deepEqual(script.rejected, [
+    "'99999' is not a port: use a whole number from 1 to 65535",
+    "'not a host!' is not an IP address or host name (e.g. 127.0.0.1, ::1, 192.168.1.20)",
+    "use at least 16 characters (or let setup generate one with --generate-secret)",
+  ]);
+  const settings = settingsOf(h.home);
+  assert.deepEqual([settings.enabled, settings.port, settings.host], [true, 8700, "::1"]);
+  assert.equal(settings.secret, "wizard-secret-0123456789");
+  assert.ok(Deno.readTextFileSync(h.config).includes("# turned off for now"));
+});
+
+Deno.test("wizard: 'this machine only' binds 127.0.0.1; an existing secret is offered to keep", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_SECRET=existing-0123456789\n");
+  const script = scriptedPrompter([true, "8650", "local", "keep"]);
+  const run = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: script.prompter,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const settings = settingsOf(h.home);
+  assert.deepEqual([settings.port, settings.host, settings.secret], [
+    8650,
+    "127.0.0.1",
+    "existing-0123456789",
+  ]);
+  assert.match(run.stdout, /secret: +unchanged/);
+});
+
+Deno.test("wizard: declining disables without further questions; Ctrl-C changes nothing", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: true\n");
+  const decline = scriptedPrompter([false]);
+  const off = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: decline.prompter,
+  });
+  assert.equal(off.code, 0, off.stderr);
+  assert.deepEqual(decline.asked, ["Enable the webhook listener?"]);
+  assert.equal(settingsOf(h.home).enabled, false);
+
+  const before = Deno.readTextFileSync(h.config);
+  const cancel = scriptedPrompter([true, "9000", CTRL_C]);
+  const cancelled = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: cancel.prompter,
+  });
+  assert.equal(cancelled.code, 1);
+  assert.match(cancelled.stderr, /setup cancelled; nothing was changed/);
+  assert.equal(Deno.readTextFileSync(h.config), before);
+  assert.throws(() => Deno.statSync(join(h.home, ".env")), Deno.errors.NotFound);
+});
+
+Deno.test("wizard at a real terminal: the prompts take keys and Enter", async () => {
+  await using h = await tempHome();
+  const terminal = new Terminal(h.home, ["gateway", "setup"]);
+  try {
+    let at = await terminal.waitFor(/Enable the webhook listener\?/);
+    await terminal.type("\r");
+    at = await terminal.waitFor(/Port to listen on/, at);
+    await terminal.type("9123\r");
+    at = await terminal.waitFor(/Who may connect\?/, at);
+    await terminal.type("\x1b[A\r"); // up from "Every interface" to "This machine only"
+    at = await terminal.waitFor(/Global webhook secret/, at);
+    await terminal.type("\r"); // generate
+    await terminal.waitFor(/Next: start it/, at);
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+  }
+  const settings = settingsOf(h.home);
+  assert.deepEqual([settings.enabled, settings.port, settings.host], [true, 9123, "127.0.0.1"]);
+  assert.match(settings.secret ?? "", /^[A-Za-z0-9_-]{43}$/);
+});
