@@ -20,7 +20,15 @@ export function dotenvLine(name: string, value: string): string {
   if (/['\r\n]/.test(value)) {
     throw new RangeError(`the value of ${name} cannot hold a single quote or a line break`);
   }
-  return `${name}='${value}'`;
+  if (!value.endsWith("\\")) return `${name}='${value}'`;
+  // dotenv reads `\'` as an escaped quote, so a trailing backslash cannot close a quoted value;
+  // unquoted is exact when nothing in it starts a comment or gets trimmed.
+  if (!value.includes("#") && value.trim() === value && !/^["'`]/.test(value)) {
+    return `${name}=${value}`;
+  }
+  throw new RangeError(
+    `the value of ${name} cannot end with a backslash and also hold '#' or surrounding spaces`,
+  );
 }
 
 /**

@@ -77,7 +77,7 @@ export function readWebhookSettings(
   const { source, secrets } = config;
   const envEnabled = secrets.get("WEBHOOK_ENABLED")?.trim();
   let enabled = source.boolean(`${BASE}.enabled`) ?? false;
-  let enabledBy = source.get(`${BASE}.enabled`) === undefined
+  let enabledBy = source.boolean(`${BASE}.enabled`) === undefined
     ? "default (off)"
     : `${BASE}.enabled in ${source.file}`;
   if (envEnabled) {
@@ -201,7 +201,7 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
 
 function portFrom(text: string, error: () => ConfigError): number {
   const port = Number(text);
-  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw error();
+  if (!/^\d+$/.test(text) || port < 1 || port > 65_535) throw error();
   return port;
 }
 
@@ -209,7 +209,7 @@ function portAt(source: ConfigSource, key: string): number | undefined {
   const value = source.get(key);
   if (value === undefined || value === null) return undefined;
   return portFrom(
-    String(value),
+    typeof value === "number" || typeof value === "string" ? String(value).trim() : "",
     () =>
       source.error(key, `expected a port number, got ${JSON.stringify(value)}`, "use 1 to 65535"),
   );

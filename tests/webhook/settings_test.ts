@@ -1,0 +1,830 @@
+import assert from "node:assert/strict";
+import { ConfigSource } from "../../src/home/config.ts";
+import { ConfigError } from "../../src/home/errors.ts";
+import { SecretScope } from "../../src/home/secrets.ts";
+import type { Route } from "../../src/webhook/routes.ts";
+import {
+  readWebhookSettings,
+  routeUrl,
+  WEBHOOK_DEFAULTS,
+  webhookBaseUrl,
+  type WebhookSettings,
+} from "../../src/webhook/settings.ts";
+
+const FILE = "/h/config.yaml";
+const ENABLED = "platforms.webhook.enabled";
+const EXTRA = "platforms.webhook.extra";
+
+/** Reads the settings of `yaml` with `.env` values `dotenv` over the process env `env`. */
+function settingsOf(
+  yaml: string,
+  dotenv: Record<string, string> = {},
+  env: Record<string, string> = {},
+): WebhookSettings {
+  const source = ConfigSource.parse(FILE, yaml);
+  const secrets = new SecretScope(
+    { ...dotenv },
+    (name) => Object.hasOwn(env, name) ? env[name] : undefined,
+  );
+  return readWebhookSettings({ source, secrets });
+}
+
+/**
+ * `platforms.webhook.extra` holding `lines` (each indented under `extra:`); the first of them is
+ * on line 4.
+ */
+function extraYaml(...lines: string[]): string {
+  return `platforms:\n  webhook:\n    extra:\n${lines.map((line) => `      ${line}\n`).join("")}`;
+}
+
+/** `platforms.webhook.enabled: <value>`, on line 3. */
+function enabledYaml(value: string): string {
+  return `platforms:\n  webhook:\n    enabled: ${value}\n`;
+}
+
+/** Runs `body`, asserts it throws a ConfigError and returns it. */
+function configError(body: () => unknown): ConfigError {
+  try {
+    body();
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${error}`);
+    return error;
+  }
+  assert.fail("expected a ConfigError, nothing was thrown");
+}
+
+/**
+ * Asserts that `error` is located at `key` (and `line`) of FILE, says `problem` and gives a fix,
+ * and that its message carries all of them.
+ */
+function assertConfigError(
+  error: ConfigError,
+  expected: {
+    key: string;
+    line: number | undefined;
+    problem: string | RegExp;
+    fix: string | RegExp;
+  },
+): void {
+  assert.equal(error.name, "ConfigError");
+  assert.deepEqual(error.location, { file: FILE, key: expected.key, line: expected.line });
+  if (typeof expected.problem === "string") assert.equal(error.problem, expected.problem);
+  else assert.match(error.problem, expected.problem);
+  assert.ok(error.fix, "a fix is given");
+  if (typeof expected.fix === "string") assert.equal(error.fix, expected.fix);
+  else assert.match(error.fix, expected.fix);
+  const where = expected.line === undefined ? FILE : `${FILE}:${expected.line}`;
+  assert.ok(
+    error.message.startsWith(`${where} (key ${expected.key}): ${error.problem}. Fix: `),
+    error.message,
+  );
+  assert.ok(error.message.endsWith(error.fix), error.message);
+}
+
+/** The settings every field of which is a default. */
+const DEFAULT_SETTINGS: WebhookSettings = {
+  enabled: false,
+  enabledBy: "default (off)",
+  port: 8644,
+  host: undefined,
+  secret: undefined,
+  rateLimit: { requests: 30, windowSeconds: 60 },
+  maxBodyBytes: 1_048_576,
+  scriptTimeoutSeconds: 30,
+  idempotencyTtlSeconds: 86_400,
+  deliveryAttempts: 5,
+  deliveryRetrySeconds: 5,
+  scriptSandbox: "auto",
+  insecureNoAuth: false,
+  routes: [],
+  routeProblems: [],
+};
+
+// --- defaults ------------------------------------------------------------------------------
+
+Deno.test("WEBHOOK_DEFAULTS: the values of decisions.md §6", () => {
+  assert.deepEqual(WEBHOOK_DEFAULTS, {
+    port: 8644,
+    rateLimit: { requests: 30, windowSeconds: 60 },
+    maxBodyBytes: 1024 * 1024,
+    scriptTimeoutSeconds: 30,
+    idempotencyTtlSeconds: 86_400,
+    deliveryAttempts: 5,
+    deliveryRetrySeconds: 5,
+  });
+});
+
+Deno.test("readWebhookSettings: every default when the section is absent, empty or null", () => {
+  for (
+    const yaml of [
+      "",
+      "# nothing here\n",
+      "model:\n  default: gpt-4o\n",
+      "platforms:\n",
+      "platforms:\n  telegram:\n    enabled: true\n",
+      "platforms:\n  webhook:\n",
+      "platforms:\n  webhook: {}\n",
+      "platforms:\n  webhook:\n    extra:\n",
+      "platforms:\n  webhook:\n    extra: {}\n",
+      extraYaml(
+        "port:",
+        "host:",
+        "secret:",
+        "rate_limit:",
+        "max_body_bytes: ~",
+        "script_timeout_seconds: null",
+        "idempotency_ttl_seconds:",
+        "delivery_attempts:",
+        "delivery_retry_seconds:",
+        "script_sandbox:",
+        "routes:",
+      ),
+    ]
+  ) {
+    assert.deepEqual(settingsOf(yaml), DEFAULT_SETTINGS, JSON.stringify(yaml));
+  }
+});
+
+Deno.test("readWebhookSettings: the defaults are copies (changing one result leaves the next alone)", () => {
+  const first = settingsOf("");
+  first.rateLimit.requests = 1;
+  first.routes.push({} as Route);
+  assert.deepEqual(settingsOf(""), DEFAULT_SETTINGS);
+  assert.deepEqual(WEBHOOK_DEFAULTS.rateLimit, { requests: 30, windowSeconds: 60 });
+});
+
+Deno.test("readWebhookSettings: only the four webhook variables are read from the scope", () => {
+  const asked: string[] = [];
+  const source = ConfigSource.parse(FILE, extraYaml("port: 9000", "secret: s"));
+  readWebhookSettings({
+    source,
+    secrets: new SecretScope({}, (name) => {
+      asked.push(name);
+      return undefined;
+    }),
+  });
+  assert.deepEqual(
+    [...new Set(asked)].sort(),
+    ["INSECURE_NO_AUTH", "WEBHOOK_ENABLED", "WEBHOOK_PORT", "WEBHOOK_SECRET"],
+  );
+});
+
+// --- config.yaml ---------------------------------------------------------------------------
+
+Deno.test("readWebhookSettings: every key read from config.yaml", () => {
+  const yaml = [
+    "platforms:",
+    "  webhook:",
+    "    enabled: true",
+    "    extra:",
+    "      port: 9001",
+    '      host: " 127.0.0.1 "',
+    '      secret: " s3cret "',
+    "      rate_limit: 10",
+    "      max_body_bytes: 2048",
+    "      script_timeout_seconds: 7",
+    "      idempotency_ttl_seconds: 3600",
+    "      delivery_attempts: 2",
+    "      delivery_retry_seconds: 0.25",
+    "      script_sandbox: off",
+    "",
+  ].join("\n");
+  assert.deepEqual(settingsOf(yaml), {
+    enabled: true,
+    enabledBy: `${ENABLED} in ${FILE}`,
+    port: 9001,
+    host: "127.0.0.1",
+    secret: "s3cret",
+    rateLimit: { requests: 10, windowSeconds: 60 },
+    maxBodyBytes: 2048,
+    scriptTimeoutSeconds: 7,
+    idempotencyTtlSeconds: 3600,
+    deliveryAttempts: 2,
+    deliveryRetrySeconds: 0.25,
+    scriptSandbox: "off",
+    insecureNoAuth: false,
+    routes: [],
+    routeProblems: [],
+  });
+});
+
+Deno.test("readWebhookSettings: platforms.webhook.enabled forms; enabledBy names key and file", () => {
+  const cases: [string, boolean][] = [
+    ["true", true],
+    ["yes", true],
+    ["On", true],
+    ["1", true],
+    ['"true"', true],
+    ["false", false],
+    ["no", false],
+    ["OFF", false],
+    ["0", false],
+  ];
+  for (const [value, expected] of cases) {
+    const settings = settingsOf(enabledYaml(value));
+    assert.equal(settings.enabled, expected, value);
+    assert.equal(settings.enabledBy, "platforms.webhook.enabled in /h/config.yaml", value);
+  }
+});
+
+Deno.test("readWebhookSettings: a blank platforms.webhook.enabled is the default, and says so", () => {
+  // The key is there but holds nothing: `false` comes from the default, not from the file.
+  for (const value of ["", "~", "null"]) {
+    const settings = settingsOf(enabledYaml(value));
+    assert.equal(settings.enabled, false, JSON.stringify(value));
+    assert.equal(settings.enabledBy, "default (off)", JSON.stringify(value));
+  }
+});
+
+Deno.test("readWebhookSettings: each extra key on its own, others stay at their defaults", () => {
+  const cases: [string, Partial<WebhookSettings>][] = [
+    ["port: 1", { port: 1 }],
+    ["port: 65535", { port: 65_535 }],
+    ['port: "9100"', { port: 9100 }],
+    ["host: 0.0.0.0", { host: "0.0.0.0" }],
+    ['host: "::"', { host: "::" }],
+    ['host: "   "', {}],
+    ["secret: abc", { secret: "abc" }],
+    ['secret: "  "', {}],
+    ["rate_limit: 1", { rateLimit: { requests: 1, windowSeconds: 60 } }],
+    ["rate_limit: {requests: 100, window_seconds: 10}", {
+      rateLimit: { requests: 100, windowSeconds: 10 },
+    }],
+    ["rate_limit: {requests: 5}", { rateLimit: { requests: 5, windowSeconds: 60 } }],
+    ["rate_limit: {window_seconds: 1}", { rateLimit: { requests: 30, windowSeconds: 1 } }],
+    ["rate_limit: {}", {}],
+    ["max_body_bytes: 1", { maxBodyBytes: 1 }],
+    ['max_body_bytes: "4096"', { maxBodyBytes: 4096 }],
+    ["script_timeout_seconds: 120", { scriptTimeoutSeconds: 120 }],
+    ["idempotency_ttl_seconds: 60", { idempotencyTtlSeconds: 60 }],
+    ["delivery_attempts: 1", { deliveryAttempts: 1 }],
+    ["delivery_retry_seconds: 0.25", { deliveryRetrySeconds: 0.25 }],
+    ["delivery_retry_seconds: 30", { deliveryRetrySeconds: 30 }],
+    ['delivery_retry_seconds: "0.5"', { deliveryRetrySeconds: 0.5 }],
+    ["script_sandbox: auto", { scriptSandbox: "auto" }],
+    ["script_sandbox: bwrap", { scriptSandbox: "bwrap" }],
+    ['script_sandbox: " BWRAP "', { scriptSandbox: "bwrap" }],
+    ["script_sandbox: Off", { scriptSandbox: "off" }],
+  ];
+  for (const [line, changed] of cases) {
+    assert.deepEqual(settingsOf(extraYaml(line)), { ...DEFAULT_SETTINGS, ...changed }, line);
+  }
+});
+
+Deno.test("readWebhookSettings: rate_limit in block form", () => {
+  const settings = settingsOf(extraYaml("rate_limit:", "  requests: 7", "  window_seconds: 3600"));
+  assert.deepEqual(settings.rateLimit, { requests: 7, windowSeconds: 3600 });
+});
+
+// --- environment ---------------------------------------------------------------------------
+
+Deno.test("readWebhookSettings: WEBHOOK_ENABLED forms override config.yaml", () => {
+  const cases: [string, boolean][] = [
+    ["true", true],
+    ["TRUE", true],
+    ["1", true],
+    ["yes", true],
+    [" Yes ", true],
+    ["on", true],
+    ["false", false],
+    ["False", false],
+    ["0", false],
+    ["no", false],
+    ["NO", false],
+    ["off", false],
+  ];
+  for (const [value, expected] of cases) {
+    for (const configured of ["", enabledYaml(String(!expected))]) {
+      const settings = settingsOf(configured, {}, { WEBHOOK_ENABLED: value });
+      assert.equal(settings.enabled, expected, `${value} over ${JSON.stringify(configured)}`);
+      assert.equal(settings.enabledBy, "WEBHOOK_ENABLED", value);
+    }
+    const fromDotenv = settingsOf("", { WEBHOOK_ENABLED: value });
+    assert.equal(fromDotenv.enabled, expected, `.env ${value}`);
+    assert.equal(fromDotenv.enabledBy, "WEBHOOK_ENABLED");
+  }
+});
+
+Deno.test("readWebhookSettings: WEBHOOK_PORT overrides extra.port", () => {
+  assert.equal(settingsOf("", {}, { WEBHOOK_PORT: "9000" }).port, 9000);
+  assert.equal(settingsOf(extraYaml("port: 9001"), {}, { WEBHOOK_PORT: "9002" }).port, 9002);
+  assert.equal(settingsOf(extraYaml("port: 9001"), { WEBHOOK_PORT: " 1 " }).port, 1);
+  assert.equal(settingsOf("", { WEBHOOK_PORT: "65535" }).port, 65_535);
+});
+
+Deno.test("readWebhookSettings: WEBHOOK_SECRET wins over extra.secret", () => {
+  assert.equal(settingsOf("", {}, { WEBHOOK_SECRET: "from-env" }).secret, "from-env");
+  assert.equal(
+    settingsOf(extraYaml("secret: from-config"), {}, { WEBHOOK_SECRET: "from-env" }).secret,
+    "from-env",
+  );
+  assert.equal(
+    settingsOf(extraYaml("secret: from-config"), { WEBHOOK_SECRET: " from-dotenv " }).secret,
+    "from-dotenv",
+  );
+  assert.equal(settingsOf(extraYaml("secret: from-config")).secret, "from-config");
+});
+
+Deno.test("readWebhookSettings: each variable applies on its own", () => {
+  const yaml = [
+    "platforms:",
+    "  webhook:",
+    "    enabled: true",
+    "    extra:",
+    "      port: 9001",
+    "      secret: from-config",
+    "",
+  ].join("\n");
+  const configured = { enabled: true, port: 9001, secret: "from-config" };
+  const cases: [Record<string, string>, Partial<WebhookSettings>][] = [
+    [{}, {}],
+    [{ WEBHOOK_ENABLED: "false" }, { enabled: false, enabledBy: "WEBHOOK_ENABLED" }],
+    [{ WEBHOOK_PORT: "9100" }, { port: 9100 }],
+    [{ WEBHOOK_SECRET: "from-env" }, { secret: "from-env" }],
+    [{ INSECURE_NO_AUTH: "true" }, { insecureNoAuth: true }],
+  ];
+  for (const [env, changed] of cases) {
+    const settings = settingsOf(yaml, {}, env);
+    assert.deepEqual(
+      settings,
+      {
+        ...DEFAULT_SETTINGS,
+        ...configured,
+        enabledBy: `${ENABLED} in ${FILE}`,
+        ...changed,
+      },
+      JSON.stringify(env),
+    );
+  }
+});
+
+Deno.test("readWebhookSettings: .env wins over the process environment", () => {
+  const settings = settingsOf(
+    "",
+    { WEBHOOK_ENABLED: "yes", WEBHOOK_PORT: "9000", WEBHOOK_SECRET: "dot", INSECURE_NO_AUTH: "1" },
+    { WEBHOOK_ENABLED: "no", WEBHOOK_PORT: "9999", WEBHOOK_SECRET: "env", INSECURE_NO_AUTH: "0" },
+  );
+  assert.equal(settings.enabled, true);
+  assert.equal(settings.port, 9000);
+  assert.equal(settings.secret, "dot");
+  assert.equal(settings.insecureNoAuth, true);
+  // A variable missing from .env still comes from the process environment.
+  assert.equal(settingsOf("", { WEBHOOK_SECRET: "dot" }, { WEBHOOK_PORT: "9999" }).port, 9999);
+});
+
+/** Every webhook variable set to `value`. */
+function allOf(value: string): Record<string, string> {
+  return {
+    WEBHOOK_ENABLED: value,
+    WEBHOOK_PORT: value,
+    WEBHOOK_SECRET: value,
+    INSECURE_NO_AUTH: value,
+  };
+}
+
+Deno.test("readWebhookSettings: empty or whitespace-only variables are ignored", () => {
+  const yaml = [
+    "platforms:",
+    "  webhook:",
+    "    enabled: true",
+    "    extra:",
+    "      port: 9001",
+    "      secret: from-config",
+    "",
+  ].join("\n");
+  for (const blank of ["", " ", "\t \n"]) {
+    for (const [dotenv, env] of [[{}, allOf(blank)], [allOf(blank), {}]]) {
+      const settings = settingsOf(yaml, dotenv, env);
+      assert.equal(settings.enabled, true, JSON.stringify(blank));
+      assert.equal(settings.enabledBy, `${ENABLED} in ${FILE}`);
+      assert.equal(settings.port, 9001);
+      assert.equal(settings.secret, "from-config");
+      assert.equal(settings.insecureNoAuth, false);
+    }
+    assert.equal(settingsOf("", {}, allOf(blank)).secret, undefined);
+    assert.equal(settingsOf("", {}, allOf(blank)).enabledBy, "default (off)");
+  }
+});
+
+Deno.test("readWebhookSettings: INSECURE_NO_AUTH is on only for a true-like value", () => {
+  for (const value of ["true", "1", "yes", "on", " TRUE "]) {
+    assert.equal(settingsOf("", {}, { INSECURE_NO_AUTH: value }).insecureNoAuth, true, value);
+    assert.equal(settingsOf("", { INSECURE_NO_AUTH: value }).insecureNoAuth, true, value);
+  }
+  for (const value of ["false", "0", "no", "off", "", "maybe", "2"]) {
+    assert.equal(settingsOf("", {}, { INSECURE_NO_AUTH: value }).insecureNoAuth, false, value);
+  }
+  assert.equal(settingsOf("").insecureNoAuth, false);
+});
+
+// --- malformed values ----------------------------------------------------------------------
+
+Deno.test("readWebhookSettings: WEBHOOK_ENABLED=maybe names the key, the variable and the fix", () => {
+  const error = configError(() =>
+    settingsOf(enabledYaml("true"), {}, { WEBHOOK_ENABLED: "maybe" })
+  );
+  assertConfigError(error, {
+    key: ENABLED,
+    line: 3,
+    problem: "WEBHOOK_ENABLED=maybe is not true or false",
+    fix: "set WEBHOOK_ENABLED to true or false (in .env or the environment)",
+  });
+  assert.equal(
+    error.message,
+    "/h/config.yaml:3 (key platforms.webhook.enabled): WEBHOOK_ENABLED=maybe is not true or false. " +
+      "Fix: set WEBHOOK_ENABLED to true or false (in .env or the environment)",
+  );
+  // Without the key in config.yaml there is no line to point at.
+  const fromDotenv = configError(() => settingsOf("", { WEBHOOK_ENABLED: " maybe " }));
+  assertConfigError(fromDotenv, {
+    key: ENABLED,
+    line: undefined,
+    problem: "WEBHOOK_ENABLED=maybe is not true or false",
+    fix: /WEBHOOK_ENABLED/,
+  });
+});
+
+Deno.test("readWebhookSettings: a malformed platforms.webhook.enabled is a ConfigError", () => {
+  for (const value of ["maybe", "2", "[true]"]) {
+    assertConfigError(configError(() => settingsOf(enabledYaml(value))), {
+      key: ENABLED,
+      line: 3,
+      problem: /^expected true or false, got /,
+      fix: "set it to true or false",
+    });
+  }
+});
+
+Deno.test("readWebhookSettings: a malformed WEBHOOK_PORT names extra.port and the range", () => {
+  for (const value of ["0", "70000", "65536", "abc", "-1", "80.5", "80 80"]) {
+    for (const yaml of ["", extraYaml("port: 9001")]) {
+      const error = configError(() => settingsOf(yaml, {}, { WEBHOOK_PORT: value }));
+      assertConfigError(error, {
+        key: `${EXTRA}.port`,
+        line: yaml === "" ? undefined : 4,
+        problem: `WEBHOOK_PORT=${value} is not a port`,
+        fix: "use 1 to 65535",
+      });
+    }
+  }
+});
+
+Deno.test("readWebhookSettings: a malformed extra.port names the key, line and range", () => {
+  const cases: [string, string][] = [
+    ['"x"', '"x"'],
+    ["0", "0"],
+    ["65536", "65536"],
+    ["1.5", "1.5"],
+    ["-80", "-80"],
+    ['""', '""'],
+    ["true", "true"],
+    ["{a: 1}", '{"a":1}'],
+    ["[80, 81]", "[80,81]"],
+  ];
+  for (const [value, shown] of cases) {
+    const error = configError(() => settingsOf(extraYaml(`port: ${value}`)));
+    assertConfigError(error, {
+      key: `${EXTRA}.port`,
+      line: 4,
+      problem: `expected a port number, got ${shown}`,
+      fix: "use 1 to 65535",
+    });
+  }
+});
+
+Deno.test("readWebhookSettings: a one-item list is not a port", () => {
+  // `port: [8000]` is a list; it must not be read as port 8000 (String([8000]) === "8000").
+  const error = configError(() => settingsOf(extraYaml("port: [8000]")));
+  assertConfigError(error, {
+    key: `${EXTRA}.port`,
+    line: 4,
+    problem: /^expected a port number, got /,
+    fix: "use 1 to 65535",
+  });
+});
+
+Deno.test("readWebhookSettings: a malformed extra.rate_limit names the key, line and fix", () => {
+  for (const value of ['"fast"', '"30"', "true", "[30]"]) {
+    assertConfigError(configError(() => settingsOf(extraYaml(`rate_limit: ${value}`))), {
+      key: `${EXTRA}.rate_limit`,
+      line: 4,
+      problem: "expected a number of requests per minute, or {requests, window_seconds}",
+      fix: "e.g. rate_limit: 30",
+    });
+  }
+  for (const [value, shown] of [["0", "0"], ["-5", "-5"], ["1.5", "1.5"]]) {
+    assertConfigError(configError(() => settingsOf(extraYaml(`rate_limit: ${value}`))), {
+      key: `${EXTRA}.rate_limit`,
+      line: 4,
+      problem: `expected a whole number ≥ 1, got ${shown}`,
+      fix: `fix ${EXTRA}.rate_limit`,
+    });
+  }
+});
+
+Deno.test("readWebhookSettings: malformed rate_limit.requests / window_seconds name their line", () => {
+  const cases: [string[], string, number, string][] = [
+    [["rate_limit:", "  requests: 0"], "requests", 5, "expected a whole number ≥ 1, got 0"],
+    [
+      ["rate_limit:", "  requests: 10", "  window_seconds: -1"],
+      "window_seconds",
+      6,
+      "expected a whole number ≥ 1, got -1",
+    ],
+    [["rate_limit:", "  requests: many"], "requests", 5, 'expected a whole number ≥ 1, got "many"'],
+    [
+      ["rate_limit:", "  window_seconds: 0.5"],
+      "window_seconds",
+      5,
+      "expected a whole number ≥ 1, got 0.5",
+    ],
+    [["rate_limit:", "  requests:"], "requests", 5, "a value is needed"],
+  ];
+  for (const [lines, field, line, problem] of cases) {
+    assertConfigError(configError(() => settingsOf(extraYaml(...lines))), {
+      key: `${EXTRA}.rate_limit.${field}`,
+      line,
+      problem,
+      fix: /./,
+    });
+  }
+  // The flow form points at the rate_limit line.
+  assertConfigError(configError(() => settingsOf(extraYaml("rate_limit: {requests: 0}"))), {
+    key: `${EXTRA}.rate_limit.requests`,
+    line: 4,
+    problem: "expected a whole number ≥ 1, got 0",
+    fix: `fix ${EXTRA}.rate_limit.requests`,
+  });
+  assertConfigError(configError(() => settingsOf(extraYaml("rate_limit: {window_seconds: -1}"))), {
+    key: `${EXTRA}.rate_limit.window_seconds`,
+    line: 4,
+    problem: "expected a whole number ≥ 1, got -1",
+    fix: `fix ${EXTRA}.rate_limit.window_seconds`,
+  });
+});
+
+Deno.test("readWebhookSettings: malformed whole-number keys name the key, line and fix", () => {
+  const keys = [
+    "max_body_bytes",
+    "script_timeout_seconds",
+    "idempotency_ttl_seconds",
+    "delivery_attempts",
+  ];
+  const values: [string, string][] = [
+    ["0", "0"],
+    ["-3", "-3"],
+    ["1.5", "1.5"],
+    ['"1MB"', '"1MB"'],
+    ['""', '""'],
+    ["true", "true"],
+    ["[1]", "[1]"],
+    ["{a: 1}", '{"a":1}'],
+  ];
+  for (const key of keys) {
+    for (const [value, shown] of values) {
+      const error = configError(() => settingsOf(extraYaml(`${key}: ${value}`)));
+      assertConfigError(error, {
+        key: `${EXTRA}.${key}`,
+        line: 4,
+        problem: `expected a whole number ≥ 1, got ${shown}`,
+        fix: `fix ${EXTRA}.${key}`,
+      });
+    }
+  }
+});
+
+Deno.test("readWebhookSettings: malformed delivery_retry_seconds names the key, line and fix", () => {
+  const cases: [string, string][] = [
+    ["0", "0"],
+    ["-1", "-1"],
+    ["-0.5", "-0.5"],
+    ['"soon"', '"soon"'],
+    ['""', '""'],
+    ['"  "', '"  "'],
+    ["true", "true"],
+    ["[5]", "[5]"],
+  ];
+  for (const [value, shown] of cases) {
+    const error = configError(() => settingsOf(extraYaml(`delivery_retry_seconds: ${value}`)));
+    assertConfigError(error, {
+      key: `${EXTRA}.delivery_retry_seconds`,
+      line: 4,
+      problem: `expected a number of seconds > 0, got ${shown}`,
+      fix: `fix ${EXTRA}.delivery_retry_seconds, e.g. 5 or 0.5`,
+    });
+  }
+  // Infinity is not a wait either.
+  assertConfigError(configError(() => settingsOf(extraYaml("delivery_retry_seconds: .inf"))), {
+    key: `${EXTRA}.delivery_retry_seconds`,
+    line: 4,
+    problem: /^expected a number of seconds > 0, got /,
+    fix: /e\.g\. 5 or 0\.5/,
+  });
+});
+
+Deno.test("readWebhookSettings: a malformed script_sandbox names the key, line and choices", () => {
+  for (const [value, shown] of [["docker", "docker"], ['" Docker "', "docker"], ['""', ""]]) {
+    assertConfigError(configError(() => settingsOf(extraYaml(`script_sandbox: ${value}`))), {
+      key: `${EXTRA}.script_sandbox`,
+      line: 4,
+      problem: `unknown value '${shown}'`,
+      fix: "use auto, bwrap or off",
+    });
+  }
+  assertConfigError(configError(() => settingsOf(extraYaml("script_sandbox: true"))), {
+    key: `${EXTRA}.script_sandbox`,
+    line: 4,
+    problem: "expected a string, got boolean true",
+    fix: "quote the value",
+  });
+});
+
+Deno.test("readWebhookSettings: a host or secret that is not a string is a ConfigError", () => {
+  for (
+    const [key, value, problem] of [
+      ["host", "8080", "expected a string, got number 8080"],
+      ["host", "[a]", "expected a string, got a list"],
+      ["secret", "123456", "expected a string, got number 123456"],
+      ["secret", "{a: b}", "expected a string, got a mapping"],
+    ]
+  ) {
+    assertConfigError(configError(() => settingsOf(extraYaml(`${key}: ${value}`))), {
+      key: `${EXTRA}.${key}`,
+      line: 4,
+      problem,
+      fix: "quote the value",
+    });
+  }
+});
+
+Deno.test("readWebhookSettings: routes that are not a mapping are a ConfigError", () => {
+  for (const value of ['"x"', "[a, b]", "5", "true"]) {
+    assertConfigError(configError(() => settingsOf(extraYaml(`routes: ${value}`))), {
+      key: `${EXTRA}.routes`,
+      line: 4,
+      problem: "expected a mapping of route name to settings",
+      fix: "see the README",
+    });
+  }
+});
+
+// --- static routes -------------------------------------------------------------------------
+
+Deno.test("readWebhookSettings: a valid static route becomes a Route", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:",
+    "  github:",
+    "    description: GitHub pull requests",
+    '    events: [pull_request, " push "]',
+    '    secret: " route-secret "',
+    '    prompt: "PR {pull_request.title} by {sender.login}"',
+    '    skills: "review, triage"',
+    "    deliver: Telegram",
+    '    deliver_extra: {chat_id: "123", thread: 7}',
+    "    deliver_only: true",
+    '    script: " check.sh "',
+    "    enabled: false",
+    "    filters:",
+    "      - field: action",
+    "        equals: opened",
+  ));
+  assert.deepEqual(settings.routeProblems, []);
+  assert.deepEqual(settings.routes, [
+    {
+      name: "github",
+      source: "static",
+      description: "GitHub pull requests",
+      events: ["pull_request", "push"],
+      secret: "route-secret",
+      prompt: "PR {pull_request.title} by {sender.login}",
+      skills: ["review", "triage"],
+      deliver: "telegram",
+      deliverExtra: { chat_id: "123", thread: 7 },
+      deliverOnly: true,
+      script: "check.sh",
+      enabled: false,
+      filters: [{ field: "action", equals: "opened" }],
+      createdAt: undefined,
+    },
+  ]);
+});
+
+Deno.test("readWebhookSettings: a bare static route gets the route defaults", () => {
+  const settings = settingsOf(extraYaml("routes:", "  ping: {}", "  pong:", '    deliver: ""'));
+  assert.deepEqual(settings.routeProblems, []);
+  const bare: Omit<Route, "name"> = {
+    source: "static",
+    description: "",
+    events: [],
+    secret: undefined,
+    prompt: "",
+    skills: [],
+    deliver: "log",
+    deliverExtra: {},
+    deliverOnly: false,
+    script: undefined,
+    enabled: true,
+    filters: undefined,
+    createdAt: undefined,
+  };
+  assert.deepEqual(settings.routes, [{ name: "ping", ...bare }, { name: "pong", ...bare }]);
+});
+
+Deno.test("readWebhookSettings: invalid static routes are left out and listed with file:line and key", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:", // line 4
+    "  good:", // 5
+    "    deliver: log",
+    "  fax:", // 7
+    "    deliver: fax",
+    "  typed:", // 9
+    "    events: 5",
+    '    deliver_only: "yes"',
+    "  loggy:", // 12
+    "    deliver_only: true",
+    "  scalar: hello", // 14
+    "  extra:", // 15
+    "    deliver: slack",
+    "    deliver_extra: [1]",
+  ));
+  assert.deepEqual(settings.routes.map((route) => route.name), ["good"]);
+  const problems = settings.routeProblems;
+  const expected: [number, string, string, RegExp][] = [
+    [7, "fax", "deliver", /unknown delivery target 'fax' \(use one of log, origin, telegram/],
+    [9, "typed", "events", /expected a list of strings/],
+    [9, "typed", "deliver_only", /expected true or false/],
+    [12, "loggy", "", /deliver_only needs a real target; 'log' is not one/],
+    [14, "scalar", "", /expected a mapping of route settings/],
+    [15, "extra", "deliver_extra", /expected a mapping such as \{chat_id: "123"\}/],
+  ];
+  assert.equal(problems.length, expected.length, problems.join("\n"));
+  for (const [i, [line, name, field, text]] of expected.entries()) {
+    const problem = problems[i];
+    assert.ok(problem.startsWith(`${FILE}:${line} `), problem);
+    assert.ok(problem.includes(`${EXTRA}.routes.${name}`), problem);
+    if (field) assert.ok(problem.includes(field), problem);
+    assert.match(problem, text);
+  }
+  // One bad route does not make the others fail, nor the settings.
+  assert.equal(settings.port, WEBHOOK_DEFAULTS.port);
+});
+
+Deno.test("readWebhookSettings: static routes keep their order and are found by name", () => {
+  const settings = settingsOf(extraYaml("routes:", "  b: {}", "  a: {prompt: hi}", "  c: {}"));
+  assert.deepEqual(settings.routes.map((route) => route.name), ["b", "a", "c"]);
+  assert.equal(settings.routes[1].prompt, "hi");
+});
+
+// --- URLs ----------------------------------------------------------------------------------
+
+Deno.test("webhookBaseUrl: no host or a wildcard address → localhost", () => {
+  for (const host of [undefined, "", "0.0.0.0", "::"]) {
+    assert.equal(webhookBaseUrl({ host, port: 8644 }), "http://localhost:8644", String(host));
+  }
+  assert.equal(webhookBaseUrl({ port: 9000 }), "http://localhost:9000");
+});
+
+Deno.test("webhookBaseUrl: a named host or IPv4 address as given", () => {
+  assert.equal(webhookBaseUrl({ host: "127.0.0.1", port: 80 }), "http://127.0.0.1:80");
+  assert.equal(
+    webhookBaseUrl({ host: "hooks.example.com", port: 443 }),
+    "http://hooks.example.com:443",
+  );
+  assert.equal(webhookBaseUrl({ host: "localhost", port: 1 }), "http://localhost:1");
+});
+
+Deno.test("webhookBaseUrl: an IPv6 address is bracketed", () => {
+  assert.equal(webhookBaseUrl({ host: "::1", port: 8644 }), "http://[::1]:8644");
+  assert.equal(webhookBaseUrl({ host: "fe80::1", port: 9000 }), "http://[fe80::1]:9000");
+  assert.equal(
+    webhookBaseUrl({ host: "2001:db8::42", port: 65_535 }),
+    "http://[2001:db8::42]:65535",
+  );
+  // The result is a URL the platform can parse, with the host intact.
+  assert.equal(
+    new URL(webhookBaseUrl({ host: "2001:db8::42", port: 8644 })).hostname,
+    "[2001:db8::42]",
+  );
+});
+
+Deno.test("routeUrl: <base>/webhooks/<name>", () => {
+  assert.equal(routeUrl({ port: 8644 }, "github"), "http://localhost:8644/webhooks/github");
+  assert.equal(
+    routeUrl({ host: "::1", port: 9000 }, "ci_deploy"),
+    "http://[::1]:9000/webhooks/ci_deploy",
+  );
+  assert.equal(
+    routeUrl({ host: "10.0.0.5", port: 8080 }, "a-b"),
+    "http://10.0.0.5:8080/webhooks/a-b",
+  );
+});
+
+Deno.test("routeUrl: from resolved settings (config host and WEBHOOK_PORT)", () => {
+  const settings = settingsOf(extraYaml('host: "::1"', "port: 9001"), { WEBHOOK_PORT: "9100" });
+  assert.equal(routeUrl(settings, "github"), "http://[::1]:9100/webhooks/github");
+  assert.equal(routeUrl(settingsOf(""), "x"), "http://localhost:8644/webhooks/x");
+  assert.equal(
+    routeUrl(settingsOf(extraYaml("host: 0.0.0.0", "port: 7000")), "x"),
+    "http://localhost:7000/webhooks/x",
+  );
+});
