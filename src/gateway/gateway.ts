@@ -29,6 +29,10 @@ export interface GatewayOptions {
 
 const log = logger("gateway");
 
+/** How long finished events stay in the inbox (for inspection), and how often it is pruned. */
+const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
+const PRUNE_INTERVAL_MS = 3_600_000;
+
 /**
  * A running gateway.
  *
@@ -49,6 +53,7 @@ export class Gateway {
   readonly #inbox: Inbox;
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
+  #pruneTimer: ReturnType<typeof setInterval> | undefined;
 
   private constructor(parts: {
     settings: WebhookSettings;
@@ -187,6 +192,10 @@ export class Gateway {
     }
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, metrics });
+    gateway.#prune();
+    const timer = setInterval(() => gateway.#prune(), PRUNE_INTERVAL_MS);
+    Deno.unrefTimer(timer);
+    gateway.#pruneTimer = timer;
     log.info("gateway listening on {addresses}", { addresses: gateway.addresses });
     return gateway;
   }
@@ -194,6 +203,7 @@ export class Gateway {
   /** Stops accepting, drains requests and runs under way, then closes everything (once). */
   stop(): Promise<void> {
     this.#stopped ??= (async () => {
+      clearInterval(this.#pruneTimer);
       await this.#server.shutdown();
       await this.#pool.stop();
       await this.#session?.close();
@@ -207,6 +217,15 @@ export class Gateway {
       log.info("gateway stopped");
     })();
     return this.#stopped;
+  }
+
+  /** Forgets expired delivery-id claims and events finished more than a week ago. */
+  #prune(): void {
+    try {
+      this.#inbox.prune(Date.now(), FINISHED_EVENTS_KEPT_MS);
+    } catch (error) {
+      log.warn("pruning the inbox failed: {error}", { error: String(error) });
+    }
   }
 
   /** Resolves when the server has stopped. */

@@ -76,6 +76,8 @@ export class Inbox implements Disposable {
   readonly #db: DatabaseSync;
   readonly #claim: StatementSync;
   readonly #insert: StatementSync;
+  /** Prepared statements by SQL: preparing per call costs time and native memory. */
+  readonly #statements = new Map<string, StatementSync>();
 
   private constructor(path: string, db: DatabaseSync) {
     this.path = path;
@@ -108,7 +110,7 @@ export class Inbox implements Disposable {
 
   /** Gives a claim up (a direct delivery failed, so the sender's retry must go through). */
   release(route: string, deliveryId: string): void {
-    this.#db.prepare("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(
+    this.#sql("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(
       route,
       deliveryId,
     );
@@ -138,10 +140,10 @@ export class Inbox implements Disposable {
    */
   recover(nowMs: number): number {
     return this.#transaction(() => {
-      const result = this.#db.prepare(
+      const result = this.#sql(
         "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
       ).run(nowMs, nowMs);
-      this.#db.prepare(
+      this.#sql(
         "UPDATE events SET next_attempt_at = ? WHERE state = 'delivering' AND next_attempt_at > ?",
       ).run(nowMs, nowMs);
       return Number(result.changes);
@@ -154,13 +156,13 @@ export class Inbox implements Disposable {
    */
   take(nowMs: number): InboxEvent | undefined {
     return this.#transaction(() => {
-      const row = this.#db.prepare(
+      const row = this.#sql(
         `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
          ORDER BY next_attempt_at, created_at LIMIT 1`,
       ).get(nowMs) as Record<string, unknown> | undefined;
       if (!row) return undefined;
       if (row.state === "queued") {
-        this.#db.prepare(
+        this.#sql(
           `UPDATE events SET state = 'running', run_attempts = run_attempts + 1, updated_at = ?
            WHERE id = ?`,
         ).run(nowMs, row.id as string);
@@ -168,7 +170,7 @@ export class Inbox implements Disposable {
         row.run_attempts = Number(row.run_attempts) + 1;
       } else {
         // Being delivered now: not due again unless this process dies (see recover).
-        this.#db.prepare("UPDATE events SET next_attempt_at = ? WHERE id = ?").run(
+        this.#sql("UPDATE events SET next_attempt_at = ? WHERE id = ?").run(
           nowMs + DELIVERY_LEASE_MS,
           row.id as string,
         );
@@ -179,7 +181,7 @@ export class Inbox implements Disposable {
 
   /** When the next event falls due, or `undefined` when none is waiting. */
   nextDueAt(): number | undefined {
-    const row = this.#db.prepare(
+    const row = this.#sql(
       "SELECT MIN(next_attempt_at) AS due FROM events WHERE state IN ('queued', 'delivering')",
     ).get() as { due: number | null };
     return row.due ?? undefined;
@@ -191,7 +193,7 @@ export class Inbox implements Disposable {
     outcome: { answer: string; endReason: string; error?: string; deliver: boolean },
     nowMs: number,
   ): void {
-    this.#db.prepare(
+    this.#sql(
       `UPDATE events SET state = ?, answer = ?, end_reason = ?, error = ?, updated_at = ?,
          next_attempt_at = ? WHERE id = ?`,
     ).run(
@@ -200,7 +202,9 @@ export class Inbox implements Disposable {
       outcome.endReason,
       outcome.error ?? null,
       nowMs,
-      nowMs,
+      // The worker that ran the event delivers it now: lease it as take() does, or another
+      // worker woken meanwhile would deliver it a second time.
+      outcome.deliver ? nowMs + DELIVERY_LEASE_MS : nowMs,
       id,
     );
   }
@@ -215,13 +219,13 @@ export class Inbox implements Disposable {
     nowMs: number,
   ): void {
     if (outcome.ok) {
-      this.#db.prepare(
+      this.#sql(
         `UPDATE events SET state = 'done', delivery_attempts = delivery_attempts + 1,
            updated_at = ? WHERE id = ?`,
       ).run(nowMs, id);
       return;
     }
-    this.#db.prepare(
+    this.#sql(
       `UPDATE events SET state = ?, delivery_attempts = delivery_attempts + 1, error = ?,
          next_attempt_at = ?, updated_at = ? WHERE id = ?`,
     ).run(
@@ -235,7 +239,7 @@ export class Inbox implements Disposable {
 
   /** One event by id. */
   get(id: string): InboxEvent | undefined {
-    const row = this.#db.prepare("SELECT * FROM events WHERE id = ?").get(id) as
+    const row = this.#sql("SELECT * FROM events WHERE id = ?").get(id) as
       | Record<string, unknown>
       | undefined;
     return row ? toEvent(row) : undefined;
@@ -250,7 +254,7 @@ export class Inbox implements Disposable {
       done: 0,
       failed: 0,
     };
-    const rows = this.#db.prepare("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
+    const rows = this.#sql("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
     for (const row of rows as { state: EventState; n: number }[]) counts[row.state] = row.n;
     return counts;
   }
@@ -258,8 +262,8 @@ export class Inbox implements Disposable {
   /** Deletes expired claims and finished events older than `keepMs`. */
   prune(nowMs: number, keepMs: number): void {
     this.#transaction(() => {
-      this.#db.prepare("DELETE FROM claims WHERE expires_at <= ?").run(nowMs);
-      this.#db.prepare(
+      this.#sql("DELETE FROM claims WHERE expires_at <= ?").run(nowMs);
+      this.#sql(
         "DELETE FROM events WHERE state IN ('done', 'failed') AND updated_at < ?",
       ).run(nowMs - keepMs);
     });
@@ -271,6 +275,12 @@ export class Inbox implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+
+  #sql(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) this.#statements.set(sql, statement = this.#db.prepare(sql));
+    return statement;
   }
 
   #transaction<T>(work: () => T): T {

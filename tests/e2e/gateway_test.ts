@@ -8,58 +8,9 @@ import { join } from "node:path";
 import { githubSignature } from "../../src/webhook/signatures.ts";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
-import { childEnv, cli, MAIN, REPO, tempHome } from "../cli/_helpers.ts";
+import { cli, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-
-const ISSUES_PAYLOAD = {
-  action: "opened",
-  issue: {
-    number: 1347,
-    title: "Found a bug",
-    body: "I'm having a problem with this.",
-    user: { login: "octocat" },
-    html_url: "https://github.com/octocat/Hello-World/issues/1347",
-  },
-  repository: { id: 1296269, full_name: "octocat/Hello-World" },
-  sender: { login: "octocat" },
-};
-
-/** A running gateway process and what it printed. */
-async function startGateway(home: string, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "gateway", "run"],
-    cwd: REPO,
-    clearEnv: true,
-    env: childEnv(home, env),
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let stdout = "";
-  const decoder = new TextDecoder();
-  const reader = child.stdout.getReader();
-  while (!stdout.includes("Press Ctrl-C to stop.")) {
-    const { value, done } = await reader.read();
-    if (done) {
-      const stderr = await new Response(child.stderr).text();
-      throw new Error(`the gateway exited early:\n${stdout}\n${stderr}`);
-    }
-    stdout += decoder.decode(value, { stream: true });
-  }
-  return {
-    stdout: () => stdout,
-    async stop(): Promise<{ code: number; stdout: string; stderr: string }> {
-      child.kill("SIGTERM");
-      while (true) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        stdout += decoder.decode(value, { stream: true });
-      }
-      const stderr = await new Response(child.stderr).text();
-      const { code } = await child.status;
-      return { code, stdout, stderr };
-    },
-  };
-}
+import { ISSUES_PAYLOAD, startGateway } from "./_gateway.ts";
 
 Deno.test("gateway: fresh home, health on both stacks, agent run and direct delivery to Telegram, clean stop", async () => {
   await using h = await tempHome();

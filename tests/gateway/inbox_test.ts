@@ -50,14 +50,16 @@ Deno.test("life cycle: queued → running → delivering → done, with the plan
     assert.deepEqual(taken.payload, { issue: { number: 7 } });
     assert.equal(inbox.take(10), undefined, "a running event is not taken twice");
     inbox.finishRun(id, { answer: "done!", endReason: "completed", deliver: true }, 20);
-    const delivering = inbox.take(20)!;
-    assert.equal(delivering.state, "delivering");
-    assert.equal(delivering.answer, "done!");
-    assert.equal(delivering.runAttempts, 1, "delivery does not run the agent again");
-    assert.equal(inbox.take(20), undefined, "a delivery under way is not handed out twice");
+    assert.equal(inbox.get(id)!.state, "delivering");
+    assert.equal(inbox.take(20), undefined, "the worker that ran it delivers it: not handed out");
     inbox.recordDelivery(id, { ok: false, error: "HTTP 500", retryAt: 100 }, 30);
     assert.equal(inbox.take(50), undefined, "not due before retryAt");
     assert.equal(inbox.nextDueAt(), 100);
+    const delivering = inbox.take(100)!;
+    assert.equal(delivering.state, "delivering");
+    assert.equal(delivering.answer, "done!");
+    assert.equal(delivering.runAttempts, 1, "delivery does not run the agent again");
+    assert.equal(inbox.take(100), undefined, "a delivery under way is not handed out twice");
     inbox.recordDelivery(id, { ok: true }, 100);
     assert.equal(inbox.get(id)!.state, "done");
     assert.equal(inbox.get(id)!.deliveryAttempts, 2);
@@ -157,4 +159,19 @@ Deno.test("two processes claiming the same delivery id at once: exactly one wins
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a run's answer being delivered is leased: take() does not hand it to another worker", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("lease-1"), 0);
+    assert.equal(inbox.take(0)?.id, id);
+    inbox.finishRun(id, { answer: "hi", endReason: "completed", deliver: true }, 10);
+    // The worker that ran it delivers it now; a worker woken meanwhile finds nothing due.
+    assert.equal(inbox.take(20), undefined);
+    assert.ok(inbox.nextDueAt()! > 60_000);
+    // Only if this process dies is it due again (recover at the next start), without a rerun.
+    inbox.recover(30);
+    const again = inbox.take(30)!;
+    assert.deepEqual([again.id, again.state, again.runAttempts], [id, "delivering", 1]);
+  });
 });

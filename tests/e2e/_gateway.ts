@@ -1,0 +1,336 @@
+/**
+ * Helpers of the end-to-end gateway tests: the real gateway process (`deno run -A main.ts gateway
+ * run`) on a temp home, its config, subscriptions made through the CLI, senders' signatures
+ * computed here independently of `src/`, a look into the durable inbox, and polling with a
+ * deadline (never a sleep).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { createHmac } from "node:crypto";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { childEnv, cliJson, MAIN, REPO } from "../cli/_helpers.ts";
+
+/** A GitHub `issues` event (opened), as GitHub documents it, trimmed. */
+export const ISSUES_PAYLOAD = {
+  action: "opened",
+  issue: {
+    number: 1347,
+    title: "Found a bug",
+    body: "I'm having a problem with this.",
+    user: { login: "octocat" },
+    html_url: "https://github.com/octocat/Hello-World/issues/1347",
+  },
+  repository: { id: 1296269, full_name: "octocat/Hello-World" },
+  sender: { login: "octocat" },
+};
+
+/** How the gateway process ended. */
+export interface GatewayExit {
+  code: number;
+  signal: Deno.Signal | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real gateway process on a home. */
+export interface GatewayProcess extends AsyncDisposable {
+  /** The pid of the gateway itself (the `deno` process running main.ts). */
+  pid: number;
+  home: string;
+  /** The webhook port (from `WEBHOOK_PORT`). */
+  port: number;
+  /** `http://127.0.0.1:<port><path>`. */
+  url(path: string): string;
+  /** What it printed on stdout so far. */
+  stdout(): string;
+  /** What it printed on stderr so far. */
+  stderr(): string;
+  /** `<home>/logs/gateway.log` as it is now ("" before it exists). */
+  log(): string;
+  /** SIGTERM, then waits for the exit and the end of its output. */
+  stop(): Promise<GatewayExit>;
+  /** Sends `signal` (e.g. SIGKILL), then waits for the exit and the end of its output. */
+  kill(signal: Deno.Signal): Promise<GatewayExit>;
+}
+
+/**
+ * Starts `agent gateway run` on `home` with a clean environment plus `env` (which must set
+ * `WEBHOOK_PORT`), and resolves once it printed that it is listening. Its stdout and stderr are
+ * read all along, so a chatty gateway never blocks on a full pipe.
+ */
+export async function startGateway(
+  home: string,
+  env: Record<string, string>,
+): Promise<GatewayProcess> {
+  const port = Number(env.WEBHOOK_PORT);
+  assert.ok(Number.isInteger(port) && port > 0, "startGateway needs env.WEBHOOK_PORT");
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "gateway", "run"],
+    cwd: REPO,
+    clearEnv: true,
+    env: childEnv(home, env),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const text = { stdout: "", stderr: "" };
+  let onOutput = () => {};
+  const drain = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      text[key] += decoder.decode(chunk, { stream: true });
+      onOutput();
+    }
+  };
+  const drained = Promise.all([drain(child.stdout, "stdout"), drain(child.stderr, "stderr")]);
+  let exited = false;
+  const status = child.status.then((status) => {
+    exited = true;
+    onOutput();
+    return status;
+  });
+  await new Promise<void>((resolve) => {
+    onOutput = () => {
+      if (text.stdout.includes("Press Ctrl-C to stop.") || exited) resolve();
+    };
+    onOutput();
+  });
+  onOutput = () => {};
+  if (exited) {
+    await drained;
+    throw new Error(`the gateway exited early:\n${text.stdout}\n${text.stderr}`);
+  }
+  let ending: Promise<GatewayExit> | undefined;
+  const end = (signal: Deno.Signal) =>
+    ending ??= (async () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // already exited
+      }
+      const { code, signal: by } = await status;
+      await drained;
+      return { code, signal: by, stdout: text.stdout, stderr: text.stderr };
+    })();
+  return {
+    pid: child.pid,
+    home,
+    port,
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+    stdout: () => text.stdout,
+    stderr: () => text.stderr,
+    log: () => {
+      try {
+        return Deno.readTextFileSync(join(home, "logs", "gateway.log"));
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) return "";
+        throw error;
+      }
+    },
+    stop: () => end("SIGTERM"),
+    kill: (signal) => end(signal),
+    [Symbol.asyncDispose]: async () => {
+      await end("SIGTERM");
+    },
+  };
+}
+
+/** What {@linkcode writeGatewayConfig} writes. */
+export interface GatewayConfig {
+  /** `platforms.webhook.extra` entries (port comes from `WEBHOOK_PORT`). */
+  webhook?: Record<string, unknown>;
+  /** API roots by target (`fake_platforms`' `baseUrls`). */
+  apiBaseUrls?: Record<string, string>;
+  /** The fake model's base URL; without it no model is configured. */
+  modelBaseUrl?: string;
+}
+
+/** Writes `<home>/config.yaml`: webhooks enabled, the given extras, API roots and model. */
+export function writeGatewayConfig(home: string, config: GatewayConfig): void {
+  let yaml = "platforms:\n  webhook:\n    enabled: true\n";
+  const extra = Object.entries(config.webhook ?? {});
+  if (extra.length > 0) {
+    yaml += "    extra:\n";
+    // JSON is valid YAML, so every value goes in as JSON.
+    for (const [key, value] of extra) yaml += `      ${key}: ${JSON.stringify(value)}\n`;
+  }
+  for (const [target, url] of Object.entries(config.apiBaseUrls ?? {})) {
+    yaml += `  ${target}:\n    extra:\n      api_base_url: ${JSON.stringify(url)}\n`;
+  }
+  if (config.modelBaseUrl) {
+    yaml += `model:\n  default: gpt-4.1-mini\n  base_url: ${JSON.stringify(config.modelBaseUrl)}\n`;
+  }
+  Deno.writeTextFileSync(join(home, "config.yaml"), yaml);
+}
+
+/** A subscription as `agent webhook subscribe --json` prints it. */
+export interface Subscription {
+  name: string;
+  webhook_url: string;
+  secret: string;
+  [key: string]: unknown;
+}
+
+/** Runs `agent webhook subscribe <name> <args…> --json` and returns what it printed. */
+export async function subscribe(
+  home: string,
+  env: Record<string, string>,
+  name: string,
+  args: string[],
+): Promise<Subscription> {
+  return await cliJson(home, ["webhook", "subscribe", name, ...args, "--json"], 0, { env });
+}
+
+// --- senders' signatures, computed from the senders' documentation, not from src/ -----------
+
+/** GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`. */
+export function signGithub(secret: string, body: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+/**
+ * Standard Webhooks: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`; a `whsec_` secret's
+ * key is its base64 payload, any other secret is used as its bytes.
+ */
+export function signStandard(secret: string, id: string, timestamp: number, body: string): string {
+  const key = secret.startsWith("whsec_")
+    ? Buffer.from(secret.slice("whsec_".length), "base64")
+    : Buffer.from(secret);
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`;
+}
+
+/** Generic v2: `X-Webhook-Signature-V2: <hex HMAC-SHA256 of "<timestamp>.<body>">`. */
+export function signGenericV2(secret: string, timestamp: number, body: string): string {
+  return createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
+}
+
+/** Generic: `X-Webhook-Signature: <hex HMAC-SHA256 of the body>`. */
+export function signGeneric(secret: string, body: string): string {
+  return createHmac("sha256", secret).update(body).digest("hex");
+}
+
+/** Now in whole seconds, as timestamped senders send it. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** POSTs `body` to a route of the gateway and reads the JSON answer. */
+export async function post(
+  gateway: Pick<GatewayProcess, "url">,
+  route: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
+  const response = await fetch(gateway.url(`/webhooks/${route}`), {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+  const text = await response.text();
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`HTTP ${response.status} from /webhooks/${route} is not JSON: ${text}`);
+  }
+  return { status: response.status, json, headers: response.headers };
+}
+
+// --- the durable inbox -----------------------------------------------------------------------
+
+/** One row of `events` in `<home>/gateway/inbox.sqlite3`, the columns the tests look at. */
+export interface InboxRow {
+  id: string;
+  route: string;
+  delivery_id: string;
+  state: "queued" | "running" | "delivering" | "done" | "failed";
+  run_attempts: number;
+  delivery_attempts: number;
+}
+
+/** The events of the inbox, read through a read-only connection (the gateway may be running). */
+export function inboxEvents(home: string): InboxRow[] {
+  const path = join(home, "gateway", "inbox.sqlite3");
+  try {
+    Deno.statSync(path);
+  } catch {
+    return [];
+  }
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return db.prepare(
+      `SELECT id, route, delivery_id, state, run_attempts, delivery_attempts FROM events
+       ORDER BY created_at`,
+    ).all() as unknown as InboxRow[];
+  } finally {
+    db.close();
+  }
+}
+
+/** How many events of the inbox are in each state. */
+export function inboxCounts(home: string): Record<InboxRow["state"], number> {
+  const counts = { queued: 0, running: 0, delivering: 0, done: 0, failed: 0 };
+  const path = join(home, "gateway", "inbox.sqlite3");
+  try {
+    Deno.statSync(path);
+  } catch {
+    return counts;
+  }
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    const rows = db.prepare("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
+    for (const row of rows as { state: InboxRow["state"]; n: number }[]) counts[row.state] = row.n;
+    return counts;
+  } finally {
+    db.close();
+  }
+}
+
+/** Whether every event of the inbox has reached `done` or `failed` (nothing left to do). */
+export function inboxIdle(home: string): boolean {
+  const counts = inboxCounts(home);
+  return counts.queued + counts.running + counts.delivering === 0;
+}
+
+// --- waiting ---------------------------------------------------------------------------------
+
+/**
+ * Polls `condition` every 20 ms until it holds; fails naming `what` after `timeoutMs`.
+ * For conditions that have no promise to await (a file's content, a database row).
+ */
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** `promise`, or a failure naming `what` after `timeoutMs`. */
+export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)),
+          timeoutMs,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
