@@ -73,11 +73,13 @@ export { type EnvReader, type HomePaths, homePaths, resolveHome } from "./src/ho
 export { SecretScope } from "./src/home/secrets.ts";
 export {
   loadMcpServers,
+  loginMcpServer,
   McpManager,
   type McpServerConfig,
   McpServerError,
   type RegisteredTool,
   type ReloadReport,
+  storedOAuth,
 } from "./src/mcp/mod.ts";
 export {
   type MetricItem,

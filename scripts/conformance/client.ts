@@ -5,8 +5,10 @@
  */
 import { ConfigSource } from "../../src/home/config.ts";
 import { parseMcpServers } from "../../src/mcp/config.ts";
+import { acceptDefaults, elicitationHandler } from "../../src/mcp/elicitation.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import { AGENT_VERSION } from "../../src/version.ts";
+import { runAuthScenario } from "./_auth.ts";
 
 const url = Deno.args[0];
 const scenario = Deno.env.get("MCP_CONFORMANCE_SCENARIO") ?? "";
@@ -14,6 +16,8 @@ if (!url) {
   console.error("usage: client.ts <server-url>  (MCP_CONFORMANCE_SCENARIO names the scenario)");
   Deno.exit(2);
 }
+// OAuth scenarios log in through the project's own provider (scripts/conformance/_auth.ts).
+if (scenario.startsWith("auth/")) Deno.exit(await runAuthScenario(url, scenario));
 
 const yaml = `mcp_servers:\n  conformance:\n    url: ${
   JSON.stringify(url)
@@ -29,6 +33,13 @@ for (const issue of issues) console.error(`${issue.severity}: ${issue.message}`)
 const manager = new McpManager({
   reconnect: false,
   clientInfo: { name: "agent-conformance-client", version: AGENT_VERSION },
+  // SEP-1034: nobody is at the keyboard, so forms are accepted with the schema's defaults.
+  onElicitation: scenario === "elicitation-sep1034-client-defaults"
+    ? elicitationHandler(
+      acceptDefaults,
+      (outcome) => console.log(`elicitation: ${outcome.action} (${outcome.reason})`),
+    )
+    : undefined,
 });
 let failed = false;
 try {
@@ -40,6 +51,7 @@ try {
   const calls: Record<string, [string, Record<string, unknown>]> = {
     tools_call: ["add_numbers", { a: 5, b: 3 }],
     "sse-retry": ["test_reconnection", {}],
+    "elicitation-sep1034-client-defaults": ["test_client_elicitation_defaults", {}],
   };
   const call = calls[scenario];
   if (call) {

@@ -17,6 +17,9 @@ import {
   type ReloadReport,
   StderrLog,
 } from "../mcp/mod.ts";
+import { elicitationHandler, type ElicitationOutcome } from "../mcp/elicitation.ts";
+import { storedOAuth } from "../mcp/oauth/mod.ts";
+import { type SamplingModel, type SamplingOutcome, SamplingResponder } from "../mcp/sampling.ts";
 import type { ExecutionSurface, TaskEntrypoint } from "../metrics/contract.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { AGENT_VERSION } from "../version.ts";
@@ -34,9 +37,15 @@ export interface AgentSessionOptions {
   /** How runs of this session start, for the metrics. */
   entrypoint: TaskEntrypoint;
   surface: ExecutionSurface;
-  /** Who answers approvals. Default: the `approvals.gateway` policy (deny unless `allow`). */
+  /**
+   * Who answers approvals and fills in MCP elicitation forms. Default: the `approvals.gateway`
+   * policy (deny unless `allow`), which declines every form.
+   */
   approvals?: ApprovalSurface;
-  /** A running MCP manager to share (the gateway's); default the session starts its own. */
+  /**
+   * A running MCP manager to share (the gateway's); default the session starts its own. A shared
+   * manager answers elicitation and sampling as its creator set it up, not through this session.
+   */
   manager?: McpManager;
   /** Usage metrics to share; default the session opens `<home>`'s (disabled without consent). */
   metrics?: UsageMetrics;
@@ -97,6 +106,7 @@ export class AgentSession {
   mcpIssues: McpConfigIssue[];
   #config: ResolvedConfig;
   readonly #options: AgentSessionOptions;
+  readonly #approvals: ApprovalSurface;
   readonly #ownsManager: boolean;
   readonly #ownsMetrics: boolean;
   readonly #stderr: StderrLog | undefined;
@@ -117,12 +127,18 @@ export class AgentSession {
     this.settings = settings;
     this.model = model;
     this.mcpIssues = issues;
+    this.#approvals = options.approvals ?? new PolicyApprovals(settings.nonInteractiveApprovals);
     this.#ownsManager = manager === undefined;
     if (manager) {
       this.manager = manager;
     } else {
       const stderr = new StderrLog(join(options.config.paths.logs, "mcp-stderr.log"));
       this.#stderr = stderr;
+      const sampling = new SamplingResponder({
+        model: samplingModel(model, options),
+        defaultModel: model.settings.model,
+        onOutcome: (outcome) => this.#sampled(outcome),
+      });
       this.manager = new McpManager({
         reconnect: options.reconnect ?? true,
         clientInfo: { name: "agent", version: AGENT_VERSION },
@@ -132,6 +148,15 @@ export class AgentSession {
           logMcpEvent(event);
           options.onMcpEvent?.(event);
         },
+        onElicitation: elicitationHandler(this.#approvals, logElicitation),
+        onSampling: (server, params, signal) => sampling.respond(server, params, signal),
+        oauth: storedOAuth(options.config.paths.mcpTokens, {
+          onWarning: (server, message) => {
+            const event: McpEvent = { type: "warning", server, message };
+            logMcpEvent(event);
+            options.onMcpEvent?.(event);
+          },
+        }),
       });
     }
     this.#ownsMetrics = options.metrics === undefined;
@@ -178,8 +203,7 @@ export class AgentSession {
       history: options.history,
       model: this.model,
       tools: this.manager,
-      approvals: this.#options.approvals ??
-        new PolicyApprovals(this.settings.nonInteractiveApprovals),
+      approvals: this.#approvals,
       limits: this.settings.limits,
       entrypoint: this.#options.entrypoint,
       surface: this.#options.surface,
@@ -239,6 +263,31 @@ export class AgentSession {
     );
   }
 
+  /** Logs a sampling request's end; one the model answered or failed is a model call. */
+  #sampled(outcome: SamplingOutcome): void {
+    const level = outcome.outcome === "served" ? "info" : "warn";
+    logger("mcp")[level]("MCP server {server}: sampling {outcome}", { ...outcome });
+    if (outcome.outcome === "refused" || outcome.model === undefined) return;
+    const { provider, baseUrl } = this.model.settings;
+    const model = outcome.model;
+    try {
+      this.metrics.recorder.record({
+        kind: "model_call",
+        model,
+        provider,
+        baseUrl,
+        outcome: outcome.outcome === "served"
+          ? "success"
+          : outcome.outcome === "cancelled"
+          ? "cancelled"
+          : "failed",
+      });
+      this.metrics.recorder.record({ kind: "model_route", model, provider });
+    } catch (error) {
+      log.warn("could not count a sampling model call: {error}", { error: String(error) });
+    }
+  }
+
   #packageDue(): void {
     try {
       this.metrics.packageDue();
@@ -258,6 +307,28 @@ function logMcpEvent(event: McpEvent): void {
   } else {
     mcpLog.info("MCP server {server}: {type}", { ...event });
   }
+}
+
+function logElicitation(outcome: ElicitationOutcome): void {
+  const level = outcome.reason === "answered" || outcome.reason === "url_mode" ? "info" : "warn";
+  logger("mcp")[level]("MCP server {server}: elicitation {action} ({reason})", { ...outcome });
+}
+
+/**
+ * Serves sampling requests with the configured model's endpoint and key: the model id, token cap,
+ * temperature and timeout of each request replace the configured ones.
+ */
+function samplingModel(model: ModelClient, options: AgentSessionOptions): SamplingModel {
+  return (request, signal) => {
+    const client = new ModelClient({
+      ...model.settings,
+      model: request.model,
+      maxTokens: request.maxTokens,
+      timeoutSeconds: request.timeoutSeconds,
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    }, { configFile: options.config.paths.config, ...options.model });
+    return client.complete(request.messages, request.tools, { signal });
+  };
 }
 
 /** Removes the API key and every `.env` value from text before it is logged. */

@@ -30,6 +30,8 @@ export interface CliIo {
   onInterrupt?(listener: () => void): () => void;
   /** Terminal questions of the wizards (only used when `stdinIsTerminal`). */
   prompter?: Prompter;
+  /** Opens a URL in the browser (OAuth login); default `xdg-open` / `open`, failures ignored. */
+  openBrowser?(url: string): void | Promise<void>;
 }
 
 /** Checks an answer: `true`, or the message shown before asking again. */

@@ -14,17 +14,7 @@ interface LaterGroup {
   capability: string;
 }
 
-const LATER_GROUPS: LaterGroup[] = [
-  {
-    name: "mcp",
-    description: "",
-    subcommands: [
-      ["login", "run the OAuth login of a server"],
-      ["install", "install a server from an agent:// deep link"],
-    ],
-    capability: "MCP OAuth and deep links",
-  },
-];
+const LATER_GROUPS: LaterGroup[] = [];
 
 const LATER_COMMANDS: [name: string, description: string][] = [];
 

@@ -1,11 +1,11 @@
 /**
- * `agent mcp`: list, test, tools, call, add, remove.
+ * `agent mcp`: list, test, tools, call, add, remove, login, install.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
 import { isMap } from "yaml";
-import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile } from "../home/config_edit.ts";
 import {
   formatIssue,
@@ -18,9 +18,29 @@ import {
   type ServerState,
   StderrLog,
 } from "../mcp/mod.ts";
-import { join } from "node:path";
+import { loginMcpServer, type LoginOutcome, storedOAuth } from "../mcp/oauth/mod.ts";
+import {
+  InstallLinkError,
+  type InstallRequest,
+  parseInstallLink,
+  renderCommandLine,
+  renderEntry,
+  SERVER_NAME_PATTERN,
+  visible,
+} from "../mcp/deeplink.ts";
+import { homedir } from "node:os";
+import { basename, isAbsolute, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { writeFileAtomic } from "../home/files.ts";
 import { AGENT_VERSION } from "../version.ts";
-import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import {
+  CliError,
+  type CliIo,
+  printJson,
+  PromptCancelled,
+  type Prompter,
+  UsageError,
+} from "./io.ts";
 import type { CommandState } from "./mod.ts";
 
 const SERVER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -289,6 +309,107 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         io.out(`Removed MCP server '${name}' from ${config.paths.config}.\n`);
       },
     );
+
+  mcp.command("login").description(
+    "authorize an auth: oauth server in the browser and store its tokens",
+  )
+    .argument("<name>", "server name").option("--json", "print one JSON document")
+    .addHelpText(
+      "after",
+      "\nClears the server's OAuth records (tokens, client registration, metadata, and a recorded\n" +
+        "refusal of the client metadata document), prints the authorization URL (and opens a\n" +
+        "browser when possible), and waits up to 5 minutes for the redirect to\n" +
+        "http://127.0.0.1:<port>/callback. Tokens are stored in <home>/mcp-tokens/<name>.json.",
+    )
+    .action(async (name, options) => {
+      const session = McpSession.open(io);
+      const cancel = new AbortController();
+      const unsubscribe = io.onInterrupt?.(() => cancel.abort());
+      try {
+        const config = session.server(name, { allowDisabled: true });
+        if (config.auth !== "oauth") {
+          throw new UsageError(
+            `MCP server '${name}' does not use OAuth; add \`auth: oauth\` to mcp_servers.${name} in ${session.config.paths.config}`,
+          );
+        }
+        const outcome = await loginMcpServer(config, {
+          tokenDir: session.config.paths.mcpTokens,
+          clientInfo: { name: "agent", version: AGENT_VERSION },
+          processEnv: io.env,
+          print: (text) => io.err(text),
+          openBrowser: io.openBrowser,
+          signal: cancel.signal,
+          onWarning: (message) => io.err(`warning: ${message}\n`),
+        });
+        // The stored tokens, used the way every later connect uses them.
+        await session.start([{ ...config, enabled: true }]);
+        const [server] = session.manager.servers();
+        const connected = server.status === "connected";
+        if (!connected) state.exitCode = 1;
+        if (options.json) {
+          return printJson(io, {
+            server: name,
+            logged_in: outcome.loggedIn,
+            client: outcome.client,
+            redirect_uri: outcome.redirectUri,
+            pinned_port: outcome.pinned,
+            ...(outcome.pinningObstacle ? { pinning_obstacle: outcome.pinningObstacle } : {}),
+            cimd_rejected: outcome.cimdRejected,
+            authorizations: outcome.authorizations,
+            tokens_file: outcome.tokensFile,
+            status: server.status,
+            tools: server.toolCount,
+            ...(server.error ? { error: server.error } : {}),
+          });
+        }
+        io.out(`MCP server '${name}': ${loginSummary(outcome, config)}\n`);
+        if (connected) {
+          io.out(`Connected: ${server.toolCount} tool${server.toolCount === 1 ? "" : "s"}.\n`);
+        } else io.err(`${server.error}\n`);
+      } catch (error) {
+        if (error instanceof McpServerError) throw new CliError(error.message);
+        throw error;
+      } finally {
+        unsubscribe?.();
+        await session.close();
+      }
+    });
+
+  mcp.command("install").description(
+    "install a server from an agent://mcp/install link (shows it and asks first)",
+  )
+    .argument("[link]", "the link, in quotes: 'agent://mcp/install?name=…&config=…'")
+    .option("-y, --yes", "install without asking (scripts); read the link yourself first")
+    .option("--name <name>", "install under this name instead of the link's")
+    .option(
+      "--register-handler",
+      "make `agent mcp install` open agent:// links on this Linux desktop (xdg)",
+    )
+    .option("--json", "print one JSON document (never asks, so it needs --yes)")
+    .addHelpText(
+      "after",
+      "\nThe link's config is the server entry as base64url (or base64) JSON, at most 32 KB.\n" +
+        "The entry is shown before anything is written; a local (stdio) server is code that\n" +
+        "will run on this machine. An existing server is never overwritten: rename or cancel.\n\n" +
+        "Examples:\n" +
+        "  agent mcp install 'agent://mcp/install?name=docs&config=eyJ1cmwiOiJodHRwczovL2V4YW1wbGUuY29tL21jcCJ9'\n" +
+        "  agent mcp install --name docs2 --yes '<link>'\n" +
+        "  agent mcp install --register-handler",
+    )
+    .action(async (link, options) => {
+      if (options.registerHandler) {
+        if (link !== undefined) {
+          throw new UsageError("--register-handler takes no link; run it on its own");
+        }
+        return registerLinkHandler(io, options.json === true);
+      }
+      if (link === undefined) {
+        throw new UsageError(
+          "missing the link: agent mcp install '<agent://mcp/install?name=…&config=…>' (in quotes: it holds ? and &)",
+        );
+      }
+      await installFromLink(io, link, options);
+    });
 }
 
 /** A one-shot session: config, servers and a manager that does not retry in the background. */
@@ -312,6 +433,9 @@ class McpSession {
       clientInfo: { name: "agent", version: AGENT_VERSION },
       processEnv: io.env,
       onStderr: (server, text) => this.#stderr.write(server, text),
+      oauth: storedOAuth(config.paths.mcpTokens, {
+        onWarning: (_, message) => io.err(`warning: ${message}\n`),
+      }),
     });
   }
 
@@ -384,6 +508,22 @@ class McpSession {
   }
 }
 
+/** One line saying how a login went. */
+function loginSummary(outcome: LoginOutcome, config: McpServerConfig): string {
+  if (outcome.client === "none") {
+    return "the server did not ask for an authorization; nothing was stored.";
+  }
+  const client = {
+    cimd: `the client metadata document ${config.oauth?.clientMetadataUrl}`,
+    dcr: "dynamic client registration",
+    pre_registered: "the pre-registered client",
+  }[outcome.client];
+  const refused = outcome.cimdRejected
+    ? " (the client metadata document was refused, so registration was used)"
+    : "";
+  return `logged in with ${client}${refused}; tokens are in ${outcome.tokensFile}.`;
+}
+
 function hasServer(config: ResolvedConfig, name: string): boolean {
   const servers = config.source.get("mcp_servers");
   return typeof servers === "object" && servers !== null && Object.hasOwn(servers, name);
@@ -422,4 +562,335 @@ function printTable(io: CliIo, header: string[], rows: string[][]): void {
       .trimEnd() + "\n";
   io.out(line(header));
   for (const row of rows) io.out(line(row));
+}
+
+// ---------------------------------------------------------------------------------------------
+// install: agent://mcp/install links (SPEC "Install deep link", decisions.md §5)
+
+interface InstallOptions {
+  yes?: true;
+  name?: string;
+  json?: true;
+}
+
+/**
+ * Shows the decoded entry, resolves a name clash (rename or cancel, never overwrite), asks for
+ * confirmation, and writes the entry to config.yaml. Nothing is written before the user said yes
+ * (or passed --yes).
+ */
+async function installFromLink(io: CliIo, link: string, options: InstallOptions): Promise<void> {
+  let request: InstallRequest;
+  try {
+    request = parseInstallLink(link);
+  } catch (error) {
+    if (error instanceof InstallLinkError) {
+      throw new UsageError(`not installing this link: ${error.message}`);
+    }
+    throw error;
+  }
+  if (options.name !== undefined && !SERVER_NAME_PATTERN.test(options.name)) {
+    throw new UsageError(
+      `--name '${
+        visible(options.name)
+      }' is not a valid server name; use 1 to 64 letters, digits, '.', '_' or '-'`,
+    );
+  }
+  if (options.json && !options.yes) {
+    throw new UsageError(
+      "--json never asks, so it needs --yes; review the entry first (run without --json), then add --yes",
+    );
+  }
+  const config = loadConfig({ env: io.env });
+  const file = config.paths.config;
+  const servers = config.source.get("mcp_servers");
+  if (servers !== undefined && servers !== null && !isPlainObject(servers)) {
+    throw new UsageError(
+      `mcp_servers in ${file} is not a mapping of server names; fix it before installing`,
+    );
+  }
+  const exists = (name: string) => isPlainObject(servers) && Object.hasOwn(servers, name);
+  const unset = request.variables.filter((name) => !config.secrets.get(name));
+  if (!options.json) showInstallReview(io, request, unset);
+
+  let name = options.name ?? request.name;
+  try {
+    if (exists(name)) {
+      const never = "nothing was changed (an existing server is never overwritten)";
+      if (options.name !== undefined) {
+        throw new CliError(
+          `MCP server '${name}' already exists in ${file}; ${never}. Choose another --name`,
+        );
+      }
+      if (options.yes || !io.stdinIsTerminal || !io.prompter) {
+        throw new CliError(
+          `MCP server '${name}' already exists in ${file}; ${never}. Install it under another name with --name <new-name>`,
+        );
+      }
+      name = await askNewName(io.prompter, name, file, exists);
+    }
+    if (!options.yes) {
+      if (!io.stdinIsTerminal) {
+        throw new UsageError(
+          "nothing was installed: installing needs your confirmation and stdin is not a terminal; review the entry above, then run again with --yes",
+        );
+      }
+      const question = request.transport === "stdio"
+        ? `Install MCP server '${name}' and let the agent run this command on this machine?`
+        : `Install MCP server '${name}'?`;
+      const yes = io.prompter
+        ? await io.prompter.confirm(question, false)
+        : await io.confirm(question);
+      if (!yes) throw new CliError("install cancelled; nothing was changed");
+    }
+  } catch (error) {
+    if (error instanceof PromptCancelled) {
+      throw new CliError("install cancelled; nothing was changed");
+    }
+    throw error;
+  }
+
+  editConfigFile(file, (doc) => {
+    const current = doc.get("mcp_servers");
+    if (current === undefined || current === null) {
+      doc.set("mcp_servers", doc.createNode({}));
+    } else if (!isMap(current)) {
+      throw new UsageError(`mcp_servers in ${file} is not a mapping; nothing was changed`);
+    }
+    // Checked again on the file being edited: a server added meanwhile is not overwritten either.
+    if (doc.hasIn(["mcp_servers", name])) {
+      throw new CliError(
+        `MCP server '${name}' appeared in ${file} meanwhile; nothing was changed (an existing server is never overwritten)`,
+      );
+    }
+    doc.setIn(["mcp_servers", name], doc.createNode(request.entry));
+  });
+
+  const reloaded = loadConfig({ env: io.env });
+  const issues = loadMcpServers(reloaded).issues.filter((issue) => issue.server === name);
+  if (options.json) {
+    return printJson(io, {
+      installed: name,
+      link_name: request.name,
+      file,
+      transport: request.transport,
+      entry: request.entry,
+      variables: request.variables,
+      unset_variables: unset,
+      issues,
+    });
+  }
+  io.out(`Installed MCP server '${name}' in ${file}.\n`);
+  io.out(`Check it with: agent mcp test ${name}\n`);
+  io.out("A running gateway or chat uses it after a restart or /reload-mcp.\n");
+  for (const issue of issues.filter((issue) => issue.severity === "error")) {
+    io.err(`error: ${formatIssue(issue, file)}\n`);
+  }
+}
+
+/** The decoded entry on stdout; what makes it risky on stderr, as warnings. */
+function showInstallReview(io: CliIo, request: InstallRequest, unset: string[]): void {
+  const kind = request.transport === "stdio"
+    ? "a local server (stdio): a command that runs on this machine"
+    : `a remote server (${request.transport === "sse" ? "SSE" : "Streamable HTTP"})`;
+  io.out(`The link installs MCP server '${request.name}', ${kind}:\n`);
+  io.out(renderEntry(request.entry).replace(/^(?=.)/gm, "  "));
+  if (request.commandLine) {
+    warn(io, "this server is a command: code that will run on this machine, with your");
+    warn(io, "permissions, each time the agent starts it:");
+    warn(io, `  ${renderCommandLine(request.commandLine)}`);
+    warn(io, "install it only if you trust where the link came from.");
+  } else {
+    const url = new URL(String(request.entry.url).trim());
+    if (url.protocol === "http:" && !isLoopback(url.hostname)) {
+      warn(io, `${url.host} is reached over plain http: nothing sent to it is encrypted.`);
+    }
+  }
+  if (request.variables.length > 0) {
+    const to = request.commandLine ? "the command" : new URL(String(request.entry.url).trim()).host;
+    warn(
+      io,
+      `the entry reads ${
+        request.variables.map((name) => `\${${name}}`).join(", ")
+      } from <home>/.env or the environment and hands the values to ${visible(to)}.`,
+    );
+  }
+  for (const name of unset) {
+    warn(io, `${name} is not set; add it to <home>/.env before using the server.`);
+  }
+  for (const warning of request.warnings) warn(io, `config: ${warning}`);
+}
+
+function warn(io: CliIo, text: string): void {
+  const colour = io.stderrIsTerminal && !io.env("NO_COLOR");
+  io.err(`${colour ? "\x1b[1;33mwarning:\x1b[0m" : "warning:"} ${text}\n`);
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
+}
+
+/** Rename or cancel: the new name follows the same rule and must be free too. */
+async function askNewName(
+  prompter: Prompter,
+  name: string,
+  file: string,
+  exists: (name: string) => boolean,
+): Promise<string> {
+  const choice = await prompter.select(
+    `MCP server '${name}' already exists in ${file} and is never overwritten. What now?`,
+    [
+      { value: "rename", name: "Install it under another name" },
+      { value: "cancel", name: "Cancel (nothing is changed)" },
+    ],
+    "rename",
+  );
+  if (choice === "cancel") throw new CliError("install cancelled; nothing was changed");
+  let suggestion = name;
+  for (let n = 2; exists(suggestion); n++) suggestion = `${name.slice(0, 60)}-${n}`;
+  return await prompter.input("Name of the new server", {
+    default: suggestion,
+    validate: (value) =>
+      !SERVER_NAME_PATTERN.test(value)
+        ? `'${
+          visible(value)
+        }' is not a valid server name; use 1 to 64 letters, digits, '.', '_' or '-'`
+        : exists(value)
+        ? `'${value}' exists too; choose another name`
+        : true,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// install --register-handler: agent:// links on xdg desktops
+
+const DESKTOP_FILE = "agent-mcp-install.desktop";
+const SCHEME_MIME = "x-scheme-handler/agent";
+
+/**
+ * Writes `$XDG_DATA_HOME/applications/agent-mcp-install.desktop` (opening `agent mcp install`
+ * in a terminal, where it asks before installing) and, when `xdg-mime` is installed, makes it
+ * the default handler of agent:// links.
+ */
+async function registerLinkHandler(io: CliIo, json: boolean): Promise<void> {
+  if (!["linux", "freebsd", "netbsd"].includes(Deno.build.os)) {
+    throw new UsageError(
+      `--register-handler supports freedesktop (xdg) systems only, not ${Deno.build.os}`,
+    );
+  }
+  const userHome = io.env("HOME") || homedir();
+  const dataHome = io.env("XDG_DATA_HOME");
+  const applications = join(
+    dataHome && isAbsolute(dataHome) ? dataHome : join(userHome, ".local", "share"),
+    "applications",
+  );
+  const argv = handlerArgv(io);
+  const exec = `${argv.map(desktopExecArg).join(" ")} %u`;
+  const desktopFile = join(applications, DESKTOP_FILE);
+  Deno.mkdirSync(applications, { recursive: true });
+  writeFileAtomic(
+    desktopFile,
+    [
+      "[Desktop Entry]",
+      "Type=Application",
+      "Name=Agent: install MCP server",
+      "Comment=Shows an agent://mcp/install link and asks before installing it",
+      `Exec=${exec}`,
+      "Terminal=true",
+      "NoDisplay=true",
+      `MimeType=${SCHEME_MIME};`,
+      "",
+    ].join("\n"),
+  );
+  const childEnv: Record<string, string> = {};
+  for (const name of ["HOME", "PATH", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_DATA_DIRS"]) {
+    const value = io.env(name);
+    if (value !== undefined) childEnv[name] = value;
+  }
+  const run = async (tool: string, args: string[]): Promise<string> => {
+    const path = findExecutable(tool, io.env("PATH"));
+    if (!path) return "not installed";
+    try {
+      const output = await new Deno.Command(path, {
+        args,
+        env: childEnv,
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      if (output.success) return "done";
+      return `failed: ${new TextDecoder().decode(output.stderr).trim() || `exit ${output.code}`}`;
+    } catch (error) {
+      return `failed: ${(error as Error).message}`;
+    }
+  };
+  const xdgMime = await run("xdg-mime", ["default", DESKTOP_FILE, SCHEME_MIME]);
+  const database = await run("update-desktop-database", [applications]);
+  if (json) {
+    return printJson(io, {
+      desktop_file: desktopFile,
+      exec,
+      xdg_mime: xdgMime,
+      update_desktop_database: database,
+    });
+  }
+  io.out(`Wrote ${desktopFile}\n  Exec=${exec}\n`);
+  const command = `xdg-mime default ${DESKTOP_FILE} ${SCHEME_MIME}`;
+  if (xdgMime === "done") {
+    io.out(`agent:// links now open \`agent mcp install\` in a terminal (${command}).\n`);
+  } else if (xdgMime === "not installed") {
+    io.err(
+      `warning: xdg-mime is not installed; to make this the agent:// handler, run: ${command}\n`,
+    );
+  } else {
+    io.err(`warning: ${command} ${xdgMime}\n`);
+  }
+}
+
+/** The command a desktop runs to open a link: this binary, or `deno run` of this checkout. */
+function handlerArgv(io: CliIo): string[] {
+  const exec = Deno.execPath();
+  const home = io.env("AGENT_HOME");
+  const prefix = home ? ["env", `AGENT_HOME=${home}`] : [];
+  if (!/^deno(\.exe)?$/.test(basename(exec))) return [...prefix, exec, "mcp", "install"];
+  const main = new URL("../../main.ts", import.meta.url);
+  if (main.protocol !== "file:") {
+    throw new CliError(
+      `--register-handler needs a local checkout or a compiled binary; this runs from ${main.href}`,
+    );
+  }
+  const denoJson = fileURLToPath(new URL("../../deno.json", import.meta.url));
+  return [
+    ...prefix,
+    exec,
+    "run",
+    "--allow-all",
+    "--config",
+    denoJson,
+    fileURLToPath(main),
+    "mcp",
+    "install",
+  ];
+}
+
+/** One argument of a desktop entry's Exec key (freedesktop Desktop Entry spec, "Exec"). */
+function desktopExecArg(arg: string): string {
+  if (/[\n\r]/.test(arg)) throw new CliError(`cannot put a line break in a desktop entry: ${arg}`);
+  const escaped = arg.replaceAll("%", "%%");
+  if (!/[\s"'\\><~|&;$*?#()`]/.test(escaped)) return escaped;
+  // Quoted: ", `, $ and \ take a backslash; the key's own string escaping doubles backslashes.
+  return `"${escaped.replace(/["`$\\]/g, (char) => `\\${char}`).replaceAll("\\", "\\\\")}"`;
+}
+
+function findExecutable(name: string, path: string | undefined): string | undefined {
+  for (const dir of (path ?? "").split(":")) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    try {
+      const info = Deno.statSync(candidate);
+      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }

@@ -17,6 +17,7 @@ import { createHash } from "node:crypto";
 import { type ConfigSource, isPlainObject, parseBoolish } from "../home/config.ts";
 import { expandTilde } from "../home/paths.ts";
 import { substituteDeep, type SubstitutionContext, unresolvedPlaceholders } from "./substitute.ts";
+import { clientMetadataUrlProblem, DEFAULT_CLIENT_METADATA_URL } from "./oauth/metadata_url.ts";
 
 /** How a server is reached: a local subprocess, Streamable HTTP, or legacy SSE. */
 export type McpTransportKind = "stdio" | "http" | "sse";
@@ -88,12 +89,12 @@ export interface McpServerConfig {
   tools: ToolFilter;
   /** `oauth` enables OAuth 2.1 with PKCE (HTTP only). */
   auth?: "oauth";
-  /** The `oauth` mapping, kept as given (substituted). */
-  oauth: Record<string, unknown>;
-  /** The `sampling` mapping, kept as given (substituted). */
-  sampling: Record<string, unknown>;
+  /** The `oauth` settings; present only with `auth: oauth`. */
+  oauth?: OAuthSettings;
+  /** Server-initiated model requests (decisions.md §5 "Sampling keys"). */
+  sampling: SamplingSettings;
   /** Elicitation policy (defaults: enabled, 300 s). */
-  elicitation: { enabled: boolean; timeoutSeconds: number };
+  elicitation: ElicitationSettings;
   /** `full` (default) or `untrusted`; an unrecognised value is `untrusted`. */
   trust: "full" | "untrusted";
   /**
@@ -102,6 +103,59 @@ export interface McpServerConfig {
    * fingerprint can be logged or compared without carrying secrets.
    */
   fingerprint: string;
+}
+
+/** How a token endpoint authenticates a client (`oauth.token_endpoint_auth_method`). */
+export type TokenEndpointAuthMethod = "none" | "client_secret_basic" | "client_secret_post";
+
+/** The `oauth` mapping of an `auth: oauth` server (SPEC "MCP HTTP servers" 3–7). */
+export interface OAuthSettings {
+  /** The client metadata document URL (the `client_id` under CIMD); default the published one. */
+  clientMetadataUrl: string;
+  /** Why `clientMetadataUrl` is unusable (then dynamic client registration is used). */
+  clientMetadataUrlProblem?: string;
+  /** `false` forces dynamic client registration (default true). */
+  cimd: boolean;
+  /** User-Agent of token-endpoint requests (code exchange and refresh) only. */
+  userAgent?: string;
+  /** A pre-registered client id. */
+  clientId?: string;
+  /** The pre-registered client's secret. */
+  clientSecret?: string;
+  /** The client name sent with dynamic client registration (default `agent`). */
+  clientName?: string;
+  /** How the client authenticates at the token endpoint (default `none`). */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod;
+  /** A fixed loopback redirect URI, `http://127.0.0.1:<port>/<path>` or with `localhost`. */
+  redirectUri?: string;
+  /** A fixed callback port (`http://127.0.0.1:<port>/callback`). */
+  redirectPort?: number;
+}
+
+/** The `elicitation` mapping of a server entry (SPEC "MCP server entry"). */
+export interface ElicitationSettings {
+  /** `false` = the elicitation capability is not declared to this server (default true). */
+  enabled: boolean;
+  /** Seconds a form may stay unanswered before the request is cancelled (default 300). */
+  timeoutSeconds: number;
+}
+
+/** The `sampling` mapping of a server entry (decisions.md §5 "Sampling keys"). */
+export interface SamplingSettings {
+  /** `false` = the sampling capability is not declared to this server (default true). */
+  enabled: boolean;
+  /** Model id for this server's requests instead of `model.default`; must be allowed. */
+  model?: string;
+  /** The most tokens one request may ask for; larger requests are cut to it (default 4096). */
+  maxTokensCap: number;
+  /** Seconds one request may take at the model (default 30). */
+  timeoutSeconds: number;
+  /** Requests served per rolling minute; more are refused (default 10). */
+  maxRpm: number;
+  /** Tool-use rounds one sampling conversation may take; 0 = tools never offered (default 5). */
+  maxToolRounds: number;
+  /** Models the server may ask for by hint; empty = hints are ignored (default `[]`). */
+  allowedModels: string[];
 }
 
 /** One problem found in `mcp_servers`. */
@@ -131,6 +185,12 @@ const DEFAULT_CONNECT_TIMEOUT_SECONDS = 60;
 const DEFAULT_HTTP_KEEPALIVE_SECONDS = 180;
 const MIN_KEEPALIVE_SECONDS = 5;
 const DEFAULT_ELICITATION_TIMEOUT_SECONDS = 300;
+const SAMPLING_DEFAULTS = {
+  maxTokensCap: 4096,
+  timeoutSeconds: 30,
+  maxRpm: 10,
+  maxToolRounds: 5,
+} as const;
 
 /** Every key a server entry may carry, in SPEC order (suggestion ties resolve in this order). */
 const ENTRY_KEYS = [
@@ -180,6 +240,31 @@ const HTTP_ONLY_KEYS: ReadonlySet<string> = new Set([
 const TOOLS_KEYS = ["include", "exclude", "resources", "prompts"] as const;
 const LIFECYCLE_KEYS = ["idle_timeout_seconds", "max_lifetime_seconds"] as const;
 const ELICITATION_KEYS = ["enabled", "timeout"] as const;
+const OAUTH_KEYS = [
+  "client_metadata_url",
+  "cimd",
+  "user_agent",
+  "client_id",
+  "client_secret",
+  "client_name",
+  "token_endpoint_auth_method",
+  "redirect_uri",
+  "redirect_port",
+] as const;
+const TOKEN_ENDPOINT_AUTH_METHODS: readonly TokenEndpointAuthMethod[] = [
+  "none",
+  "client_secret_basic",
+  "client_secret_post",
+];
+const SAMPLING_KEYS = [
+  "enabled",
+  "model",
+  "max_tokens_cap",
+  "timeout",
+  "max_rpm",
+  "max_tool_rounds",
+  "allowed_models",
+] as const;
 const PROTOCOLS: readonly ProtocolMode[] = ["auto", "stateless", "legacy"];
 /** `transport` values that mean the default, Streamable HTTP. */
 const STREAMABLE_HTTP_NAMES = ["http", "streamable-http", "streamable_http", "streamablehttp"];
@@ -374,7 +459,7 @@ function parseEntry(
   const transport: McpTransportKind = kind === "http" ? read.httpTransport() : "stdio";
   const auth = applies("auth") ? read.auth() : undefined;
   const clientCert = applies("client_cert") ? read.clientCert() : undefined;
-  const oauth = applies("oauth") ? read.mapping(["oauth"]) : {};
+  const oauth = applies("oauth") && auth === "oauth" ? read.oauth() : undefined;
   if (kind === "http" && read.isSet("oauth") && !auth) {
     issues.warn(
       ["oauth"],
@@ -403,8 +488,8 @@ function parseEntry(
     ...read.lifecycle(applies("lifecycle")),
     tools: read.tools(),
     ...(auth === undefined ? {} : { auth }),
-    oauth,
-    sampling: read.mapping(["sampling"]),
+    ...(oauth === undefined ? {} : { oauth }),
+    sampling: read.sampling(),
     elicitation: read.elicitation(),
     trust: read.trust(),
     fingerprint: fingerprintOf(entry),
@@ -722,7 +807,7 @@ class EntryReader {
     };
   }
 
-  elicitation(): { enabled: boolean; timeoutSeconds: number } {
+  elicitation(): ElicitationSettings {
     const elicitation = this.mapping(["elicitation"]);
     for (const key of Object.keys(elicitation)) {
       if (!(ELICITATION_KEYS as readonly string[]).includes(key)) {
@@ -734,6 +819,154 @@ class EntryReader {
       timeoutSeconds: this.seconds(["elicitation", "timeout"], { positive: true }) ??
         DEFAULT_ELICITATION_TIMEOUT_SECONDS,
     };
+  }
+
+  sampling(): SamplingSettings {
+    const sampling = this.mapping(["sampling"]);
+    for (const key of Object.keys(sampling)) {
+      if (!(SAMPLING_KEYS as readonly string[]).includes(key)) {
+        this.issues.warn(["sampling", key], unknownKeyMessage(key, SAMPLING_KEYS));
+      }
+    }
+    const allowedModels = this.#modelList(["sampling", "allowed_models"]);
+    const model = this.#modelName(["sampling", "model"]);
+    if (model !== undefined && allowedModels.length > 0 && !allowedModels.includes(model)) {
+      this.issues.error(
+        ["sampling", "model"],
+        `sampling.model ${JSON.stringify(model)} is not in sampling.allowed_models (${
+          allowedModels.join(", ")
+        }); add it there or choose one of them`,
+      );
+    }
+    return {
+      enabled: this.boolean(["sampling", "enabled"], true),
+      ...(model === undefined ? {} : { model }),
+      maxTokensCap: this.#count(["sampling", "max_tokens_cap"], 1) ??
+        SAMPLING_DEFAULTS.maxTokensCap,
+      timeoutSeconds: this.seconds(["sampling", "timeout"], { positive: true }) ??
+        SAMPLING_DEFAULTS.timeoutSeconds,
+      maxRpm: this.#count(["sampling", "max_rpm"], 1, "use enabled: false to turn sampling off") ??
+        SAMPLING_DEFAULTS.maxRpm,
+      maxToolRounds: this.#count(["sampling", "max_tool_rounds"], 0, "0 never offers tools") ??
+        SAMPLING_DEFAULTS.maxToolRounds,
+      allowedModels,
+    };
+  }
+
+  /** The `oauth` mapping of an `auth: oauth` server, typed; each bad value is an issue. */
+  oauth(): OAuthSettings {
+    const oauth = this.mapping(["oauth"]);
+    for (const key of Object.keys(oauth)) {
+      if (!(OAUTH_KEYS as readonly string[]).includes(key)) {
+        this.issues.warn(["oauth", key], unknownKeyMessage(key, OAUTH_KEYS));
+      }
+    }
+    const settings: OAuthSettings = {
+      clientMetadataUrl: DEFAULT_CLIENT_METADATA_URL,
+      cimd: this.boolean(["oauth", "cimd"], true),
+    };
+    const url = this.#oauthText("client_metadata_url", "an https URL");
+    if (url !== undefined) {
+      settings.clientMetadataUrl = url;
+      const problem = clientMetadataUrlProblem(url);
+      if (problem !== undefined) {
+        settings.clientMetadataUrlProblem = problem;
+        this.issues.warn(
+          ["oauth", "client_metadata_url"],
+          `oauth.client_metadata_url ${problem} (got ${
+            JSON.stringify(url)
+          }), so it cannot be a client_id; dynamic client registration is used instead. Use an https URL with a path, without #fragment, user@ or . / .. segments`,
+        );
+      }
+    }
+    // An empty or null user_agent is ignored (the HTTP library's default stays).
+    const userAgent = this.get(["oauth", "user_agent"]);
+    if (typeof userAgent === "string") {
+      if (userAgent.trim() !== "") settings.userAgent = userAgent.trim();
+    } else if (userAgent !== undefined && userAgent !== null) {
+      this.issues.error(
+        ["oauth", "user_agent"],
+        `oauth.user_agent must be a string such as "my-agent/1.0", got ${
+          describe(userAgent)
+        }; quote it`,
+      );
+    }
+    const clientId = this.#oauthText("client_id", "the client id the authorization server issued");
+    if (clientId !== undefined) settings.clientId = clientId;
+    const clientSecret = this.#oauthText("client_secret", "the pre-registered client's secret");
+    if (clientSecret !== undefined) {
+      if (clientId === undefined) {
+        this.issues.warn(
+          ["oauth", "client_secret"],
+          "oauth.client_secret is used only with a pre-registered oauth.client_id, so it is ignored; add client_id or remove client_secret",
+        );
+      } else settings.clientSecret = clientSecret;
+    }
+    const clientName = this.#oauthText("client_name", "a name such as my-agent");
+    if (clientName !== undefined) settings.clientName = clientName;
+    const method = this.#oauthText(
+      "token_endpoint_auth_method",
+      TOKEN_ENDPOINT_AUTH_METHODS.join(", "),
+    );
+    if (method !== undefined) {
+      const known = TOKEN_ENDPOINT_AUTH_METHODS.find((candidate) => candidate === method);
+      if (known) settings.tokenEndpointAuthMethod = known;
+      else {
+        this.issues.error(
+          ["oauth", "token_endpoint_auth_method"],
+          `oauth.token_endpoint_auth_method must be one of ${
+            TOKEN_ENDPOINT_AUTH_METHODS.join(", ")
+          }, got ${JSON.stringify(method)}`,
+        );
+      }
+    }
+    const redirectUri = this.#oauthText("redirect_uri", "http://127.0.0.1:<port>/callback");
+    if (redirectUri !== undefined) {
+      const problem = loopbackRedirectProblem(redirectUri);
+      if (problem === undefined) settings.redirectUri = redirectUri;
+      else {
+        this.issues.error(
+          ["oauth", "redirect_uri"],
+          `oauth.redirect_uri ${problem}, got ${
+            JSON.stringify(redirectUri)
+          }; the callback listener runs on this machine, so write http://127.0.0.1:<port>/callback (or localhost)`,
+        );
+      }
+    }
+    const port = this.get(["oauth", "redirect_port"]);
+    if (port !== undefined && port !== null) {
+      const number = toNumber(port);
+      if (number !== undefined && Number.isInteger(number) && number >= 1 && number <= 65535) {
+        if (settings.redirectUri === undefined) settings.redirectPort = number;
+        else {
+          this.issues.warn(
+            ["oauth", "redirect_port"],
+            "oauth.redirect_port is ignored because oauth.redirect_uri names the port; remove one of them",
+          );
+        }
+      } else {
+        this.issues.error(
+          ["oauth", "redirect_port"],
+          `oauth.redirect_port must be a port number from 1 to 65535, got ${describe(port)}`,
+        );
+      }
+    }
+    return settings;
+  }
+
+  /** A non-empty string under `oauth` (trimmed); unset or null → `undefined`; else an error. */
+  #oauthText(key: (typeof OAUTH_KEYS)[number], expected: string): string | undefined {
+    const path = ["oauth", key];
+    const value = this.get(path);
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === "string" && value.trim() !== "") return value.trim();
+    this.issues.error(
+      path,
+      `oauth.${key} must be a non-empty string (${expected}), got ${describe(value)}${
+        unresolvedHint(value)
+      }`,
+    );
+    return undefined;
   }
 
   trust(): "full" | "untrusted" {
@@ -787,6 +1020,62 @@ class EntryReader {
     return names;
   }
 
+  /** A whole number ≥ `min`; numeric strings count. Unset → `undefined`. */
+  #count(path: readonly string[], min: number, note?: string): number | undefined {
+    const value = this.get(path);
+    if (value === undefined || value === null) return undefined;
+    const number = toNumber(value);
+    if (number !== undefined && Number.isInteger(number) && number >= min) return number;
+    this.issues.error(
+      path,
+      `${path.join(".")} must be a whole number >= ${min}${note ? ` (${note})` : ""}, got ${
+        describe(value)
+      }`,
+    );
+    return undefined;
+  }
+
+  /** A non-empty model id (trimmed). Unset → `undefined`. */
+  #modelName(path: readonly string[]): string | undefined {
+    const value = this.get(path);
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === "string" && value.trim() !== "") return value.trim();
+    this.issues.error(
+      path,
+      `${path.join(".")} must be a model id such as gpt-4.1-mini, got ${describe(value)}`,
+    );
+    return undefined;
+  }
+
+  /** A model id or a list of them (trimmed). Unset → `[]`. */
+  #modelList(path: readonly string[]): string[] {
+    const value = this.get(path);
+    if (value === undefined || value === null) return [];
+    if (typeof value === "string" && value.trim() !== "") return [value.trim()];
+    if (!Array.isArray(value)) {
+      this.issues.error(
+        path,
+        `${path.join(".")} must be a list of model ids, got ${describe(value)}; write ${
+          path.at(-1)
+        }: [gpt-4.1-mini, gpt-4.1]`,
+      );
+      return [];
+    }
+    const models: string[] = [];
+    value.forEach((item, index) => {
+      if (typeof item === "string" && item.trim() !== "") models.push(item.trim());
+      else {
+        this.issues.error(
+          [...path, String(index)],
+          `${path.join(".")} items must be model ids (non-empty strings), got ${
+            describe(item)
+          }; quote the item`,
+        );
+      }
+    });
+    return models;
+  }
+
   #path(path: string): string {
     return expandTilde(path.trim(), this.userHome);
   }
@@ -816,6 +1105,23 @@ function lineFor(
     const line = source.lineOf(["mcp_servers", server, ...usable.slice(0, length)].join("."));
     if (line !== undefined) return line;
   }
+  return undefined;
+}
+
+/** Why `uri` cannot be the OAuth redirect URI the local listener receives, or `undefined`. */
+function loopbackRedirectProblem(uri: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(uri);
+  } catch {
+    return "is not a URL";
+  }
+  if (parsed.protocol !== "http:") return "must be an http:// loopback URL";
+  if (!["127.0.0.1", "localhost"].includes(parsed.hostname)) {
+    return "must point at 127.0.0.1 or localhost";
+  }
+  if (parsed.port === "") return "must name its port";
+  if (parsed.search !== "" || parsed.hash !== "") return "must not have a query or fragment";
   return undefined;
 }
 

@@ -7,7 +7,11 @@
  */
 import {
   Client,
+  type ClientCapabilities,
   type ClientOptions,
+  type CreateMessageRequestParams,
+  type ElicitRequestParams,
+  type ElicitResult,
   ProtocolError,
   SdkError,
   SdkErrorCode,
@@ -19,8 +23,11 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
+import { elicitationCapability } from "./elicitation.ts";
+import { samplingCapability, type SamplingResult } from "./sampling.ts";
 import { McpServerError, messageOf } from "./errors.ts";
 import { type HttpAccess, httpAccessFor, preflight, unreachable } from "./http.ts";
+import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
@@ -40,6 +47,29 @@ export interface ConnectOptions {
   onStderr?: (server: string, text: string) => void;
   /** Called when the server says its tool list changed, with the new list. */
   onToolsChanged?: (tools: Tool[]) => void;
+  /**
+   * Answers the server's `elicitation/create` requests. The elicitation capability (form mode
+   * only) is declared only with this handler and `elicitation.enabled`.
+   */
+  onElicitation?: (
+    server: McpServerConfig,
+    params: ElicitRequestParams,
+    signal: AbortSignal,
+  ) => Promise<ElicitResult>;
+  /**
+   * Answers the server's `sampling/createMessage` requests (a thrown `ProtocolError` is sent as
+   * the error). The sampling capability is declared only with this handler and `sampling.enabled`.
+   */
+  onSampling?: (
+    server: McpServerConfig,
+    params: CreateMessageRequestParams,
+    signal: AbortSignal,
+  ) => Promise<SamplingResult>;
+  /**
+   * Supplies the OAuth provider of `auth: oauth` servers (`storedOAuth(<home>/mcp-tokens)`, or a
+   * login's interactive one). Without it such a server fails, naming `agent mcp login`.
+   */
+  oauth?: OAuthTransportFactory;
   /** Aborts the connect. */
   signal?: AbortSignal;
 }
@@ -163,8 +193,16 @@ async function attemptConnect(
   signal: AbortSignal,
   deadline: AbortSignal,
 ): Promise<Attempt> {
+  const capabilities: ClientCapabilities = {};
+  const { onElicitation, onSampling } = options;
+  if (onElicitation && config.elicitation.enabled) {
+    capabilities.elicitation = elicitationCapability();
+  }
+  if (onSampling && config.sampling.enabled) {
+    capabilities.sampling = samplingCapability(config.sampling);
+  }
   const clientOptions: ClientOptions = {
-    capabilities: {},
+    capabilities,
     versionNegotiation: { mode: era === "modern" ? { pin: MODERN_PROTOCOL_VERSION } : "legacy" },
   };
   if (options.onToolsChanged) {
@@ -179,6 +217,18 @@ async function attemptConnect(
     };
   }
   const client = new Client(options.clientInfo, clientOptions);
+  if (onElicitation && capabilities.elicitation) {
+    client.setRequestHandler(
+      "elicitation/create",
+      (request, ctx) => onElicitation(config, request.params, ctx.mcpReq.signal),
+    );
+  }
+  if (onSampling && capabilities.sampling) {
+    client.setRequestHandler(
+      "sampling/createMessage",
+      (request, ctx) => onSampling(config, request.params, ctx.mcpReq.signal),
+    );
+  }
   const transport = makeTransport(config, options, access, kind);
   try {
     await withAbort(
@@ -219,8 +269,28 @@ function makeTransport(
     return transport;
   }
   const url = new URL(config.url!);
-  if (kind === "sse") return new SSEClientTransport(url, { fetch: access!.fetch });
-  return new StreamableHTTPClientTransport(url, { fetch: access!.fetch });
+  const http = config.auth === "oauth" ? oauthTransport(config, options, access!) : {
+    fetch: access!.fetch,
+  };
+  if (kind === "sse") return new SSEClientTransport(url, http);
+  return new StreamableHTTPClientTransport(url, http);
+}
+
+/** The `authProvider` and `fetch` of an `auth: oauth` server's transport. */
+function oauthTransport(
+  config: McpServerConfig,
+  options: ConnectOptions,
+  access: HttpAccess,
+): ReturnType<OAuthTransportFactory> {
+  if (!options.oauth) {
+    throw new McpServerError(
+      config.name,
+      "auth",
+      "auth: oauth needs OAuth token storage, and this MCP client was started without it " +
+        "(the `oauth` option of the MCP manager, e.g. storedOAuth(<home>/mcp-tokens))",
+    );
+  }
+  return options.oauth(config, access.fetch);
 }
 
 /**
@@ -357,6 +427,8 @@ function classifyConnectError(
   deadline?: AbortSignal,
 ): McpServerError {
   if (error instanceof McpServerError) return error;
+  const oauth = oauthFailure(config, error);
+  if (oauth) return oauth;
   const name = config.name;
   if (
     deadline?.aborted || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)

@@ -13,8 +13,9 @@ import {
   type Tool,
 } from "@modelcontextprotocol/client";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
-import { connectServer, type McpConnection } from "./connect.ts";
+import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
 import { McpServerError, messageOf } from "./errors.ts";
+import { oauthFailure } from "./oauth/provider.ts";
 import { buildToolset, type RegisteredTool } from "./registry.ts";
 
 /** Where a server stands. */
@@ -72,6 +73,12 @@ export interface McpManagerOptions {
   onEvent?: (event: McpEvent) => void;
   /** Jitter source. Default `Math.random`. */
   random?: () => number;
+  /** Answers servers' elicitation requests (see `ConnectOptions.onElicitation`). */
+  onElicitation?: ConnectOptions["onElicitation"];
+  /** Answers servers' sampling requests (see `ConnectOptions.onSampling`). */
+  onSampling?: ConnectOptions["onSampling"];
+  /** OAuth of `auth: oauth` servers, e.g. `storedOAuth(<home>/mcp-tokens)` (see `ConnectOptions.oauth`). */
+  oauth?: ConnectOptions["oauth"];
 }
 
 /** Something worth logging or showing. */
@@ -438,6 +445,8 @@ class ServerSlot {
   ): McpServerError {
     const name = this.config.name;
     if (error instanceof McpServerError) return error;
+    const oauth = oauthFailure(this.config, error);
+    if (oauth) return oauth;
     // The SDK reports the caller's abort like a timeout; the signal tells them apart.
     if (signal?.aborted) {
       return new McpServerError(name, "closed", `tool '${tool.originalName}' was cancelled`, {
@@ -565,6 +574,9 @@ class ServerSlot {
         processEnvNames: this.#options.processEnvNames,
         onStderr: this.#options.onStderr,
         onToolsChanged: (tools) => this.#toolsChanged(tools),
+        onElicitation: this.#options.onElicitation,
+        onSampling: this.#options.onSampling,
+        oauth: this.#options.oauth,
         signal: this.#abort.signal,
       });
       const capabilities = connection.client.getServerCapabilities();
@@ -600,14 +612,16 @@ class ServerSlot {
       return connection;
     } catch (error) {
       await connection?.close();
-      const failure = error instanceof McpServerError ? error : new McpServerError(
-        this.config.name,
-        "protocol",
-        `tool discovery failed: ${messageOf(error)}`,
-        {
-          cause: error,
-        },
-      );
+      const failure = error instanceof McpServerError
+        ? error
+        : oauthFailure(this.config, error) ?? new McpServerError(
+          this.config.name,
+          "protocol",
+          `tool discovery failed: ${messageOf(error)}`,
+          {
+            cause: error,
+          },
+        );
       this.#failed(failure);
       throw failure;
     }

@@ -15,10 +15,18 @@ export {
   type McpServerConfig,
   type McpServersResult,
   type McpTransportKind,
+  type OAuthSettings,
   parseMcpServers,
 } from "./config.ts";
 export { connectServer, type McpConnection } from "./connect.ts";
 export { McpServerError } from "./errors.ts";
+export {
+  loginMcpServer,
+  type LoginOptions,
+  type LoginOutcome,
+  OAuthLoginRequired,
+  storedOAuth,
+} from "./oauth/mod.ts";
 export {
   type McpEvent,
   McpManager,

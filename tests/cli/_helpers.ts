@@ -64,6 +64,8 @@ export interface FakeIoOptions {
   now?: number;
   /** The terminal questions of wizards (see {@linkcode scriptedPrompter}). */
   prompter?: Prompter;
+  /** Opens a URL "in the browser" (OAuth login); default: does nothing. */
+  openBrowser?: (url: string) => void;
 }
 
 /** A fake io plus what it collected. */
@@ -108,6 +110,7 @@ export function fakeIo(home: string, options: FakeIoOptions = {}): FakeIo {
     },
     now: () => options.now ?? NOW,
     prompter: options.prompter,
+    openBrowser: options.openBrowser ?? (() => {}),
   };
   return { io, stdout: () => out, stderr: () => err, questions, stdinReads: () => reads };
 }

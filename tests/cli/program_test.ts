@@ -60,22 +60,23 @@ Deno.test("metrics validate without a file is a usage error (exit 2)", async () 
   assert.equal(result.stdout, "");
 });
 
-for (
-  const argv of [
-    ["mcp", "install", "agent://mcp/install?name=x"],
-    ["mcp", "login", "server"],
-  ]
-) {
-  Deno.test(`\`agent ${argv.join(" ")}\` says it is not available yet (exit 1)`, async () => {
-    await using h = await tempHome();
-    const result = await cli(h.home, argv);
-    assert.equal(result.code, 1);
-    assert.match(result.stderr, /not available yet/);
-    assert.match(result.stderr, new RegExp(`agent ${argv.slice(0, 2)[0]}`));
-    assert.equal(result.stdout, "");
-    assert.deepEqual(filesIn(h.home), []);
-  });
-}
+Deno.test("`agent mcp login` of an unknown server is a usage error naming it (exit 2)", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["mcp", "login", "server"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /no MCP server 'server' in .*config\.yaml/);
+  assert.doesNotMatch(result.stderr, /not available yet/);
+  assert.equal(result.stdout, "");
+  assert.deepEqual(filesIn(h.home), [], "nothing is created for an unknown server");
+});
+
+Deno.test("`agent mcp --help` lists login", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["mcp", "--help"]);
+  assert.equal(result.code, 0);
+  assert.match(result.stdout, /^\s+login\b.*authorize an auth: oauth server/m);
+  assert.doesNotMatch(result.stdout, /not available yet/);
+});
 
 Deno.test("e2e: the real CLI prints help, version, and exit codes", async () => {
   await using h = await tempHome();
@@ -94,8 +95,8 @@ Deno.test("e2e: the real CLI prints help, version, and exit codes", async () => 
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'frobnicate'/);
 
-  const later = await spawnCli(h.home, ["mcp", "login", "server"]);
-  assert.equal(later.code, 1);
-  assert.match(later.stderr, /`agent mcp login` is not available yet/);
+  const login = await spawnCli(h.home, ["mcp", "login", "server"]);
+  assert.equal(login.code, 2);
+  assert.match(login.stderr, /no MCP server 'server'/);
   assert.deepEqual(filesIn(h.home), []);
 });

@@ -9,6 +9,7 @@ import {
   parseMcpServers,
 } from "../../src/mcp/config.ts";
 import type { SubstitutionContext } from "../../src/mcp/substitute.ts";
+import { DEFAULT_CLIENT_METADATA_URL } from "../../src/mcp/oauth/metadata_url.ts";
 
 const FILE = "/h/config.yaml";
 
@@ -156,8 +157,14 @@ Deno.test("parseMcpServers: a stdio entry gets every default", () => {
     idleTimeoutSeconds: 0,
     maxLifetimeSeconds: 0,
     tools: { resources: true, prompts: true },
-    oauth: {},
-    sampling: {},
+    sampling: {
+      enabled: true,
+      maxTokensCap: 4096,
+      timeoutSeconds: 30,
+      maxRpm: 10,
+      maxToolRounds: 5,
+      allowedModels: [],
+    },
     elicitation: { enabled: true, timeoutSeconds: 300 },
     trust: "full",
   });
@@ -184,8 +191,14 @@ Deno.test("parseMcpServers: an HTTP entry gets every default (keepalive 180)", (
     idleTimeoutSeconds: 0,
     maxLifetimeSeconds: 0,
     tools: { resources: true, prompts: true },
-    oauth: {},
-    sampling: {},
+    sampling: {
+      enabled: true,
+      maxTokensCap: 4096,
+      timeoutSeconds: 30,
+      maxRpm: 10,
+      maxToolRounds: 5,
+      allowedModels: [],
+    },
     elicitation: { enabled: true, timeoutSeconds: 300 },
     trust: "full",
   });
@@ -261,8 +274,14 @@ Deno.test("parseMcpServers: a stdio entry with every applicable key", () => {
       resources: false,
       prompts: false,
     },
-    oauth: {},
-    sampling: { enabled: true, max_tokens_cap: 1000, allowed_models: ["a", "b"] },
+    sampling: {
+      enabled: true,
+      maxTokensCap: 1000,
+      timeoutSeconds: 30,
+      maxRpm: 10,
+      maxToolRounds: 5,
+      allowedModels: ["a", "b"],
+    },
     elicitation: { enabled: false, timeoutSeconds: 60 },
     trust: "untrusted",
   });
@@ -311,8 +330,20 @@ Deno.test("parseMcpServers: an HTTP entry with every applicable key", () => {
     maxLifetimeSeconds: 0,
     tools: { include: ["search"], resources: true, prompts: true },
     auth: "oauth",
-    oauth: { cimd: false, user_agent: "agent/1.0", redirect_port: 8123 },
-    sampling: { enabled: false },
+    oauth: {
+      clientMetadataUrl: DEFAULT_CLIENT_METADATA_URL,
+      cimd: false,
+      userAgent: "agent/1.0",
+      redirectPort: 8123,
+    },
+    sampling: {
+      enabled: false,
+      maxTokensCap: 4096,
+      timeoutSeconds: 30,
+      maxRpm: 10,
+      maxToolRounds: 5,
+      allowedModels: [],
+    },
     elicitation: { enabled: true, timeoutSeconds: 90 },
     trust: "full",
   });
@@ -520,7 +551,7 @@ Deno.test("parseMcpServers: auth must be oauth", () => {
 
 Deno.test("parseMcpServers: oauth settings without auth: oauth warn; oauth must be a mapping", () => {
   const unused = one("s", ["url: https://x.example", "oauth: { cimd: false }"]);
-  assert.deepEqual(serverOf(unused, "s").oauth, { cimd: false });
+  assert.equal(serverOf(unused, "s").oauth, undefined, "no settings without auth: oauth");
   assertIssue(
     unused,
     { server: "s", key: "oauth", severity: "warning", line: 4 },
@@ -535,10 +566,7 @@ Deno.test("parseMcpServers: oauth settings without auth: oauth warn; oauth must 
   );
 });
 
-Deno.test("parseMcpServers: sampling is kept as given and must be a mapping", () => {
-  const kept = one("s", ["command: npx", "sampling: { model: m, whatever: [1] }"]);
-  assertNoIssues(kept);
-  assert.deepEqual(serverOf(kept, "s").sampling, { model: "m", whatever: [1] });
+Deno.test("parseMcpServers: sampling must be a mapping", () => {
   const bad = one("s", ["command: npx", "sampling: [a]"]);
   assertIssue(
     bad,
@@ -964,7 +992,7 @@ Deno.test("parseMcpServers: HTTP-only keys on a stdio server warn and are ignore
   assert.equal(server.clientCert, undefined);
   assert.equal(server.skipPreflight, false);
   assert.equal(server.auth, undefined);
-  assert.deepEqual(server.oauth, {});
+  assert.equal(server.oauth, undefined);
   const keys = [
     "headers",
     "ssl_verify",

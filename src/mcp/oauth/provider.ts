@@ -1,0 +1,438 @@
+/**
+ * The SDK's `OAuthClientProvider` for one `auth: oauth` server, on the records of
+ * {@linkcode OAuthStore}. Discovery, PKCE, the choice between the client metadata document and
+ * dynamic client registration, the code exchange and refresh are the SDK's; this class supplies
+ * storage, client identity, the browser step (through an {@linkcode AuthorizationDriver}) and
+ * two token-endpoint policies: `oauth.user_agent`, and the `<server>.cimd-off` record when the
+ * token endpoint answers `invalid_client` for the document URL.
+ *
+ * Without a driver (the gateway, and any connect not started by a login) the provider never
+ * starts a login: it fails with {@linkcode OAuthLoginRequired}, whose message names
+ * `agent mcp login <server>`.
+ *
+ * @module
+ */
+import {
+  OAuthClientFlowError,
+  type OAuthClientInformationContext,
+  type OAuthClientMetadata,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  OAuthError,
+  SdkHttpError,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+  UnauthorizedError,
+} from "@modelcontextprotocol/client";
+import type { McpServerConfig, OAuthSettings } from "../config.ts";
+import { McpServerError, messageOf } from "../errors.ts";
+import type { FetchFunction } from "../http.ts";
+import { CALLBACK_PATH, DEFAULT_CLIENT_METADATA_URL } from "./metadata_url.ts";
+import { PINNED_CALLBACK_PORTS } from "./ports.ts";
+import { OAuthStore } from "./store.ts";
+
+/** The client name sent with dynamic client registration unless `oauth.client_name` says otherwise. */
+export const DEFAULT_CLIENT_NAME = "agent";
+
+/** The interactive part of a login: where the browser comes back to, and how it is sent off. */
+export interface AuthorizationDriver {
+  /** The redirect URI of this login (`http://127.0.0.1:<port>/callback`). */
+  readonly redirectUrl: string;
+  /** The client metadata document URL when this login may present it (a pinned port). */
+  readonly clientMetadataUrl: string | undefined;
+  /** A fresh `state` for the next authorization request. */
+  state(): string;
+  /** Shows the authorization URL (and opens the browser); does not wait for the redirect. */
+  authorize(url: URL): void | Promise<void>;
+}
+
+/** A connect needs a login the user has to run: the message names `agent mcp login <server>`. */
+export class OAuthLoginRequired extends Error {
+  /** The server's configured name. */
+  readonly server: string;
+
+  constructor(server: string, reason: string) {
+    super(`${reason}; run \`agent mcp login ${server}\``);
+    this.name = "OAuthLoginRequired";
+    this.server = server;
+  }
+}
+
+/** Options of {@linkcode McpOAuthProvider}. */
+export interface McpOAuthProviderOptions {
+  /** The browser step; absent = non-interactive (a needed login fails with {@linkcode OAuthLoginRequired}). */
+  driver?: AuthorizationDriver;
+  /** Receives things worth logging (a refused client metadata document). */
+  onWarning?: (message: string) => void;
+}
+
+/**
+ * `OAuthClientProvider` of one server.
+ *
+ * @example A non-interactive provider refuses to start a login
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { McpOAuthProvider, OAuthLoginRequired } from "./provider.ts";
+ * import { OAuthStore } from "./store.ts";
+ * const dir = await Deno.makeTempDir();
+ * const config = {
+ *   name: "api",
+ *   url: "https://mcp.example.com/mcp",
+ *   auth: "oauth",
+ *   oauth: { clientMetadataUrl: "https://example.com/client.json", cimd: true },
+ * } as const;
+ * const provider = new McpOAuthProvider(config, new OAuthStore(dir, "api"));
+ * assert.throws(() => provider.clientInformation(), OAuthLoginRequired);
+ * assert.throws(() => provider.redirectToAuthorization(new URL("https://as.example.com/authorize")), /agent mcp login api/);
+ * ```
+ */
+export class McpOAuthProvider implements OAuthClientProvider {
+  /** The server's records. */
+  readonly store: OAuthStore;
+  /** Whether the token endpoint refused the client metadata document while this provider ran. */
+  cimdRejected = false;
+  readonly #server: string;
+  readonly #settings: OAuthSettings;
+  readonly #driver: AuthorizationDriver | undefined;
+  readonly #warn: (message: string) => void;
+  #verifier: string | undefined;
+  #tokensDiscarded = false;
+
+  constructor(
+    config: Pick<McpServerConfig, "name" | "oauth">,
+    store: OAuthStore,
+    options: McpOAuthProviderOptions = {},
+  ) {
+    this.#server = config.name;
+    this.#settings = config.oauth ?? { clientMetadataUrl: DEFAULT_CLIENT_METADATA_URL, cimd: true };
+    this.store = store;
+    this.#driver = options.driver;
+    this.#warn = options.onWarning ?? (() => {});
+  }
+
+  /**
+   * The redirect URI: the login's; without one, the registered one (never used to redirect, but
+   * the SDK needs one to recognise an authorization-code client).
+   */
+  get redirectUrl(): string {
+    if (this.#driver) return this.#driver.redirectUrl;
+    const registered = (this.store.readClient() as { redirect_uris?: unknown } | undefined)
+      ?.redirect_uris;
+    const first = Array.isArray(registered) ? registered[0] : undefined;
+    return typeof first === "string" ? first : this.#settings.redirectUri ??
+      `http://127.0.0.1:${this.#settings.redirectPort ?? PINNED_CALLBACK_PORTS[0]}${CALLBACK_PATH}`;
+  }
+
+  /** The document URL, only while a login may present it (the SDK then uses it as `client_id`). */
+  get clientMetadataUrl(): string | undefined {
+    return this.#driver?.clientMetadataUrl;
+  }
+
+  /** What dynamic client registration sends. */
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: this.#settings.clientName ?? DEFAULT_CLIENT_NAME,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: this.#settings.tokenEndpointAuthMethod ?? "none",
+    };
+  }
+
+  state(): string {
+    return this.#driver?.state() ?? crypto.randomUUID();
+  }
+
+  clientInformation(
+    context?: OAuthClientInformationContext,
+  ): StoredOAuthClientInformation | undefined {
+    const settings = this.#settings;
+    if (settings.clientId !== undefined) {
+      return {
+        client_id: settings.clientId,
+        ...(settings.clientSecret === undefined ? {} : { client_secret: settings.clientSecret }),
+        ...(settings.tokenEndpointAuthMethod === undefined
+          ? {}
+          : { token_endpoint_auth_method: settings.tokenEndpointAuthMethod }),
+        ...(context?.issuer === undefined ? {} : { issuer: context.issuer }),
+      };
+    }
+    const stored = this.store.readClient();
+    if (stored) {
+      // The document identity goes with the pinned redirect URIs it declares: a login on another
+      // port registers instead.
+      const isDocument = stored.client_id === settings.clientMetadataUrl;
+      if (this.#driver && isDocument && this.#driver.clientMetadataUrl !== stored.client_id) {
+        return undefined;
+      }
+      return stored;
+    }
+    if (!this.#driver) {
+      throw new OAuthLoginRequired(
+        this.#server,
+        this.cimdRejected
+          ? "the authorization server refused the client metadata document, so a new login " +
+            "(with dynamic client registration) is needed"
+          : "is not logged in (no OAuth client is stored)",
+      );
+    }
+    return undefined;
+  }
+
+  saveClientInformation(client: StoredOAuthClientInformation): void {
+    this.store.writeClient(client);
+  }
+
+  tokens(): StoredOAuthTokens | undefined {
+    return this.store.readTokens();
+  }
+
+  saveTokens(tokens: StoredOAuthTokens): void {
+    this.store.writeTokens(tokens);
+  }
+
+  redirectToAuthorization(url: URL): void | Promise<void> {
+    if (this.#driver) return this.#driver.authorize(url);
+    throw new OAuthLoginRequired(
+      this.#server,
+      this.#tokensDiscarded
+        ? "the OAuth token refresh failed, so the stored tokens were discarded and a new login is needed"
+        : this.store.readTokens()
+        ? "the stored OAuth tokens were refused and could not be refreshed, so a new login is needed"
+        : "is not logged in (no OAuth tokens are stored)",
+    );
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.#verifier = verifier;
+  }
+
+  codeVerifier(): string {
+    if (this.#verifier === undefined) {
+      throw new Error("no PKCE code verifier: the authorization was not started by this login");
+    }
+    return this.#verifier;
+  }
+
+  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery"): void {
+    switch (scope) {
+      case "all":
+        this.store.remove("tokens", "client", "meta");
+        this.#tokensDiscarded = true;
+        this.#verifier = undefined;
+        return;
+      case "client":
+        this.store.remove("client");
+        return;
+      case "tokens":
+        this.store.remove("tokens");
+        this.#tokensDiscarded = true;
+        return;
+      case "verifier":
+        this.#verifier = undefined;
+        return;
+      case "discovery":
+        this.store.remove("meta");
+        return;
+    }
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.store.readDiscovery();
+  }
+
+  saveDiscoveryState(state: OAuthDiscoveryState): void {
+    this.store.writeDiscovery(state);
+  }
+
+  /**
+   * `base` with the token-endpoint policies: on token requests (a form POST with `grant_type`:
+   * code exchange and refresh) the `oauth.user_agent` header, and the `<server>.cimd-off` record
+   * when the answer is 400/401 `invalid_client` for the document URL. Every other request (MCP
+   * traffic, discovery, registration) passes unchanged.
+   *
+   * @param base The fetch of the server's HTTP access (headers, TLS).
+   * @returns The fetch for the transport.
+   */
+  fetchFor(base: FetchFunction): FetchFunction {
+    return async (input, init) => {
+      const body = init?.body;
+      const isTokenRequest = (init?.method ?? "GET").toUpperCase() === "POST" &&
+        body instanceof URLSearchParams && body.has("grant_type");
+      if (!isTokenRequest) return await base(input, init);
+      const form = body as URLSearchParams;
+      const headers = new Headers(init?.headers);
+      if (this.#settings.userAgent !== undefined) {
+        headers.set("user-agent", this.#settings.userAgent);
+      }
+      const send = () => base(input, { ...init, headers });
+      const refreshToken = form.get("grant_type") === "refresh_token"
+        ? form.get("refresh_token")
+        : null;
+      const response = refreshToken === null
+        ? await send()
+        : await this.#refreshOnce(refreshToken, send);
+      if (
+        (response.status === 400 || response.status === 401) &&
+        clientIdOf(form, headers) === this.#settings.clientMetadataUrl
+      ) {
+        const answer = await response.clone().json().catch(() => undefined);
+        if (answer?.error === "invalid_client") this.#recordDocumentRefusal();
+      }
+      return response;
+    };
+  }
+
+  /**
+   * One refresh per refresh token: concurrent requests of one server (a keepalive ping and a tool
+   * call after expiry) would otherwise present a rotated refresh token twice, and the second
+   * `invalid_grant` would discard the tokens the first one just obtained.
+   */
+  async #refreshOnce(refreshToken: string, send: () => Promise<Response>): Promise<Response> {
+    const key = this.store.path("tokens");
+    const entry = refreshes.get(key) ?? { last: Promise.resolve() };
+    refreshes.set(key, entry);
+    const run = entry.last.then(async () => {
+      if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
+      const response = await send();
+      if (response.ok) {
+        const answer = await response.clone().json().catch(() => undefined);
+        if (typeof answer?.access_token === "string") {
+          entry.rotated = { from: refreshToken, answer };
+        }
+      }
+      return response;
+    });
+    entry.last = run.catch(() => {});
+    return await run;
+  }
+
+  #recordDocumentRefusal(): void {
+    this.cimdRejected = true;
+    this.store.markCimdOff();
+    this.#warn(
+      `MCP server '${this.#server}': the authorization server refused the client metadata document ` +
+        `${this.#settings.clientMetadataUrl} (invalid_client); recorded in ${
+          this.store.path("cimdOff")
+        }. Dynamic client registration is used for this server until \`agent mcp login ${this.#server}\` clears the record.`,
+    );
+  }
+}
+
+/** The last refresh of each token file, shared by every provider of the process. */
+const refreshes = new Map<
+  string,
+  { last: Promise<unknown>; rotated?: { from: string; answer: unknown } }
+>();
+
+/** The `client_id` a token request presents (form field, or HTTP Basic user). */
+function clientIdOf(body: URLSearchParams, headers: Headers): string | undefined {
+  const field = body.get("client_id");
+  if (field !== null) return field;
+  const basic = headers.get("authorization")?.match(/^Basic\s+(\S+)$/i);
+  if (!basic) return undefined;
+  try {
+    return decodeURIComponent(atob(basic[1]).split(":")[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What connect needs for an `auth: oauth` server: the provider and the transport's fetch. */
+export type OAuthTransportFactory = (
+  config: McpServerConfig,
+  fetch: FetchFunction,
+) => { authProvider: OAuthClientProvider; fetch: FetchFunction };
+
+/** Options of {@linkcode storedOAuth}. */
+export interface StoredOAuthOptions {
+  /** Receives things worth logging, with the server name. */
+  onWarning?: (server: string, message: string) => void;
+  /** Clock (ms since epoch) for token expiry. */
+  now?: () => number;
+}
+
+/**
+ * The non-interactive OAuth of the gateway and the CLI's connects: tokens from
+ * `<tokenDir>/<server>.json`, refreshed when the server refuses them; a needed login fails with a
+ * message naming `agent mcp login <server>`.
+ *
+ * @param tokenDir `<home>/mcp-tokens`.
+ * @param options Warning sink and clock.
+ * @returns The factory {@linkcode connectServer} calls for `auth: oauth` servers.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { storedOAuth } from "./provider.ts";
+ * const oauth = storedOAuth(await Deno.makeTempDir());
+ * const { authProvider } = oauth({ name: "api", auth: "oauth" } as never, fetch);
+ * assert.equal(await authProvider.tokens(), undefined);
+ * ```
+ */
+export function storedOAuth(
+  tokenDir: string,
+  options: StoredOAuthOptions = {},
+): OAuthTransportFactory {
+  return (config, fetch) => {
+    const provider = new McpOAuthProvider(
+      config,
+      new OAuthStore(tokenDir, config.name, options.now),
+      { onWarning: (message) => options.onWarning?.(config.name, message) },
+    );
+    return { authProvider: provider, fetch: provider.fetchFor(fetch) };
+  };
+}
+
+/**
+ * The error to report when `error` is an OAuth failure of `config`'s server, else `undefined`.
+ * Failures a login can fix name `agent mcp login <server>`.
+ *
+ * @param config The server.
+ * @param error What the SDK or the provider threw.
+ * @returns An `auth` {@linkcode McpServerError}, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { oauthFailure, OAuthLoginRequired } from "./provider.ts";
+ * const config = { name: "api", auth: "oauth" } as never;
+ * const failure = oauthFailure(config, new OAuthLoginRequired("api", "is not logged in"));
+ * assert.equal(failure?.message, "MCP server 'api': is not logged in; run `agent mcp login api`");
+ * assert.equal(oauthFailure(config, new Error("other")), undefined);
+ * ```
+ */
+export function oauthFailure(
+  config: Pick<McpServerConfig, "name" | "auth">,
+  error: unknown,
+): McpServerError | undefined {
+  const name = config.name;
+  if (error instanceof McpServerError) return undefined;
+  if (error instanceof OAuthLoginRequired) {
+    return new McpServerError(name, "auth", error.message, { cause: error });
+  }
+  if (config.auth !== "oauth") return undefined;
+  const login = `run \`agent mcp login ${name}\``;
+  if (error instanceof UnauthorizedError) {
+    return new McpServerError(name, "auth", `the server asks for an OAuth login; ${login}`, {
+      cause: error,
+    });
+  }
+  if (error instanceof OAuthError) {
+    return new McpServerError(name, "auth", `OAuth failed: ${error.message}; ${login}`, {
+      cause: error,
+    });
+  }
+  if (error instanceof OAuthClientFlowError) {
+    return new McpServerError(name, "auth", `OAuth failed: ${messageOf(error)}`, { cause: error });
+  }
+  if (error instanceof SdkHttpError && (error.status === 401 || error.status === 403)) {
+    return new McpServerError(
+      name,
+      "auth",
+      `the server refused the OAuth token (HTTP ${error.status}); ${login}`,
+      { cause: error },
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,145 @@
+/**
+ * `agent mcp login <server>` against the local authorization server and protected MCP resource
+ * (`tests/fixtures/oauth_server.ts`), the browser being a stand-in that follows the redirect
+ * over HTTP; and what the other `agent mcp` commands say about OAuth servers.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DEFAULT_CLIENT_METADATA_URL } from "../../src/mcp/oauth/mod.ts";
+import { type OAuthServer, startOAuthServer, testBrowser } from "../fixtures/oauth_server.ts";
+import { cli, cliJson, tempHome } from "./_helpers.ts";
+import { writeConfig } from "./_mcp_helpers.ts";
+
+function oauthConfig(server: OAuthServer, oauth = ""): string {
+  return `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n${oauth}`;
+}
+
+const mode = (path: string) => Deno.statSync(path).mode! & 0o777;
+
+Deno.test("agent mcp login --json: authorizes in the browser, stores 0600 tokens, connects once", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const result = await cli(h.home, ["mcp", "login", "api", "--json"], {
+    openBrowser: browser.open,
+  });
+  await browser.settled();
+  assert.equal(result.code, 0, result.stderr);
+  const document = JSON.parse(result.stdout);
+  const tokens = join(h.home, "mcp-tokens", "api.json");
+  assert.deepEqual(
+    { ...document, redirect_uri: undefined },
+    {
+      server: "api",
+      logged_in: true,
+      client: "cimd",
+      redirect_uri: undefined,
+      pinned_port: true,
+      cimd_rejected: false,
+      authorizations: 1,
+      tokens_file: tokens,
+      status: "connected",
+      tools: 2,
+    },
+  );
+  assert.match(document.redirect_uri, /^http:\/\/127\.0\.0\.1:2789[0-4]\/callback$/);
+  assert.equal(browser.visits.length, 1);
+  assert.ok(result.stderr.includes(browser.visits[0].url), "the URL is always printed");
+  assert.equal(mode(join(h.home, "mcp-tokens")), 0o700);
+  for (const file of ["api.json", "api.client.json", "api.meta.json"]) {
+    assert.equal(mode(join(h.home, "mcp-tokens", file)), 0o600, file);
+  }
+  assert.equal(typeof JSON.parse(Deno.readTextFileSync(tokens)).expires_at, "number");
+
+  // Later commands use the stored tokens, without a browser.
+  const tools = await cliJson(h.home, ["mcp", "tools", "api", "--json"]);
+  assert.deepEqual(tools.tools.map((tool: { name: string }) => tool.name).sort(), [
+    "mcp__api__add",
+    "mcp__api__echo",
+  ]);
+  assert.equal(browser.visits.length, 1);
+});
+
+Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried again", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const tokens = join(h.home, "mcp-tokens");
+  Deno.mkdirSync(tokens, { recursive: true, mode: 0o700 });
+  Deno.writeTextFileSync(join(tokens, "api.cimd-off"), "");
+  Deno.writeTextFileSync(join(tokens, "api.client.json"), '{"client_id":"dcr-stale"}');
+  const result = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(
+    result.stdout,
+    `MCP server 'api': logged in with the client metadata document ${DEFAULT_CLIENT_METADATA_URL}; ` +
+      `tokens are in ${join(tokens, "api.json")}.\nConnected: 2 tools.\n`,
+  );
+  assert.throws(() => Deno.statSync(join(tokens, "api.cimd-off")), Deno.errors.NotFound);
+  assert.equal(server.authorizations[0].clientId, DEFAULT_CLIENT_METADATA_URL);
+});
+
+Deno.test("agent mcp login: a refused document is recorded, reported, and DCR finishes the login", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true, rejectDocument: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const result = await cli(h.home, ["mcp", "login", "api", "--json"], {
+    openBrowser: browser.open,
+  });
+  await browser.settled();
+  assert.equal(result.code, 0, result.stderr);
+  const document = JSON.parse(result.stdout);
+  assert.equal(document.client, "dcr");
+  assert.equal(document.cimd_rejected, true);
+  assert.equal(document.pinned_port, false);
+  assert.equal(document.status, "connected");
+  assert.match(
+    result.stderr,
+    /warning: MCP server 'api': the authorization server refused the client metadata document/,
+  );
+  Deno.statSync(join(h.home, "mcp-tokens", "api.cimd-off"));
+});
+
+Deno.test("agent mcp test of an OAuth server that is not logged in names agent mcp login", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  writeConfig(h.home, oauthConfig(server));
+  const result = await cli(h.home, ["mcp", "test", "api"]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /MCP server 'api': is not logged in .*; run `agent mcp login api`/);
+  assert.deepEqual(server.registrations, []);
+  assert.deepEqual(server.authorizations, []);
+});
+
+Deno.test("agent mcp login of a server without auth: oauth is a usage error", async () => {
+  await using h = await tempHome();
+  writeConfig(h.home, "mcp_servers:\n  plain:\n    url: http://127.0.0.1:9/mcp\n");
+  const result = await cli(h.home, ["mcp", "login", "plain"]);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /MCP server 'plain' does not use OAuth; add `auth: oauth`/);
+});
+
+Deno.test("agent mcp login reports a login that did not finish (exit 1)", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: false });
+  writeConfig(h.home, oauthConfig(server));
+  // The user denies access: the authorization server redirects back with an error.
+  const visits: Promise<unknown>[] = [];
+  const result = await cli(h.home, ["mcp", "login", "api"], {
+    openBrowser: (url) => {
+      const target = new URL(url);
+      const back = new URL(target.searchParams.get("redirect_uri")!);
+      back.searchParams.set("error", "access_denied");
+      back.searchParams.set("state", target.searchParams.get("state")!);
+      visits.push(fetch(back).then((response) => response.body?.cancel()));
+    },
+  });
+  await Promise.all(visits);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /MCP server 'api': .*access_denied/);
+  assert.equal(result.stdout, "");
+});

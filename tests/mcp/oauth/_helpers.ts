@@ -1,0 +1,39 @@
+/** Helpers of the OAuth tests: free ports, a private pinned-port pool, server entries. */
+import type { McpServerConfig } from "../../../src/mcp/config.ts";
+import { CallbackPortPool, loopbackRedirectUris } from "../../../src/mcp/oauth/mod.ts";
+import { serverEntry } from "../_helpers.ts";
+
+/** `count` ports nobody listens on right now (bound by the OS, then released). */
+export function freePorts(count: number): number[] {
+  const listeners = Array.from(
+    { length: count },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
+  for (const listener of listeners) listener.close();
+  return ports;
+}
+
+/**
+ * Five "pinned" ports of this test's own (so parallel test files never compete for 27890–27894),
+ * the pool over them, and the ten redirect URIs a document would declare for them.
+ */
+export function testPins(): { ports: number[]; pool: CallbackPortPool; documentUris: string[] } {
+  const ports = freePorts(5);
+  return { ports, pool: new CallbackPortPool(ports), documentUris: loopbackRedirectUris(ports) };
+}
+
+/** An `auth: oauth` entry for `url` with the given `oauth` mapping. */
+export function oauthServer(
+  name: string,
+  url: string,
+  oauth: Record<string, unknown> = {},
+): McpServerConfig {
+  return serverEntry(name, { url, auth: "oauth", oauth, connect_timeout: 10 });
+}
+
+/** The client info and environment every connect of these tests uses. */
+export const CLIENT = {
+  clientInfo: { name: "agent-test", version: "0" },
+  processEnv: (name: string) => Deno.env.get(name),
+};
