@@ -29,9 +29,10 @@ export interface GatewayOptions {
 
 const log = logger("gateway");
 
-/** How long finished events stay in the inbox (for inspection), and how often it is pruned. */
+/** How long finished events stay in the inbox (for inspection). */
 const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
-const PRUNE_INTERVAL_MS = 3_600_000;
+/** How often the inbox is pruned and the usage metrics flushed. */
+const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
 
 /**
  * A running gateway.
@@ -54,6 +55,8 @@ export class Gateway {
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
+  #sending: Promise<unknown> = Promise.resolve();
+  readonly #sendAbort = new AbortController();
 
   private constructor(parts: {
     settings: WebhookSettings;
@@ -192,8 +195,8 @@ export class Gateway {
     }
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, metrics });
-    gateway.#prune();
-    const timer = setInterval(() => gateway.#prune(), PRUNE_INTERVAL_MS);
+    gateway.#housekeeping();
+    const timer = setInterval(() => gateway.#housekeeping(), HOUSEKEEPING_INTERVAL_MS);
     Deno.unrefTimer(timer);
     gateway.#pruneTimer = timer;
     log.info("gateway listening on {addresses}", { addresses: gateway.addresses });
@@ -205,6 +208,8 @@ export class Gateway {
     this.#stopped ??= (async () => {
       clearInterval(this.#pruneTimer);
       await this.#server.shutdown();
+      this.#sendAbort.abort(); // a send under way is retried by the next start
+      await this.#sending;
       await this.#pool.stop();
       await this.#session?.close();
       this.#inbox.close();
@@ -219,13 +224,29 @@ export class Gateway {
     return this.#stopped;
   }
 
-  /** Forgets expired delivery-id claims and events finished more than a week ago. */
-  #prune(): void {
+  /**
+   * Hourly, and at start: forgets expired delivery-id claims and events finished more than a week
+   * ago, and flushes the usage metrics (packages finished days; sends them when `send: true`),
+   * so a quiet gateway still reports.
+   */
+  #housekeeping(): void {
     try {
       this.#inbox.prune(Date.now(), FINISHED_EVENTS_KEPT_MS);
     } catch (error) {
       log.warn("pruning the inbox failed: {error}", { error: String(error) });
     }
+    if (!this.#metrics.enabled) return;
+    try {
+      this.#metrics.packageDue();
+    } catch (error) {
+      log.warn("packaging usage metrics failed: {error}", { error: String(error) });
+    }
+    if (!this.#metrics.settings.send) return;
+    this.#sending = this.#sending.then(() =>
+      this.#metrics.sendDue({ signal: this.#sendAbort.signal }).catch((error) =>
+        log.warn("sending usage metrics failed: {error}", { error: String(error) })
+      )
+    );
   }
 
   /** Resolves when the server has stopped. */

@@ -1,0 +1,42 @@
+/** The gateway's housekeeping: usage metrics are flushed at start (and hourly), runs or not. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Gateway } from "../../src/gateway/gateway.ts";
+import { loadConfig } from "../../src/home/config.ts";
+import {
+  countersOf,
+  enable,
+  recordEvents,
+  SAMPLE_COUNTERS,
+  SAMPLE_EVENTS,
+  startCollector,
+  tempHome,
+} from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
+
+Deno.test("a quiet gateway packages finished days and sends them at start (send: true)", async () => {
+  await using h = await tempHome();
+  await using collector = startCollector(202);
+  await enable(h.home, "--send", "--endpoint", collector.endpoint);
+  recordEvents(h.home, SAMPLE_EVENTS); // a day long past: due for packaging
+  const config = Deno.readTextFileSync(h.config);
+  Deno.writeTextFileSync(
+    h.config,
+    `${config}platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
+  );
+  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  const gateway = await Gateway.start({ config: loadConfig({ env }), env });
+  try {
+    const deadline = Date.now() + 10_000;
+    while (collector.received.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await gateway.stop();
+  }
+  assert.equal(collector.received.length, 1, "one package sent without any run");
+  const sent = JSON.parse(collector.received[0].body);
+  assert.deepEqual(countersOf([sent]), SAMPLE_COUNTERS);
+  const outbox = [...Deno.readDirSync(join(h.metrics, "outbox"))].map((entry) => entry.name);
+  assert.equal(outbox.length, 1, "the package stays in the outbox, recorded as sent");
+});
