@@ -9,7 +9,6 @@ import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
 import { addGatewayCommands } from "./gateway.ts";
 import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
-import { addLaterCommands } from "./later.ts";
 import { addMcpCommands } from "./mcp.ts";
 import { addMetricsCommands } from "./metrics.ts";
 import { addWebhookCommands } from "./webhook.ts";
@@ -73,7 +72,6 @@ function buildProgram(io: CliIo, state: CommandState): Command {
   addAgentCommands(program, io, state);
   addWebhookCommands(program, io, state);
   addGatewayCommands(program, io);
-  addLaterCommands(program);
   return program;
 }
 
