@@ -79,7 +79,8 @@ export class WorkerPool {
 
   /** Looks for due events now (call after an enqueue). */
   wake(): void {
-    if (this.#stopped) return;
+    // All busy: the worker that finishes first wakes the pool again.
+    if (this.#stopped || this.#active >= this.#o.concurrency) return;
     while (this.#active < this.#o.concurrency) {
       const event = this.#o.inbox.take(this.#o.now());
       if (!event) break;

@@ -194,23 +194,34 @@ function authenticate(deps: ListenerDeps): Step {
   };
 }
 
-/** Sliding window per route, counted after authentication; memory is one timestamp per allowed request. */
+/**
+ * Sliding window per route, counted after authentication; memory is one timestamp per allowed
+ * request. Timestamps are kept in arrival order, so expired ones are dropped from the front:
+ * constant work per request whatever the limit.
+ */
 function rateLimit(deps: ListenerDeps): Step {
-  const windows = new Map<string, number[]>();
+  const windows = new Map<string, { times: number[]; start: number }>();
   return async (c, next) => {
     const { requests, windowSeconds } = deps.settings.rateLimit;
     const windowMs = windowSeconds * 1000;
     const now = deps.now();
     const name = c.get("route").name;
-    const recent = (windows.get(name) ?? []).filter((at) => at > now - windowMs);
-    if (recent.length >= requests) {
-      windows.set(name, recent);
-      const retryAfter = Math.max(1, Math.ceil((recent[0] + windowMs - now) / 1000));
+    let window = windows.get(name);
+    if (!window) windows.set(name, window = { times: [], start: 0 });
+    while (window.start < window.times.length && window.times[window.start] <= now - windowMs) {
+      window.start++;
+    }
+    if (window.start > 1024 && window.start * 2 > window.times.length) {
+      window.times = window.times.slice(window.start);
+      window.start = 0;
+    }
+    if (window.times.length - window.start >= requests) {
+      const oldest = window.times[window.start];
+      const retryAfter = Math.max(1, Math.ceil((oldest + windowMs - now) / 1000));
       c.header("Retry-After", String(retryAfter));
       return c.json({ error: `rate limit: ${requests} requests per ${windowSeconds} s` }, 429);
     }
-    recent.push(now);
-    windows.set(name, recent);
+    window.times.push(now);
     await next();
   };
 }

@@ -41,6 +41,7 @@ async function harness(
     delivery?: DirectDelivery;
     maxBodyBytes?: number;
     rate?: number;
+    now?: () => number;
   } = {},
 ): Promise<Harness> {
   const dir = await Deno.makeTempDir();
@@ -71,7 +72,7 @@ async function harness(
     },
     routes: new RouteTable({ file: subscriptions, staticRoutes, report: (p) => logs.push(p) }),
     inbox,
-    now: () => NOW,
+    now: options.now ?? (() => NOW),
     runScript: (route) => {
       h.scripts.push(route.name);
       return Promise.resolve(options.script ?? { kind: "ignored", reason: "empty" });
@@ -244,6 +245,24 @@ Deno.test("over the rate limit → 429 with Retry-After, counted after authentic
   assert.equal(limited.status, 429);
   assert.equal(limited.headers.get("retry-after"), "60");
   await limited.body?.cancel();
+});
+
+Deno.test("the rate window slides: capacity returns as the oldest requests age out", async () => {
+  let now = NOW;
+  await using h = await harness({ routes: { r: route() }, rate: 2, now: () => now });
+  const send = async (id: string, at: number) => {
+    now = NOW + at * 1000;
+    const response = await h.signed("r", { id }, { "x-github-delivery": id });
+    await response.body?.cancel();
+    return [response.status, response.headers.get("retry-after")];
+  };
+  assert.deepEqual(await send("a", 0), [202, null]);
+  assert.deepEqual(await send("b", 30), [202, null]);
+  assert.deepEqual(await send("c", 40), [429, "20"], "a leaves the window at 60 s");
+  assert.deepEqual(await send("c", 60), [202, null], "a has aged out");
+  assert.deepEqual(await send("d", 61), [429, "29"], "b leaves at 90 s");
+  assert.deepEqual(await send("d", 200), [202, null], "everything aged out");
+  assert.equal(h.accepted, 4);
 });
 
 Deno.test("bodies that are not a JSON object → 400; a form body with a JSON payload is accepted", async () => {
