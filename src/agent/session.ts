@@ -21,6 +21,7 @@ import { elicitationHandler, type ElicitationOutcome } from "../mcp/elicitation.
 import { storedOAuth } from "../mcp/oauth/mod.ts";
 import { type SamplingModel, type SamplingOutcome, SamplingResponder } from "../mcp/sampling.ts";
 import type { ExecutionSurface, TaskEntrypoint } from "../metrics/contract.ts";
+import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { type ApprovalSurface, PolicyApprovals } from "./approvals.ts";
@@ -111,8 +112,7 @@ export class AgentSession {
   readonly #ownsMetrics: boolean;
   readonly #stderr: StderrLog | undefined;
   readonly #redact: (text: string) => string;
-  readonly #sendAbort = new AbortController();
-  #sending: Promise<unknown> = Promise.resolve();
+  readonly #flusher: MetricsFlusher;
   #closed = false;
 
   private constructor(
@@ -161,6 +161,10 @@ export class AgentSession {
     }
     this.#ownsMetrics = options.metrics === undefined;
     this.metrics = options.metrics ?? openUsageMetrics(options.config);
+    this.#flusher = new MetricsFlusher(
+      this.metrics,
+      (what, error) => log.warn("{what}: {error}", { what, error: String(error) }),
+    );
     this.#redact = redactor(options.config, settings);
   }
 
@@ -240,27 +244,18 @@ export class AgentSession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const grace = setTimeout(() => this.#sendAbort.abort(), SEND_GRACE_MS);
-    await this.#sending;
-    clearTimeout(grace);
+    await this.#flusher.settle(SEND_GRACE_MS);
     if (this.#ownsManager) await this.manager.shutdown();
     this.#stderr?.close();
     if (this.#ownsMetrics) {
-      this.#packageDue();
+      this.#flusher.packageDue();
       this.metrics.close();
     }
   }
 
   /** After a task: automatic packaging (at most once per UTC day) and sending what is due. */
   #afterRun(): void {
-    if (!this.metrics.enabled) return;
-    this.#packageDue();
-    if (!this.metrics.settings.send) return;
-    this.#sending = this.#sending.then(() =>
-      this.metrics.sendDue({ signal: this.#sendAbort.signal }).catch((error) =>
-        log.warn("sending usage metrics failed: {error}", { error: String(error) })
-      )
-    );
+    this.#flusher.flush();
   }
 
   /** Logs a sampling request's end; one the model answered or failed is a model call. */
@@ -285,14 +280,6 @@ export class AgentSession {
       this.metrics.recorder.record({ kind: "model_route", model, provider });
     } catch (error) {
       log.warn("could not count a sampling model call: {error}", { error: String(error) });
-    }
-  }
-
-  #packageDue(): void {
-    try {
-      this.metrics.packageDue();
-    } catch (error) {
-      log.warn("packaging usage metrics failed: {error}", { error: String(error) });
     }
   }
 }

@@ -12,6 +12,7 @@ import { defaultApiBaseUrl, deliver, type DeliveryContext } from "../delivery/mo
 import type { ResolvedConfig } from "../home/config.ts";
 import { logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
+import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
@@ -55,8 +56,7 @@ export class Gateway {
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
-  #sending: Promise<unknown> = Promise.resolve();
-  readonly #sendAbort = new AbortController();
+  readonly #flusher: MetricsFlusher;
 
   private constructor(parts: {
     settings: WebhookSettings;
@@ -72,6 +72,10 @@ export class Gateway {
     this.#session = parts.session;
     this.#inbox = parts.inbox;
     this.#metrics = parts.metrics;
+    this.#flusher = new MetricsFlusher(
+      parts.metrics,
+      (what, error) => log.warn("{what}: {error}", { what, error: String(error) }),
+    );
     const { hostname, port } = parts.server.addr;
     this.addresses = [`http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`];
   }
@@ -208,16 +212,11 @@ export class Gateway {
     this.#stopped ??= (async () => {
       clearInterval(this.#pruneTimer);
       await this.#server.shutdown();
-      this.#sendAbort.abort(); // a send under way is retried by the next start
-      await this.#sending;
+      await this.#flusher.settle(0); // a send under way is retried by the next start
       await this.#pool.stop();
       await this.#session?.close();
       this.#inbox.close();
-      try {
-        this.#metrics.packageDue();
-      } catch (error) {
-        log.warn("packaging usage metrics failed: {error}", { error: String(error) });
-      }
+      this.#flusher.packageDue();
       this.#metrics.close();
       log.info("gateway stopped");
     })();
@@ -235,18 +234,7 @@ export class Gateway {
     } catch (error) {
       log.warn("pruning the inbox failed: {error}", { error: String(error) });
     }
-    if (!this.#metrics.enabled) return;
-    try {
-      this.#metrics.packageDue();
-    } catch (error) {
-      log.warn("packaging usage metrics failed: {error}", { error: String(error) });
-    }
-    if (!this.#metrics.settings.send) return;
-    this.#sending = this.#sending.then(() =>
-      this.#metrics.sendDue({ signal: this.#sendAbort.signal }).catch((error) =>
-        log.warn("sending usage metrics failed: {error}", { error: String(error) })
-      )
-    );
+    this.#flusher.flush();
   }
 
   /** Resolves when the server has stopped. */

@@ -1,0 +1,74 @@
+/**
+ * Packaging and sending for long-running processes (after each agent run, hourly in the
+ * gateway): one send at a time, in the background, never throwing.
+ *
+ * @module
+ */
+import type { UsageMetrics } from "./mod.ts";
+
+/** The sends under way, per metrics store. */
+const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
+
+/**
+ * Flushes a {@linkcode UsageMetrics} in the background; problems go to `warn`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { loadConfig } from "../home/config.ts";
+ * import { openUsageMetrics } from "./mod.ts";
+ * import { MetricsFlusher } from "./flusher.ts";
+ * const home = await Deno.makeTempDir();
+ * const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }));
+ * const problems: string[] = [];
+ * const flusher = new MetricsFlusher(metrics, (what) => problems.push(what));
+ * flusher.flush(); // no consent: nothing to do
+ * await flusher.settle(0);
+ * assert.deepEqual(problems, []);
+ * metrics.close();
+ * ```
+ */
+export class MetricsFlusher {
+  readonly #metrics: UsageMetrics;
+  readonly #warn: (what: string, error: unknown) => void;
+  readonly #abort = new AbortController();
+
+  constructor(metrics: UsageMetrics, warn: (what: string, error: unknown) => void) {
+    this.#metrics = metrics;
+    this.#warn = warn;
+  }
+
+  /** Packages finished days now (at most once a UTC day); with `send: true` queues a send. */
+  flush(): void {
+    if (!this.#metrics.enabled) return;
+    this.packageDue();
+    if (!this.#metrics.settings.send) return;
+    // One chain per store: a session and its gateway flushing the same metrics never send the
+    // same package twice at once.
+    const previous = SENDING.get(this.#metrics) ?? Promise.resolve();
+    SENDING.set(
+      this.#metrics,
+      previous.then(() =>
+        this.#metrics.sendDue({ signal: this.#abort.signal }).catch((error) =>
+          this.#warn("sending usage metrics failed", error)
+        )
+      ),
+    );
+  }
+
+  /** Packages finished days now. */
+  packageDue(): void {
+    try {
+      this.#metrics.packageDue();
+    } catch (error) {
+      this.#warn("packaging usage metrics failed", error);
+    }
+  }
+
+  /** Waits for the sends under way, aborting them after `graceMs` (they are retried later). */
+  async settle(graceMs: number): Promise<void> {
+    const grace = setTimeout(() => this.#abort.abort(), graceMs);
+    await SENDING.get(this.#metrics);
+    clearTimeout(grace);
+  }
+}
