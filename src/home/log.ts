@@ -3,7 +3,6 @@
  *
  * @module
  */
-import { getRotatingFileSink } from "@logtape/file";
 import {
   configure,
   dispose,
@@ -11,9 +10,11 @@ import {
   getLogger,
   type Logger,
   type LogLevel,
+  type LogRecord,
   type Sink,
 } from "@logtape/logtape";
-import { ensurePrivateDir, restrictFileMode } from "./files.ts";
+import { ensurePrivateDir } from "./files.ts";
+import { RotatingLogFile } from "./log_file.ts";
 import type { HomePaths } from "./paths.ts";
 
 /** Rotation policy of `gateway.log`. */
@@ -31,8 +32,9 @@ export interface LoggingOptions extends LogRotation {
 }
 
 /**
- * Sends every `agent.*` logger to the rotating `logs/gateway.log`. Call {@linkcode closeLogging}
- * before the process exits so buffered lines are written.
+ * Sends every `agent.*` logger to the rotating `logs/gateway.log` (0600). Lines reach the file
+ * on the next turn of the event loop, without an fsync; call {@linkcode closeLogging} before the
+ * process exits so the last ones are written.
  *
  * @example
  * ```ts
@@ -51,14 +53,14 @@ export async function configureLogging(
   options: LoggingOptions = {},
 ): Promise<void> {
   ensurePrivateDir(paths.logs);
-  const sink = privateFileSink(
-    paths.gatewayLog,
-    getRotatingFileSink(paths.gatewayLog, {
-      maxSize: options.maxBytes ?? 10 * 1024 * 1024,
-      maxFiles: options.maxFiles ?? 5,
-      formatter: getJsonLinesFormatter(),
-      bufferSize: 0,
-    }),
+  const file = new RotatingLogFile(paths.gatewayLog, {
+    maxBytes: options.maxBytes ?? 10 * 1024 * 1024,
+    maxFiles: options.maxFiles ?? 5,
+  });
+  const format = getJsonLinesFormatter();
+  const sink: Sink & Disposable = Object.assign(
+    (record: LogRecord) => file.append(format(record)),
+    { [Symbol.dispose]: () => file.close() },
   );
   await configure({
     reset: true,
@@ -68,24 +70,6 @@ export async function configureLogging(
       { category: ["logtape", "meta"], sinks: ["file"], lowestLevel: "warning" },
     ],
   });
-}
-
-/**
- * Keeps the log file 0600: the rotating sink creates a fresh file (new inode) at each rotation
- * with the default mode, so the mode is re-asserted whenever the inode changes.
- */
-function privateFileSink(path: string, inner: Sink & Disposable): Sink & Disposable {
-  restrictFileMode(path);
-  let inode = Deno.statSync(path).ino;
-  const sink = (record: Parameters<Sink>[0]) => {
-    inner(record);
-    const current = Deno.statSync(path).ino;
-    if (current !== inode) {
-      restrictFileMode(path);
-      inode = current;
-    }
-  };
-  return Object.assign(sink, { [Symbol.dispose]: () => inner[Symbol.dispose]() });
 }
 
 /** Flushes and closes the log sinks. */

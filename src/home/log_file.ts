@@ -1,0 +1,175 @@
+/**
+ * The rotating log file behind `logs/gateway.log`: lines are appended without an fsync and
+ * written together once per turn of the event loop, so a busy gateway makes one `write` for many
+ * records while a quiet one still has each line on disk a moment after it was logged.
+ *
+ * @module
+ */
+import { PRIVATE_FILE_MODE, restrictFileMode } from "./files.ts";
+
+/** Options of {@linkcode RotatingLogFile}. */
+export interface RotatingLogFileOptions {
+  /** Bytes before the file is rotated. */
+  maxBytes: number;
+  /** Rotated files kept (`<path>.1` newest … `<path>.<maxFiles>`). */
+  maxFiles: number;
+  /**
+   * Told when a write fails (the lines of that write are dropped) or a rotation fails (the lines
+   * go on in the current file). Default: a note on stderr, at most one a minute.
+   */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * A log file that rotates by size and keeps its files 0600.
+ *
+ * Lines are buffered until the next timer turn (`setTimeout(0)`), or until {@linkcode flush} /
+ * dispose; a line is never split across two files, and a file only grows past `maxBytes` when a
+ * single line is longer than that.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RotatingLogFile } from "./log_file.ts";
+ * const dir = await Deno.makeTempDir();
+ * const file = new RotatingLogFile(`${dir}/app.log`, { maxBytes: 1024, maxFiles: 2 });
+ * file.append('{"message":"hello"}\n');
+ * file.close(); // writes what is buffered
+ * assert.equal(Deno.readTextFileSync(`${dir}/app.log`), '{"message":"hello"}\n');
+ * ```
+ */
+export class RotatingLogFile implements Disposable {
+  readonly path: string;
+  readonly #options: RotatingLogFileOptions;
+  readonly #encoder = new TextEncoder();
+  #file: Deno.FsFile | undefined;
+  #size: number;
+  #pending: string[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(path: string, options: RotatingLogFileOptions) {
+    this.path = path;
+    this.#options = options;
+    this.#file = openForAppend(path);
+    restrictFileMode(path);
+    this.#size = this.#file.statSync().size;
+  }
+
+  /** Queues one line (which should end with a newline); it is written on the next turn. */
+  append(line: string): void {
+    if (!this.#file) return;
+    this.#pending.push(line);
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.flush();
+    }, 0);
+  }
+
+  /** Writes every queued line now. */
+  flush(): void {
+    if (this.#pending.length === 0 || !this.#file) return;
+    const lines = this.#pending;
+    this.#pending = [];
+    try {
+      let chunk: Uint8Array[] = [];
+      let chunkBytes = 0;
+      let canRotate = true;
+      for (const line of lines) {
+        const bytes = this.#encoder.encode(line);
+        if (canRotate && this.#size + chunkBytes + bytes.length > this.#options.maxBytes) {
+          this.#write(chunk, chunkBytes);
+          chunk = [];
+          chunkBytes = 0;
+          if (this.#size > 0) {
+            try {
+              this.#rotate();
+            } catch (error) {
+              // Keep the lines: they go on in the current file; the next flush tries again.
+              canRotate = false;
+              this.#report(error);
+            }
+          }
+        }
+        chunk.push(bytes);
+        chunkBytes += bytes.length;
+      }
+      this.#write(chunk, chunkBytes);
+    } catch (error) {
+      this.#report(error);
+    }
+  }
+
+  /** Writes what is queued and closes the file; later lines are dropped. */
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.flush();
+    this.#file?.close();
+    this.#file = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #report(error: unknown): void {
+    (this.#options.onError ?? reportToStderr)(error);
+  }
+
+  #write(chunks: Uint8Array[], total: number): void {
+    if (total === 0) return;
+    const bytes = chunks.length === 1 ? chunks[0] : concat(chunks, total);
+    let written = 0;
+    while (written < bytes.length) written += this.#file!.writeSync(bytes.subarray(written));
+    this.#size += total;
+  }
+
+  /** `<path>` → `<path>.1` → … → `<path>.<maxFiles>`; the oldest falls off. */
+  #rotate(): void {
+    this.#file!.close();
+    this.#file = undefined;
+    const { maxFiles } = this.#options;
+    try {
+      if (maxFiles <= 0) {
+        Deno.removeSync(this.path);
+      } else {
+        for (let i = maxFiles - 1; i > 0; i--) {
+          try {
+            Deno.renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);
+          } catch (error) {
+            if (!(error instanceof Deno.errors.NotFound)) throw error;
+          }
+        }
+        Deno.renameSync(this.path, `${this.path}.1`);
+      }
+    } finally {
+      // Also when a rename failed: go on appending to whatever file is there.
+      this.#file = openForAppend(this.path);
+      this.#size = this.#file.statSync().size;
+    }
+  }
+}
+
+function openForAppend(path: string): Deno.FsFile {
+  return Deno.openSync(path, { append: true, create: true, mode: PRIVATE_FILE_MODE });
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
+let lastReport = 0;
+
+function reportToStderr(error: unknown): void {
+  // At most one note a minute: a full disk must not turn every log line into a stderr line.
+  const now = Date.now();
+  if (now - lastReport < 60_000) return;
+  lastReport = now;
+  console.error(`agent: cannot write the log file: ${String(error)}`);
+}
