@@ -21,7 +21,7 @@ Deno.test("RotatingLogFile: lines of one turn are written together on the next t
 });
 
 Deno.test("RotatingLogFile: appends to an existing file and makes it 0600", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir((dir) => {
     const path = join(dir, "app.log");
     Deno.writeTextFileSync(path, "old\n");
     Deno.chmodSync(path, 0o644);
@@ -36,7 +36,7 @@ Deno.test("RotatingLogFile: appends to an existing file and makes it 0600", asyn
 });
 
 Deno.test("RotatingLogFile: a batch is split across files at the size limit, in order", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir((dir) => {
     const path = join(dir, "app.log");
     const file = new RotatingLogFile(path, { maxBytes: 10, maxFiles: 3 });
     for (const line of ["1111\n", "2222\n", "3333\n", "4444\n", "5555\n"]) file.append(line);
@@ -50,7 +50,7 @@ Deno.test("RotatingLogFile: a batch is split across files at the size limit, in 
 });
 
 Deno.test("RotatingLogFile: the oldest file falls off; a line longer than the limit is kept whole", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir((dir) => {
     const path = join(dir, "app.log");
     const file = new RotatingLogFile(path, { maxBytes: 6, maxFiles: 1 });
     file.append("one\n");
@@ -65,7 +65,7 @@ Deno.test("RotatingLogFile: the oldest file falls off; a line longer than the li
 });
 
 Deno.test("RotatingLogFile: a failed rotation is reported and the lines go on in the current file", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir((dir) => {
     const path = join(dir, "app.log");
     // A non-empty folder where the rotated file must go: the rename fails.
     Deno.mkdirSync(`${path}.1/blocker`, { recursive: true });
