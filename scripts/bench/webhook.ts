@@ -314,9 +314,16 @@ async function startOurs(): Promise<RunningServer> {
           );
         }
         const finished = (byState.done ?? 0) + (byState.failed ?? 0);
-        return `inbox: ${committed.toLocaleString("en")} events committed; the workers had ` +
-          `finished ${finished.toLocaleString("en")} of them (run failed: no model, notice ` +
-          `logged), ${(committed - finished).toLocaleString("en")} still queued`;
+        // The warm-up's events come first in the queue, so count what the workers did overall.
+        const { total, done } = db.prepare(
+          "SELECT COUNT(*) AS total, SUM(state IN ('done', 'failed')) AS done FROM events",
+        ).get() as { total: number; done: number | null };
+        return `inbox: ${committed.toLocaleString("en")} events of this run committed; the ` +
+          `workers had finished ${finished.toLocaleString("en")} of them and ` +
+          `${Number(done ?? 0).toLocaleString("en")} of all ${
+            Number(total).toLocaleString("en")
+          } ` +
+          "(each run fails at once: no model; the notice is logged)";
       } finally {
         db.close();
       }

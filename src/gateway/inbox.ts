@@ -8,10 +8,16 @@
  * finished) and resumes `delivering` ones without running them again, so each accepted event is
  * run to a delivered answer once.
  *
+ * Writes are grouped: the first write of a turn of the event loop opens a transaction that every
+ * later write of the same turn joins, and it is committed on the next timer turn (or at once by
+ * {@linkcode Inbox.commit}). A busy gateway thus commits once for many requests. Reads on this
+ * connection see the writes at once; {@linkcode Inbox.durable} resolves when they are committed,
+ * and nothing the inbox holds may be answered or acted on before that.
+ *
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
+import { openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** Where an event stands. */
 export type EventState = "queued" | "running" | "delivering" | "done" | "failed";
@@ -49,7 +55,7 @@ export interface InboxEvent extends NewEvent {
   nextAttemptAt: number;
 }
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 /** A delivery taken by a worker is not handed out again for this long (unless after a restart). */
 const DELIVERY_LEASE_MS = 10 * 60_000;
 
@@ -68,6 +74,7 @@ const DELIVERY_LEASE_MS = 10 * 60_000;
  *   route: "github", event: "issues", deliveryId: "d-1", payload: {}, prompt: "hi",
  *   plan: { deliver: "log", deliverExtra: {}, skills: [] },
  * }, 0);
+ * await inbox.durable(); // committed: now it may be answered 202
  * assert.equal(inbox.take(0)?.id, id);
  * ```
  */
@@ -78,6 +85,8 @@ export class Inbox implements Disposable {
   readonly #insert: StatementSync;
   /** Prepared statements by SQL: preparing per call costs time and native memory. */
   readonly #statements = new Map<string, StatementSync>();
+  /** The transaction open for this turn's writes, and who waits for its commit. */
+  #batch: Batch | undefined;
 
   private constructor(path: string, db: DatabaseSync) {
     this.path = path;
@@ -104,32 +113,33 @@ export class Inbox implements Disposable {
    * event is a duplicate); an expired claim is taken over.
    */
   claim(route: string, deliveryId: string, nowMs: number, ttlMs: number): boolean {
-    const result = this.#claim.run(route, deliveryId, nowMs + ttlMs, nowMs);
+    const result = this.#write(() => this.#claim.run(route, deliveryId, nowMs + ttlMs, nowMs));
     return Number(result.changes) > 0;
   }
 
   /** Gives a claim up (a direct delivery failed, so the sender's retry must go through). */
   release(route: string, deliveryId: string): void {
-    this.#sql("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(
-      route,
-      deliveryId,
+    this.#write(() =>
+      this.#sql("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(route, deliveryId)
     );
   }
 
-  /** Commits an accepted event; returns its id. */
+  /** Adds an accepted event (committed with this turn's writes, see `durable`); returns its id. */
   enqueue(event: NewEvent, nowMs: number): string {
     const id = crypto.randomUUID();
-    this.#insert.run(
-      id,
-      event.route,
-      event.event,
-      event.deliveryId,
-      JSON.stringify(event.payload),
-      event.prompt,
-      JSON.stringify(event.plan),
-      nowMs,
-      nowMs,
-      nowMs,
+    this.#write(() =>
+      this.#insert.run(
+        id,
+        event.route,
+        event.event,
+        event.deliveryId,
+        JSON.stringify(event.payload),
+        event.prompt,
+        JSON.stringify(event.plan),
+        nowMs,
+        nowMs,
+        nowMs,
+      )
     );
     return id;
   }
@@ -139,7 +149,7 @@ export class Inbox implements Disposable {
    * due now. Returns how many runs were requeued.
    */
   recover(nowMs: number): number {
-    return this.#transaction(() => {
+    return this.#atomic(() => {
       const result = this.#sql(
         "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
       ).run(nowMs, nowMs);
@@ -155,7 +165,7 @@ export class Inbox implements Disposable {
    * its run. `undefined` when nothing is due.
    */
   take(nowMs: number): InboxEvent | undefined {
-    return this.#transaction(() => {
+    return this.#atomic(() => {
       const row = this.#sql(
         `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
          ORDER BY next_attempt_at, created_at LIMIT 1`,
@@ -193,19 +203,21 @@ export class Inbox implements Disposable {
     outcome: { answer: string; endReason: string; error?: string; deliver: boolean },
     nowMs: number,
   ): void {
-    this.#sql(
-      `UPDATE events SET state = ?, answer = ?, end_reason = ?, error = ?, updated_at = ?,
-         next_attempt_at = ? WHERE id = ?`,
-    ).run(
-      outcome.deliver ? "delivering" : "done",
-      outcome.answer,
-      outcome.endReason,
-      outcome.error ?? null,
-      nowMs,
-      // The worker that ran the event delivers it now: lease it as take() does, or another
-      // worker woken meanwhile would deliver it a second time.
-      outcome.deliver ? nowMs + DELIVERY_LEASE_MS : nowMs,
-      id,
+    this.#write(() =>
+      this.#sql(
+        `UPDATE events SET state = ?, answer = ?, end_reason = ?, error = ?, updated_at = ?,
+           next_attempt_at = ? WHERE id = ?`,
+      ).run(
+        outcome.deliver ? "delivering" : "done",
+        outcome.answer,
+        outcome.endReason,
+        outcome.error ?? null,
+        nowMs,
+        // The worker that ran the event delivers it now: lease it as take() does, or another
+        // worker woken meanwhile would deliver it a second time.
+        outcome.deliver ? nowMs + DELIVERY_LEASE_MS : nowMs,
+        id,
+      )
     );
   }
 
@@ -219,21 +231,25 @@ export class Inbox implements Disposable {
     nowMs: number,
   ): void {
     if (outcome.ok) {
-      this.#sql(
-        `UPDATE events SET state = 'done', delivery_attempts = delivery_attempts + 1,
-           updated_at = ? WHERE id = ?`,
-      ).run(nowMs, id);
+      this.#write(() =>
+        this.#sql(
+          `UPDATE events SET state = 'done', delivery_attempts = delivery_attempts + 1,
+             updated_at = ? WHERE id = ?`,
+        ).run(nowMs, id)
+      );
       return;
     }
-    this.#sql(
-      `UPDATE events SET state = ?, delivery_attempts = delivery_attempts + 1, error = ?,
-         next_attempt_at = ?, updated_at = ? WHERE id = ?`,
-    ).run(
-      outcome.retryAt === undefined ? "failed" : "delivering",
-      outcome.error,
-      outcome.retryAt ?? nowMs,
-      nowMs,
-      id,
+    this.#write(() =>
+      this.#sql(
+        `UPDATE events SET state = ?, delivery_attempts = delivery_attempts + 1, error = ?,
+           next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+      ).run(
+        outcome.retryAt === undefined ? "failed" : "delivering",
+        outcome.error,
+        outcome.retryAt ?? nowMs,
+        nowMs,
+        id,
+      )
     );
   }
 
@@ -261,7 +277,7 @@ export class Inbox implements Disposable {
 
   /** Deletes expired claims and finished events older than `keepMs`. */
   prune(nowMs: number, keepMs: number): void {
-    this.#transaction(() => {
+    this.#atomic(() => {
       this.#sql("DELETE FROM claims WHERE expires_at <= ?").run(nowMs);
       this.#sql(
         "DELETE FROM events WHERE state IN ('done', 'failed') AND updated_at < ?",
@@ -269,8 +285,36 @@ export class Inbox implements Disposable {
     });
   }
 
+  /**
+   * Resolves once every write made so far is committed; rejects when their commit failed (then
+   * none of them happened).
+   */
+  durable(): Promise<void> {
+    return this.#batch?.committed ?? Promise.resolve();
+  }
+
+  /** Commits this turn's writes now (otherwise done on the next timer turn). */
+  commit(): void {
+    const batch = this.#batch;
+    if (!batch) return;
+    this.#batch = undefined;
+    clearTimeout(batch.timer);
+    try {
+      this.#db.exec("COMMIT");
+      batch.resolve();
+    } catch (error) {
+      try {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      } catch { /* the connection is unusable; the next write reports it */ }
+      batch.reject(error);
+    }
+  }
+
+  /** Commits what is pending and closes the database. */
   close(): void {
-    if (this.#db.isOpen) this.#db.close();
+    if (!this.#db.isOpen) return;
+    this.commit();
+    this.#db.close();
   }
 
   [Symbol.dispose](): void {
@@ -283,9 +327,46 @@ export class Inbox implements Disposable {
     return statement;
   }
 
-  #transaction<T>(work: () => T): T {
-    return immediateTransaction(this.#db, work);
+  /** Runs one write statement inside this turn's transaction, opening it when needed. */
+  #write<T>(work: () => T): T {
+    if (!this.#batch) this.#begin();
+    return work();
   }
+
+  /** Several writes that happen together or not at all, inside this turn's transaction. */
+  #atomic<T>(work: () => T): T {
+    if (!this.#batch) this.#begin();
+    this.#db.exec("SAVEPOINT step");
+    try {
+      const result = work();
+      this.#db.exec("RELEASE step");
+      return result;
+    } catch (error) {
+      this.#db.exec("ROLLBACK TO step");
+      this.#db.exec("RELEASE step");
+      throw error;
+    }
+  }
+
+  #begin(): void {
+    this.#db.exec("BEGIN IMMEDIATE");
+    let resolve!: () => void;
+    let reject!: (error: unknown) => void;
+    const committed = new Promise<void>((yes, no) => {
+      resolve = yes;
+      reject = no;
+    });
+    // Nobody may be waiting (a worker's write): a failed commit is then not unhandled.
+    committed.catch(() => {});
+    this.#batch = { committed, resolve, reject, timer: setTimeout(() => this.commit(), 0) };
+  }
+}
+
+interface Batch {
+  committed: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+  timer: ReturnType<typeof setTimeout>;
 }
 
 function toEvent(row: Record<string, unknown>): InboxEvent {
@@ -332,7 +413,10 @@ const SCHEMA: StoreSchema = {
         updated_at INTEGER NOT NULL,
         next_attempt_at INTEGER NOT NULL
       ) STRICT;
-      CREATE INDEX IF NOT EXISTS events_due ON events (state, next_attempt_at);
+      -- Version 2: the waiting events in take() order, so that taking one never sorts the queue.
+      DROP INDEX IF EXISTS events_due;
+      CREATE INDEX IF NOT EXISTS events_waiting ON events (next_attempt_at, created_at)
+        WHERE state IN ('queued', 'delivering');
       CREATE TABLE IF NOT EXISTS claims (
         route TEXT NOT NULL,
         delivery_id TEXT NOT NULL,

@@ -124,6 +124,8 @@ export class WorkerPool {
   async #process(event: InboxEvent): Promise<void> {
     const { inbox, log } = this.#o;
     try {
+      // take() marked it; act on it only once that is committed.
+      await inbox.durable();
       let current = event;
       if (current.state === "running") {
         const result = await this.#o.run(current, this.#abort.signal);
@@ -147,6 +149,8 @@ export class WorkerPool {
           endReason: result.endReason,
         });
         if (silent) return;
+        // Committed before anything is sent: a restart must not run it again after delivery.
+        await inbox.durable();
         current = { ...current, state: "delivering", answer: message };
       }
       await this.#deliver(current);

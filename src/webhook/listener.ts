@@ -134,6 +134,14 @@ function readBody(deps: ListenerDeps): Step {
     if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > cap) {
       return tooLarge();
     }
+    if (declared !== undefined && /^\d+$/.test(declared)) {
+      // The HTTP layer delivers exactly Content-Length bytes (a body that disagrees is a broken
+      // request, not a bigger one), so one read cannot pass the cap.
+      const body = new Uint8Array(await c.req.raw.arrayBuffer());
+      if (body.byteLength > cap) return tooLarge(); // a Request built in-process could lie
+      c.set("body", body);
+      return await next();
+    }
     const stream = c.req.raw.body;
     const chunks: Uint8Array[] = [];
     let size = 0;
@@ -327,8 +335,20 @@ function dispatch(deps: ListenerDeps): Step {
       plan: { deliver: route.deliver, deliverExtra: extra, skills: route.skills },
     }, deps.now());
     deps.onAccepted();
-    return Promise.resolve(
-      c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202),
+    // 202 only once the event is committed (with the other writes of this turn).
+    return deps.inbox.durable().then(
+      () => c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202),
+      (error) => {
+        // The event and its claim were rolled back together: the sender's retry is not a
+        // duplicate.
+        deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
+          route: route.name,
+          delivery_id: id,
+          error: String(error),
+        });
+        c.header("Retry-After", "30");
+        return c.json({ error: "the event could not be stored; try again later" }, 503);
+      },
     );
   };
 }

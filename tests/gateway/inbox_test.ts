@@ -1,6 +1,7 @@
 /** The durable inbox: claims, the event life cycle, recovery after a crash, file modes. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { Inbox, type NewEvent } from "../../src/gateway/inbox.ts";
 
 async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<void>) {
@@ -174,4 +175,100 @@ Deno.test("a run's answer being delivered is leased: take() does not hand it to 
     const again = inbox.take(30)!;
     assert.deepEqual([again.id, again.state, again.runAttempts], [id, "delivering", 1]);
   });
+});
+
+Deno.test("writes of one turn share one transaction: others see them once durable() resolves", async () => {
+  await withInbox(async (inbox, path) => {
+    const reader = new DatabaseSync(path, { readOnly: true });
+    try {
+      const count = () =>
+        (reader.prepare("SELECT COUNT(*) AS n FROM events").get() as { n: number }).n;
+      assert.ok(inbox.claim("github", "d1", 0, 1000));
+      inbox.enqueue(event("d1"), 0);
+      inbox.enqueue(event("d2"), 0);
+      assert.equal(inbox.counts().queued, 2, "this connection sees its writes at once");
+      assert.equal(count(), 0, "not committed while the turn lasts");
+      const durable = inbox.durable();
+      assert.equal(inbox.durable(), durable, "the same commit for every write of the turn");
+      await durable;
+      assert.equal(count(), 2, "committed together on the next turn");
+      await inbox.durable(); // nothing pending: resolves at once
+      inbox.enqueue(event("d3"), 0);
+      inbox.commit();
+      assert.equal(count(), 3, "commit() commits at once");
+    } finally {
+      reader.close();
+    }
+  });
+});
+
+Deno.test("close() commits what is pending", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "inbox.sqlite3");
+  try {
+    const inbox = Inbox.open(path);
+    inbox.enqueue(event("d1"), 0);
+    inbox.close();
+    using again = Inbox.open(path);
+    assert.equal(again.counts().queued, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("take() uses the waiting-events index: no sort of the queue", async () => {
+  await withInbox((_inbox, path) => {
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const plan = db.prepare(
+        `EXPLAIN QUERY PLAN SELECT * FROM events WHERE state IN ('queued', 'delivering')
+         AND next_attempt_at <= ? ORDER BY next_attempt_at, created_at LIMIT 1`,
+      ).all(0) as { detail: string }[];
+      const details = plan.map((row) => row.detail).join("; ");
+      assert.match(details, /USING INDEX events_waiting/);
+      assert.doesNotMatch(details, /TEMP B-TREE/);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken in order", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "inbox.sqlite3");
+  try {
+    const old = new DatabaseSync(path);
+    old.exec(`
+      CREATE TABLE events (id TEXT PRIMARY KEY, route TEXT NOT NULL, event TEXT NOT NULL,
+        delivery_id TEXT NOT NULL, payload TEXT NOT NULL, prompt TEXT NOT NULL, plan TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'delivering', 'done', 'failed')),
+        run_attempts INTEGER NOT NULL DEFAULT 0, delivery_attempts INTEGER NOT NULL DEFAULT 0,
+        answer TEXT, end_reason TEXT, error TEXT, created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL) STRICT;
+      CREATE INDEX events_due ON events (state, next_attempt_at);
+      CREATE TABLE claims (route TEXT NOT NULL, delivery_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (route, delivery_id)) STRICT, WITHOUT ROWID;
+      INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state, created_at,
+        updated_at, next_attempt_at)
+      VALUES ('b', 'r', 'e', 'd2', '{}', 'p', '{"deliver":"log","deliverExtra":{},"skills":[]}',
+        'queued', 2, 2, 2),
+        ('a', 'r', 'e', 'd1', '{}', 'p', '{"deliver":"log","deliverExtra":{},"skills":[]}',
+        'queued', 1, 1, 1);
+      PRAGMA user_version = 1;
+    `);
+    old.close();
+    using inbox = Inbox.open(path);
+    assert.deepEqual([inbox.take(10)?.id, inbox.take(10)?.id], ["a", "b"]);
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const indexes = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
+      ).all() as { name: string }[];
+      assert.deepEqual(indexes.map((row) => row.name), ["events_waiting"]);
+    } finally {
+      db.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { Inbox } from "../../src/gateway/inbox.ts";
 import {
   createWebhookApp,
@@ -21,6 +22,7 @@ const NOW = 1_700_000_000_000;
 interface Harness extends AsyncDisposable {
   app: ReturnType<typeof createWebhookApp>;
   inbox: Inbox;
+  inboxPath: string;
   subscriptions: string;
   delivered: { message: string; extra: Record<string, unknown> }[];
   scripts: string[];
@@ -42,6 +44,8 @@ async function harness(
     maxBodyBytes?: number;
     rate?: number;
     now?: () => number;
+    /** Wraps the real inbox the listener uses. */
+    wrapInbox?: (inbox: Inbox) => Inbox;
   } = {},
 ): Promise<Harness> {
   const dir = await Deno.makeTempDir();
@@ -71,7 +75,7 @@ async function harness(
       idempotencyTtlSeconds: 3600,
     },
     routes: new RouteTable({ file: subscriptions, staticRoutes, report: (p) => logs.push(p) }),
-    inbox,
+    inbox: options.wrapInbox?.(inbox) ?? inbox,
     now: options.now ?? (() => NOW),
     runScript: (route) => {
       h.scripts.push(route.name);
@@ -100,6 +104,7 @@ async function harness(
       ...headers,
     });
   };
+  h.inboxPath = join(dir, "inbox.sqlite3");
   h[Symbol.asyncDispose] = async () => {
     inbox.close();
     await Deno.remove(dir, { recursive: true });
@@ -374,6 +379,47 @@ Deno.test("accepted events are committed with their rendered prompt and plan bef
     skills: ["triage"],
   });
   assert.equal(h.accepted, 1);
+});
+
+Deno.test("the 202 comes after the commit: another connection already sees the event", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const reader = new DatabaseSync(h.inboxPath, { readOnly: true });
+  try {
+    const responses = await Promise.all(
+      ["c-1", "c-2", "c-3"].map((id) =>
+        h.signed("r", { issue: { title: id } }, { "x-github-delivery": id })
+      ),
+    );
+    assert.deepEqual(responses.map((response) => response.status), [202, 202, 202]);
+    const rows = reader.prepare("SELECT delivery_id FROM events ORDER BY delivery_id").all() as {
+      delivery_id: string;
+    }[];
+    assert.deepEqual(rows.map((row) => row.delivery_id), ["c-1", "c-2", "c-3"]);
+  } finally {
+    reader.close();
+  }
+});
+
+Deno.test("a failed commit → 503 with Retry-After and the error logged, never a 202", async () => {
+  await using h = await harness({
+    routes: { r: route() },
+    wrapInbox: (inbox) =>
+      new Proxy(inbox, {
+        get(target, key) {
+          if (key === "durable") return () => Promise.reject(new Error("disk I/O error"));
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      }),
+  });
+  const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+  assert.equal(failed.status, 503);
+  assert.equal(failed.headers.get("retry-after"), "30");
+  assert.match((await failed.json()).error, /could not be stored; try again later/);
+  assert.ok(
+    h.logs.some((line) => line.includes("could not store event") && line.includes("disk I/O")),
+    h.logs.join("\n"),
+  );
 });
 
 Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
