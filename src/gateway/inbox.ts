@@ -126,7 +126,7 @@ export class Inbox implements Disposable {
 
   /** Adds an accepted event (committed with this turn's writes, see `durable`); returns its id. */
   enqueue(event: NewEvent, nowMs: number): string {
-    const id = crypto.randomUUID();
+    const id = timeOrderedId(nowMs);
     this.#write(() =>
       this.#insert.run(
         id,
@@ -367,6 +367,43 @@ interface Batch {
   resolve(): void;
   reject(error: unknown): void;
   timer: ReturnType<typeof setTimeout>;
+}
+
+let lastIdMs = 0;
+let idCounter = 0;
+
+/**
+ * A UUID version 7 (RFC 9562): the millisecond time first, then a 12-bit counter for ids of the
+ * same millisecond, then 62 random bits. New events therefore go to the end of the id index
+ * instead of a random page of it, which keeps a commit to few pages.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { timeOrderedId } from "./inbox.ts";
+ * const [a, b] = [timeOrderedId(1_700_000_000_000), timeOrderedId(1_700_000_000_000)];
+ * assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+ * assert(a < b);
+ * ```
+ */
+export function timeOrderedId(nowMs: number): string {
+  let ms = Math.max(Math.floor(nowMs), 0);
+  if (ms <= lastIdMs) {
+    ms = lastIdMs;
+    if (++idCounter > 0xfff) { // 4096 ids in one millisecond: borrow the next one
+      ms = ++lastIdMs;
+      idCounter = 0;
+    }
+  } else {
+    lastIdMs = ms;
+    idCounter = 0;
+  }
+  const random = crypto.getRandomValues(new Uint8Array(8));
+  random[0] = (random[0] & 0x3f) | 0x80; // the RFC 9562 variant
+  const time = ms.toString(16).padStart(12, "0").slice(-12);
+  const tail = Array.from(random, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${idCounter.toString(16).padStart(3, "0")}-` +
+    `${tail.slice(0, 4)}-${tail.slice(4)}`;
 }
 
 function toEvent(row: Record<string, unknown>): InboxEvent {

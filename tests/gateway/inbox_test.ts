@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Inbox, type NewEvent } from "../../src/gateway/inbox.ts";
+import { Inbox, type NewEvent, timeOrderedId } from "../../src/gateway/inbox.ts";
 
 async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<void>) {
   const dir = await Deno.makeTempDir();
@@ -271,4 +271,23 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("event ids are UUIDv7, increasing also within one millisecond and when the clock steps back", () => {
+  // Ahead of any clock other tests of this process used (the generator keeps the last time).
+  const base = Date.now() + 3_600_000;
+  const ids = [
+    ...Array.from({ length: 10_000 }, () => timeOrderedId(base)), // > 4096 in one ms
+    timeOrderedId(base - 1_000), // the clock went back
+    timeOrderedId(base + 60_000),
+  ];
+  for (const id of ids) {
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  }
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i - 1] < ids[i], `${ids[i - 1]} < ${ids[i]}`);
+  assert.equal(new Set(ids).size, ids.length);
+  assert.equal(
+    ids.at(-1)!.replaceAll("-", "").slice(0, 12),
+    (base + 60_000).toString(16).padStart(12, "0"),
+  );
 });
