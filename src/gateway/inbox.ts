@@ -398,13 +398,21 @@ export function timeOrderedId(nowMs: number): string {
     lastIdMs = ms;
     idCounter = 0;
   }
-  const random = crypto.getRandomValues(new Uint8Array(8));
+  const random = crypto.getRandomValues(ID_RANDOM);
   random[0] = (random[0] & 0x3f) | 0x80; // the RFC 9562 variant
   const time = ms.toString(16).padStart(12, "0").slice(-12);
-  const tail = Array.from(random, (byte) => byte.toString(16).padStart(2, "0")).join("");
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${idCounter.toString(16).padStart(3, "0")}-` +
-    `${tail.slice(0, 4)}-${tail.slice(4)}`;
+  const counter = idCounter.toString(16).padStart(3, "0");
+  const hex = (from: number, to: number) => {
+    let text = "";
+    for (let i = from; i < to; i++) text += HEX[random[i]];
+    return text;
+  };
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${counter}-${hex(0, 2)}-${hex(2, 8)}`;
 }
+
+/** Reused for the random bits of each id (filled anew every time). */
+const ID_RANDOM = new Uint8Array(8);
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
 
 function toEvent(row: Record<string, unknown>): InboxEvent {
   return {
