@@ -132,3 +132,24 @@ function syncDir(dir: string): void {
     // Some filesystems refuse fsync on folders; the rename itself is still atomic.
   }
 }
+
+/**
+ * Joins byte chunks into one array of `total` bytes (the sum of their lengths).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { concatBytes } from "./files.ts";
+ * const joined = concatBytes([new Uint8Array([1, 2]), new Uint8Array([3])], 3);
+ * assert.deepEqual(joined, new Uint8Array([1, 2, 3]));
+ * ```
+ */
+export function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}

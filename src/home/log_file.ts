@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { PRIVATE_FILE_MODE, restrictFileMode } from "./files.ts";
+import { concatBytes, PRIVATE_FILE_MODE, restrictFileMode } from "./files.ts";
 
 /** Options of {@linkcode RotatingLogFile}. */
 export interface RotatingLogFileOptions {
@@ -118,7 +118,7 @@ export class RotatingLogFile implements Disposable {
 
   #write(chunks: Uint8Array[], total: number): void {
     if (total === 0) return;
-    const bytes = chunks.length === 1 ? chunks[0] : concat(chunks, total);
+    const bytes = chunks.length === 1 ? chunks[0] : concatBytes(chunks, total);
     let written = 0;
     while (written < bytes.length) written += this.#file!.writeSync(bytes.subarray(written));
     this.#size += total;
@@ -152,16 +152,6 @@ export class RotatingLogFile implements Disposable {
 
 function openForAppend(path: string): Deno.FsFile {
   return Deno.openSync(path, { append: true, create: true, mode: PRIVATE_FILE_MODE });
-}
-
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
 }
 
 let lastReport = 0;

@@ -8,6 +8,7 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import type { Inbox } from "../gateway/inbox.ts";
+import { concatBytes } from "../home/files.ts";
 import { matchFilter } from "./filters.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
@@ -158,13 +159,7 @@ function readBody(deps: ListenerDeps): Step {
         chunks.push(value);
       }
     }
-    const body = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      body.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    c.set("body", body);
+    c.set("body", concatBytes(chunks, size));
     await next();
   };
 }

@@ -18,6 +18,7 @@
  */
 
 import { isAbsolute, join, normalize, relative } from "node:path";
+import { concatBytes } from "../home/files.ts";
 
 /** The default cap of a script's stdout: 1 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -599,7 +600,7 @@ async function readCapped(
   } catch {
     // Cancelled at a timeout: keep what was read.
   }
-  return concat(chunks, size);
+  return concatBytes(chunks, size);
 }
 
 /** Reads to the end, keeping the first `max` bytes, so the script never blocks on a full pipe. */
@@ -622,7 +623,7 @@ async function readHead(
   } catch {
     // Cancelled at a timeout: keep what was read.
   }
-  return concat(chunks, size);
+  return concatBytes(chunks, size);
 }
 
 async function writeInput(stream: WritableStream<Uint8Array>, bytes: Uint8Array): Promise<void> {
@@ -722,16 +723,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
 }
 
 function message(error: unknown): string {

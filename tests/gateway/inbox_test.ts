@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Inbox, type NewEvent, timeOrderedId } from "../../src/gateway/inbox.ts";
+import { Inbox, type NewEvent, NEXT_DUE_SQL, timeOrderedId } from "../../src/gateway/inbox.ts";
 
 async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<void>) {
   const dir = await Deno.makeTempDir();
@@ -12,6 +12,16 @@ async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<vo
     await work(inbox, path);
   } finally {
     inbox.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A path for an inbox in a fresh temp folder, removed afterwards. */
+async function withInboxPath(work: (path: string) => void | Promise<void>) {
+  const dir = await Deno.makeTempDir();
+  try {
+    await work(join(dir, "inbox.sqlite3"));
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -203,27 +213,22 @@ Deno.test("writes of one turn share one transaction: others see them once durabl
 });
 
 Deno.test("close() commits what is pending", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = join(dir, "inbox.sqlite3");
-  try {
+  await withInboxPath((path) => {
     const inbox = Inbox.open(path);
     inbox.enqueue(event("d1"), 0);
     inbox.close();
     using again = Inbox.open(path);
     assert.equal(again.counts().queued, 1);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("take() uses the waiting-events index: no sort of the queue", async () => {
   await withInbox((_inbox, path) => {
     const db = new DatabaseSync(path, { readOnly: true });
     try {
-      const plan = db.prepare(
-        `EXPLAIN QUERY PLAN SELECT * FROM events WHERE state IN ('queued', 'delivering')
-         AND next_attempt_at <= ? ORDER BY next_attempt_at, created_at LIMIT 1`,
-      ).all(0) as { detail: string }[];
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${NEXT_DUE_SQL}`).all(0) as {
+        detail: string;
+      }[];
       const details = plan.map((row) => row.detail).join("; ");
       assert.match(details, /USING INDEX events_waiting/);
       assert.doesNotMatch(details, /TEMP B-TREE/);
@@ -234,9 +239,7 @@ Deno.test("take() uses the waiting-events index: no sort of the queue", async ()
 });
 
 Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken in order", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = join(dir, "inbox.sqlite3");
-  try {
+  await withInboxPath((path) => {
     const old = new DatabaseSync(path);
     old.exec(`
       CREATE TABLE events (id TEXT PRIMARY KEY, route TEXT NOT NULL, event TEXT NOT NULL,
@@ -268,9 +271,7 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
     } finally {
       db.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("event ids are UUIDv7, increasing also within one millisecond and when the clock steps back", () => {
