@@ -132,10 +132,8 @@ function readBody(deps: ListenerDeps): Step {
     const cap = deps.settings.maxBodyBytes;
     const tooLarge = () => c.json({ error: `body larger than ${cap} bytes` }, 413);
     const declared = c.req.header("content-length");
-    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > cap) {
-      return tooLarge();
-    }
     if (declared !== undefined && /^\d+$/.test(declared)) {
+      if (Number(declared) > cap) return tooLarge();
       // The HTTP layer delivers exactly Content-Length bytes (a body that disagrees is a broken
       // request, not a bigger one), so one read cannot pass the cap.
       const body = new Uint8Array(await c.req.raw.arrayBuffer());

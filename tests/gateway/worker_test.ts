@@ -1,6 +1,7 @@
 /** The worker pool over the real inbox, with recorded run and delivery functions. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import type { RunResult } from "../../src/agent/run.ts";
 import { Inbox, type InboxEvent, type NewEvent } from "../../src/gateway/inbox.ts";
 import { type EventDeliverer, WorkerPool } from "../../src/gateway/worker.ts";
@@ -198,6 +199,46 @@ Deno.test("after a crash, events left running are run and delivered exactly once
     assert.equal(inbox.counts().done, 2);
     inbox.close();
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a worker runs an event only once it is committed as running, and delivers only once the answer is committed", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = join(dir, "inbox.sqlite3");
+  const inbox = Inbox.open(path);
+  const reader = new DatabaseSync(path, { readOnly: true });
+  const committed = (id: string) =>
+    reader.prepare("SELECT state, answer FROM events WHERE id = ?").get(id) as {
+      state: string;
+      answer: string | null;
+    };
+  const seen: string[] = [];
+  let finished!: () => void;
+  const done = new Promise<void>((resolve) => finished = resolve);
+  const pool = new WorkerPool({
+    inbox,
+    run: (e) => {
+      seen.push(`run sees ${committed(e.id).state}`);
+      return Promise.resolve(result("the answer"));
+    },
+    deliver: (e, message) => {
+      const row = committed(e.id);
+      seen.push(`deliver sees ${row.state} with ${row.answer === message ? "its" : "no"} answer`);
+      setTimeout(finished, 0);
+      return Promise.resolve({ ok: true });
+    },
+    log: () => {},
+  });
+  try {
+    inbox.enqueue(event("d1"), Date.now());
+    pool.start();
+    await done;
+    assert.deepEqual(seen, ["run sees running", "deliver sees delivering with its answer"]);
+  } finally {
+    await pool.stop(0);
+    reader.close();
+    inbox.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
