@@ -59,6 +59,11 @@ export interface DeliveryRequest {
   route: string;
   /** Deliver-only: an unresolvable origin is a failure instead of a log line. */
   direct: boolean;
+  /**
+   * Parts of the split message an earlier attempt already delivered: they are not sent again
+   * (a retry after part 3 of 5 failed starts at part 3). Default 0.
+   */
+  skipParts?: number;
 }
 
 /** How a delivery went. */
@@ -66,7 +71,7 @@ export type DeliveryResult =
   | {
     ok: true;
     target: string;
-    /** Messages sent; 0 for a silent answer. */
+    /** Messages sent by this call; 0 for a silent answer, and fewer when `skipParts` is set. */
     parts: number;
     /** Where it went (`telegram chat -100123`, `github_comment octo/app#7`), or `silent`. */
     detail?: string;
@@ -78,7 +83,10 @@ export type DeliveryResult =
     retryable: boolean;
     /** What went wrong and what to fix; never holds a token. */
     error: string;
-    /** Parts delivered before the failure, when the message was split. */
+    /**
+     * Parts delivered before the failure, when the message was split, counted from the first
+     * (those skipped with `skipParts` included).
+     */
     partsSent?: number;
     /** When the platform asked to wait before trying again. */
     retryAfterMs?: number;
@@ -140,7 +148,8 @@ export function isSilentAnswer(message: string): boolean {
  *
  * Identifiers are checked against each platform's shape before any request. A long message is
  * split with {@linkcode splitMessage} at the platform's limit ({@linkcode MESSAGE_LIMITS}); parts
- * are sent in order, and the first failure stops the rest (`partsSent` says how many went).
+ * are sent in order, and the first failure stops the rest (`partsSent` says how many went);
+ * `skipParts` resumes after the parts an earlier attempt delivered.
  * Timeouts, lost connections, 429 and 5xx answers are `retryable`; other refusals are not. Tokens
  * are replaced by `[REDACTED]` in every text of the result and in warnings.
  *
@@ -311,8 +320,9 @@ async function deliverToPlatform(
     fetch: context.fetch ?? fetch,
     timeoutMs: context.timeoutMs ?? DELIVERY_TIMEOUT_MS,
   };
-  for (const [index, part] of parts.entries()) {
-    const answer = await postJson(call.request(part), call, options);
+  const skip = Number.isSafeInteger(request.skipParts) ? Math.max(0, request.skipParts!) : 0;
+  for (let index = skip; index < parts.length; index++) {
+    const answer = await postJson(call.request(parts[index]), call, options);
     const verdict = "status" in answer ? call.judge(answer) : answer;
     if (!verdict.ok) {
       const which = parts.length === 1
@@ -327,7 +337,12 @@ async function deliverToPlatform(
       };
     }
   }
-  return { ok: true, target, parts: parts.length, detail: `${platform} ${call.destination}` };
+  return {
+    ok: true,
+    target,
+    parts: Math.max(0, parts.length - skip),
+    detail: `${platform} ${call.destination}`,
+  };
 }
 
 /** The configured API root, checked: an absolute http(s) URL without credentials or query. */

@@ -139,6 +139,7 @@ export class Gateway {
           event: event.event,
           route: event.route,
           direct: false,
+          skipParts: event.partsSent,
         }, delivery);
         return result.ok ? { ok: true } : result;
       },

@@ -48,6 +48,10 @@ export interface InboxEvent extends NewEvent {
   state: EventState;
   runAttempts: number;
   deliveryAttempts: number;
+  /**
+   * Parts of a split answer already delivered by earlier attempts; a retry sends the rest only.
+   */
+  partsSent: number;
   answer?: string;
   endReason?: string;
   error?: string;
@@ -55,7 +59,7 @@ export interface InboxEvent extends NewEvent {
   nextAttemptAt: number;
 }
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 /**
  * The query of `take()`: the oldest due event. Served by the `events_waiting` index, in its
  * order, so it never sorts the queue (exported for the test that checks the plan).
@@ -152,8 +156,9 @@ export class Inbox implements Disposable {
   }
 
   /**
-   * After a restart: runs that never finished go back to the queue, and deliveries under way are
-   * due now. Returns how many runs were requeued.
+   * After a restart: runs that never finished go back to the queue, and deliveries that were
+   * under way (leased by a worker of the dead process) are due now. A delivery waiting for its
+   * retry keeps its time. Returns how many runs were requeued.
    */
   recover(nowMs: number): number {
     return this.#atomic(() => {
@@ -161,8 +166,8 @@ export class Inbox implements Disposable {
         "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
       ).run(nowMs, nowMs);
       this.#sql(
-        "UPDATE events SET next_attempt_at = ? WHERE state = 'delivering' AND next_attempt_at > ?",
-      ).run(nowMs, nowMs);
+        "UPDATE events SET next_attempt_at = ?, leased = 0 WHERE state = 'delivering' AND leased = 1",
+      ).run(nowMs);
       return Number(result.changes);
     });
   }
@@ -184,7 +189,7 @@ export class Inbox implements Disposable {
         row.run_attempts = Number(row.run_attempts) + 1;
       } else {
         // Being delivered now: not due again unless this process dies (see recover).
-        this.#sql("UPDATE events SET next_attempt_at = ? WHERE id = ?").run(
+        this.#sql("UPDATE events SET next_attempt_at = ?, leased = 1 WHERE id = ?").run(
           nowMs + DELIVERY_LEASE_MS,
           row.id as string,
         );
@@ -210,7 +215,7 @@ export class Inbox implements Disposable {
     this.#write(() =>
       this.#sql(
         `UPDATE events SET state = ?, answer = ?, end_reason = ?, error = ?, updated_at = ?,
-           next_attempt_at = ? WHERE id = ?`,
+           next_attempt_at = ?, leased = ? WHERE id = ?`,
       ).run(
         outcome.deliver ? "delivering" : "done",
         outcome.answer,
@@ -220,6 +225,7 @@ export class Inbox implements Disposable {
         // The worker that ran the event delivers it now: lease it as take() does, or another
         // worker woken meanwhile would deliver it a second time.
         outcome.deliver ? nowMs + DELIVERY_LEASE_MS : nowMs,
+        outcome.deliver ? 1 : 0,
         id,
       )
     );
@@ -227,18 +233,19 @@ export class Inbox implements Disposable {
 
   /**
    * Records one delivery attempt: `done` on success, else `delivering` again at `retryAt`, or
-   * `failed` when `retryAt` is undefined (no more tries).
+   * `failed` when `retryAt` is undefined (no more tries). `partsSent` counts the parts of a split
+   * answer delivered so far (from the first), so that the retry starts after them.
    */
   recordDelivery(
     id: string,
-    outcome: { ok: true } | { ok: false; error: string; retryAt?: number },
+    outcome: { ok: true } | { ok: false; error: string; retryAt?: number; partsSent?: number },
     nowMs: number,
   ): void {
     if (outcome.ok) {
       this.#write(() =>
         this.#sql(
           `UPDATE events SET state = 'done', delivery_attempts = delivery_attempts + 1,
-             updated_at = ? WHERE id = ?`,
+             leased = 0, updated_at = ? WHERE id = ?`,
         ).run(nowMs, id)
       );
       return;
@@ -246,11 +253,13 @@ export class Inbox implements Disposable {
     this.#write(() =>
       this.#sql(
         `UPDATE events SET state = ?, delivery_attempts = delivery_attempts + 1, error = ?,
-           next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+           next_attempt_at = ?, parts_sent = MAX(parts_sent, ?), leased = 0, updated_at = ?
+         WHERE id = ?`,
       ).run(
         outcome.retryAt === undefined ? "failed" : "delivering",
         outcome.error,
         outcome.retryAt ?? nowMs,
+        outcome.partsSent ?? 0,
         nowMs,
         id,
       )
@@ -430,6 +439,7 @@ function toEvent(row: Record<string, unknown>): InboxEvent {
     state: row.state as EventState,
     runAttempts: Number(row.run_attempts),
     deliveryAttempts: Number(row.delivery_attempts),
+    partsSent: Number(row.parts_sent),
     answer: row.answer === null ? undefined : String(row.answer),
     endReason: row.end_reason === null ? undefined : String(row.end_reason),
     error: row.error === null ? undefined : String(row.error),
@@ -455,6 +465,8 @@ const SCHEMA: StoreSchema = {
           CHECK (state IN ('queued', 'running', 'delivering', 'done', 'failed')),
         run_attempts INTEGER NOT NULL DEFAULT 0,
         delivery_attempts INTEGER NOT NULL DEFAULT 0,
+        parts_sent INTEGER NOT NULL DEFAULT 0,
+        leased INTEGER NOT NULL DEFAULT 0,
         answer TEXT,
         end_reason TEXT,
         error TEXT,
@@ -473,5 +485,18 @@ const SCHEMA: StoreSchema = {
         PRIMARY KEY (route, delivery_id)
       ) STRICT, WITHOUT ROWID;
     `);
+    // Version 3: how much of a split answer went out, and which deliveries a worker holds.
+    const columns = new Set(
+      (db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name),
+    );
+    if (!columns.has("parts_sent")) {
+      db.exec("ALTER TABLE events ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0");
+    }
+    if (!columns.has("leased")) {
+      db.exec("ALTER TABLE events ADD COLUMN leased INTEGER NOT NULL DEFAULT 0");
+      // Older versions told a held delivery from a waiting retry by nothing: as they did, a
+      // restart makes every delivery due at once.
+      db.exec("UPDATE events SET leased = 1 WHERE state = 'delivering'");
+    }
   },
 };

@@ -9,14 +9,31 @@
 import type { RunResult } from "../agent/run.ts";
 import type { Inbox, InboxEvent } from "./inbox.ts";
 
+/** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
+const MAX_RETRY_WAIT_MS = 60 * 60_000;
+
 /** Runs the agent for one event. */
 export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<RunResult>;
 
-/** Delivers one answer; `retryable` failures are tried again later. */
+/**
+ * Delivers one answer, skipping the `event.partsSent` parts of it that earlier attempts
+ * delivered; `retryable` failures are tried again later.
+ */
 export type EventDeliverer = (
   event: InboxEvent,
   message: string,
-) => Promise<{ ok: true } | { ok: false; retryable: boolean; error: string }>;
+) => Promise<{ ok: true } | DeliveryFailure>;
+
+/** A failed delivery attempt. */
+export interface DeliveryFailure {
+  ok: false;
+  retryable: boolean;
+  error: string;
+  /** Parts of the split answer delivered so far, counted from the first (earlier tries too). */
+  partsSent?: number;
+  /** How long the platform asked to wait before the next try. */
+  retryAfterMs?: number;
+}
 
 /** Options of {@linkcode WorkerPool}. */
 export interface WorkerPoolOptions {
@@ -27,7 +44,10 @@ export interface WorkerPoolOptions {
   concurrency?: number;
   /** Delivery tries before giving up. Default 5. */
   maxDeliveryAttempts?: number;
-  /** First retry delay in ms (doubling). Default 5 000. */
+  /**
+   * First retry delay in ms (doubling), or longer when the platform asked for a longer wait.
+   * Default 5 000.
+   */
   retryBaseMs?: number;
   now?: () => number;
   log(
@@ -172,8 +192,16 @@ export class WorkerPool {
       return;
     }
     const giveUp = !result.retryable || attempt >= this.#o.maxDeliveryAttempts;
-    const retryAt = giveUp ? undefined : this.#o.now() + this.#o.retryBaseMs * 2 ** (attempt - 1);
-    inbox.recordDelivery(event.id, { ok: false, error: result.error, retryAt }, this.#o.now());
+    const backoff = this.#o.retryBaseMs * 2 ** (attempt - 1);
+    const retryAt = giveUp
+      ? undefined
+      : this.#o.now() + Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_WAIT_MS);
+    inbox.recordDelivery(event.id, {
+      ok: false,
+      error: result.error,
+      retryAt,
+      partsSent: result.partsSent,
+    }, this.#o.now());
     if (giveUp) {
       log("error", "event {id} on {route}: delivery to {target} failed for good: {error}", {
         id: event.id,

@@ -1200,3 +1200,57 @@ Deno.test("a part that fails stops the rest and says how many were sent", async 
   );
   assert.equal(fake.requests.length, 2);
 });
+
+Deno.test("skipParts: a retry sends only the parts an earlier attempt did not deliver", async () => {
+  const { fake, context } = await setup("discord", {
+    fake: { answers: ["ok", "ok", "server_error"] },
+  });
+  await using _ = fake;
+  const whole = splitMessage(TEN_THOUSAND, MESSAGE_LIMITS.discord);
+  const sent = () => fake.requests.map((r) => (r.body as { content: string }).content);
+
+  const first = failed(await deliver(request("discord", TEN_THOUSAND, EXTRA.discord), context));
+  assert.equal(first.partsSent, 2);
+  assert.match(first.error, /part 3 of 5 not sent \(2 sent before it\)/);
+
+  const retry = await deliver(
+    request("discord", TEN_THOUSAND, EXTRA.discord, { skipParts: first.partsSent }),
+    context,
+  );
+
+  assert.deepEqual(retry, {
+    ok: true,
+    target: "discord",
+    parts: 3,
+    detail: "discord channel 1100000000000000001",
+  });
+  // Parts 1 and 2 once, part 3 twice (refused, then sent), parts 4 and 5 once: nothing doubled.
+  assert.deepEqual(sent(), [whole[0], whole[1], whole[2], whole[2], whole[3], whole[4]]);
+});
+
+Deno.test("skipParts: a failure after resuming counts the parts from the first", async () => {
+  const { fake, context } = await setup("discord", { fake: { answers: ["ok", "server_error"] } });
+  await using _ = fake;
+
+  const error = failed(
+    await deliver(request("discord", TEN_THOUSAND, EXTRA.discord, { skipParts: 2 }), context),
+  );
+
+  assert.equal(error.partsSent, 3);
+  assert.match(error.error, /part 4 of 5 not sent \(3 sent before it\)/);
+  assert.equal(fake.requests.length, 2);
+});
+
+Deno.test("skipParts: a value that is not a whole number sends every part", async () => {
+  const { fake, context } = await setup("discord");
+  await using _ = fake;
+
+  for (const skipParts of [Number.NaN, -1, 1.5]) {
+    const result = await deliver(
+      request("discord", TEN_THOUSAND, EXTRA.discord, { skipParts }),
+      context,
+    );
+    assert.equal(result.ok && result.parts, 5, String(skipParts));
+  }
+  assert.equal(fake.requests.length, 15);
+});

@@ -594,3 +594,38 @@ Deno.test("gateway e2e: a hanging target times out at 8 s with 502 while /health
   assert.match(String(timedOut.json.error), /did not answer within 8 s/);
   assert.ok(elapsed >= 7_500 && elapsed < 14_000, `answered after ${elapsed} ms`);
 });
+
+Deno.test("gateway e2e: a split answer whose third part fails is resumed at that part; nothing is sent twice", async () => {
+  await using s = await startStack({ delivery_attempts: 3, delivery_retry_seconds: 0.1 });
+  const sub = await subscribe(s.home, s.env, "long", [
+    "--deliver",
+    "discord",
+    "--deliver-chat-id",
+    "1100000000000000001",
+    "--prompt",
+    "Summarise {id}",
+  ]);
+  const answer = Array.from(
+    { length: 40 },
+    (_, i) => `Finding ${i}: ${"the retry path resends what already went out. ".repeat(5).trim()}`,
+  ).join("\n\n");
+  s.model.push({ content: answer });
+  s.platforms.discord.push("ok", "ok", "server_error");
+  const body = JSON.stringify({ id: "d-long" });
+  const accepted = await post(s.gateway, sub.name, body, {
+    "x-github-event": "ping",
+    "x-github-delivery": "d-long",
+    "x-hub-signature-256": signGithub(sub.secret, body),
+  });
+  assert.equal(accepted.status, 202);
+  await waitUntil(
+    () => inboxEvents(s.home).some((row) => row.delivery_id === "d-long" && row.state === "done"),
+    "the event to be delivered",
+  );
+  const texts = s.platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+  // Parts 1 and 2, part 3 refused, then parts 3 to the end once each.
+  assert.ok(texts.length >= 5, `${texts.length} requests`);
+  assert.equal(texts[2], texts[3], "the refused part is the first one sent again");
+  assert.equal([...texts.slice(0, 2), ...texts.slice(3)].join(""), answer);
+  assert.equal(inboxEvents(s.home)[0].delivery_attempts, 2);
+});

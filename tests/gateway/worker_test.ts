@@ -164,6 +164,45 @@ Deno.test("a non-retryable delivery failure gives up at once", async () => {
   assert.equal(t.deliveries.length, 1);
 });
 
+Deno.test("a retry resumes after the parts of the answer already delivered", async () => {
+  const skipped: number[] = [];
+  await using t = await setup({
+    deliver: (e) => {
+      skipped.push(e.partsSent);
+      return Promise.resolve(
+        skipped.length === 1
+          ? { ok: false, retryable: true, error: "part 3 of 5 not sent: HTTP 502", partsSent: 2 }
+          : { ok: true },
+      );
+    },
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.deepEqual(skipped, [0, 2]);
+});
+
+Deno.test("a platform's Retry-After holds the retry back longer than the backoff", async () => {
+  await using t = await setup({
+    deliver: () =>
+      Promise.resolve({ ok: false, retryable: true, error: "HTTP 429", retryAfterMs: 120_000 }),
+  });
+  t.pool.start();
+  const before = Date.now();
+  const id = t.inbox.enqueue(event("d1"), before);
+  t.pool.wake();
+  await t.until(() => t.logs.some((entry) => entry.level === "warning"));
+  const waiting = t.inbox.get(id)!;
+  assert.equal(waiting.state, "delivering");
+  // The backoff alone would be 1 ms (retryBaseMs).
+  assert.ok(
+    waiting.nextAttemptAt >= before + 120_000,
+    `due at ${waiting.nextAttemptAt - before} ms`,
+  );
+  assert.equal(t.deliveries.length, 1);
+});
+
 Deno.test("after a crash, events left running are run and delivered exactly once", async () => {
   const dir = await Deno.makeTempDir();
   const path = join(dir, "inbox.sqlite3");
