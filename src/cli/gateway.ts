@@ -12,7 +12,7 @@ import { setDotenvValues } from "../home/dotenv_edit.ts";
 import { closeLogging, configureLogging } from "../home/log.ts";
 import { Gateway } from "../gateway/gateway.ts";
 import { generateSecret } from "../webhook/routes.ts";
-import { readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
+import { acceptsUnsigned, readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
 import { CliError, type CliIo } from "./io.ts";
 
@@ -98,7 +98,10 @@ function bootstrap(config: ResolvedConfig, io: CliIo): boolean {
     io.out(`Created ${config.paths.config} (webhook platform enabled on port 8644).\n`);
     wrote = true;
   }
-  if (!config.secrets.get("WEBHOOK_SECRET")) {
+  // Only when no global secret is set anywhere (a generated WEBHOOK_SECRET would override
+  // platforms.webhook.extra.secret), and not when INSECURE_NO_AUTH asks for secretless routes.
+  const settings = readWebhookSettings(config);
+  if (!settings.secret && !acceptsUnsigned(settings)) {
     setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
     io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
     wrote = true;

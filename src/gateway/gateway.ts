@@ -17,7 +17,7 @@ import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
 import { runRouteScript } from "../webhook/scripts.ts";
-import { readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
+import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
 import { Inbox } from "./inbox.ts";
 import { WorkerPool } from "./worker.ts";
 
@@ -205,6 +205,18 @@ export class Gateway {
     Deno.unrefTimer(timer);
     gateway.#pruneTimer = timer;
     log.info("gateway listening on {addresses}", { addresses: gateway.addresses });
+    if (acceptsUnsigned(settings)) {
+      log.warn(
+        "INSECURE_NO_AUTH is on: routes without a secret accept unsigned requests on {host}",
+        { host: settings.host },
+      );
+    } else if (settings.insecureNoAuth) {
+      log.warn(
+        "INSECURE_NO_AUTH is ignored: it applies only when platforms.webhook.extra.host is " +
+          "127.0.0.1, ::1 or localhost (it is {host}); every route still needs a secret",
+        { host: settings.host ?? "every interface" },
+      );
+    }
     return gateway;
   }
 

@@ -12,7 +12,7 @@ import { concatBytes } from "../home/files.ts";
 import { matchFilter } from "./filters.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
-import type { WebhookSettings } from "./settings.ts";
+import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
 import { verifySignature } from "./signatures.ts";
 import { renderExtra, renderPrompt } from "./templates.ts";
 
@@ -167,7 +167,7 @@ function authenticate(deps: ListenerDeps): Step {
     const route = c.get("route");
     const secret = route.secret ?? deps.settings.secret;
     if (!secret) {
-      if (deps.settings.insecureNoAuth && isLoopback(deps.settings.host)) return await next();
+      if (acceptsUnsigned(deps.settings)) return await next();
       deps.log("error", "route {route} has no secret and no global secret is set", {
         route: route.name,
       });
@@ -373,8 +373,4 @@ async function deliverNow(
     error: result.error,
   });
   return c.json({ error: `delivery to ${route.deliver} failed: ${result.error}` }, 502);
-}
-
-function isLoopback(host: string | undefined): boolean {
-  return host === "127.0.0.1" || host === "::1" || host === "localhost";
 }

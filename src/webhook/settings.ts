@@ -106,8 +106,10 @@ export function readWebhookSettings(
     undefined;
   const rate = source.get(`${EXTRA}.rate_limit`);
   const rateLimit: WebhookSettings["rateLimit"] = { ...WEBHOOK_DEFAULTS.rateLimit };
-  if (typeof rate === "number") rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit`);
-  else if (isPlainObject(rate)) {
+  // A quoted number ("30") counts, as it does for every other number of this section.
+  if (typeof rate === "number" || (typeof rate === "string" && /^\s*\d+\s*$/.test(rate))) {
+    rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit`);
+  } else if (isPlainObject(rate)) {
     if (rate.requests !== undefined) {
       rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit.requests`);
     }
@@ -148,7 +150,7 @@ export function readWebhookSettings(
     deliveryRetrySeconds: optionalPositiveNumber(source, `${EXTRA}.delivery_retry_seconds`) ??
       WEBHOOK_DEFAULTS.deliveryRetrySeconds,
     scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
-    insecureNoAuth: parseBoolish(secrets.get("INSECURE_NO_AUTH") ?? "") === true,
+    insecureNoAuth: insecureNoAuth(source, secrets.get("INSECURE_NO_AUTH")?.trim()),
     routes,
     routeProblems: problems,
   };
@@ -170,6 +172,25 @@ export function webhookBaseUrl(settings: { host?: string; port: number }): strin
     ? "localhost"
     : settings.host;
   return `http://${host.includes(":") ? `[${host}]` : host}:${settings.port}`;
+}
+
+/**
+ * Whether routes without any secret accept unsigned requests: only with `INSECURE_NO_AUTH` on
+ * and `host` set to a loopback address (`127.0.0.1`, `::1`, `localhost`), never when bound to
+ * every interface.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { acceptsUnsigned } from "./settings.ts";
+ * assert(acceptsUnsigned({ insecureNoAuth: true, host: "127.0.0.1" }));
+ * assert(!acceptsUnsigned({ insecureNoAuth: true, host: undefined }));
+ * ```
+ */
+export function acceptsUnsigned(settings: { insecureNoAuth: boolean; host?: string }): boolean {
+  const host = settings.host;
+  return settings.insecureNoAuth &&
+    (host === "127.0.0.1" || host === "::1" || host === "localhost");
 }
 
 /** The URL of one route. */
@@ -197,6 +218,21 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
     if (parsed.route && parsed.problems.length === 0) routes.push(parsed.route);
   }
   return { routes, problems };
+}
+
+/** `INSECURE_NO_AUTH`: unset or empty is off; a value that is not a boolean is an error. */
+function insecureNoAuth(source: ConfigSource, value: string | undefined): boolean {
+  if (!value) return false;
+  const parsed = parseBoolish(value);
+  if (parsed === undefined) {
+    // A typo here must not quietly leave a test setup signed, or quietly open a real one.
+    throw source.error(
+      `${EXTRA}.host`,
+      `INSECURE_NO_AUTH=${value} is not true or false`,
+      "set INSECURE_NO_AUTH to true or false (in .env or the environment), or remove it",
+    );
+  }
+  return parsed;
 }
 
 function portFrom(text: string, error: () => ConfigError): number {

@@ -174,3 +174,85 @@ Deno.test("gateway run on a port in use fails with a message naming the port set
     listener.close();
   }
 });
+
+Deno.test("gateway: INSECURE_NO_AUTH opens a secretless route on a loopback host only, with a warning each way", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  const env = { WEBHOOK_PORT: String(port), INSECURE_NO_AUTH: "true" };
+  const config = (host: string) =>
+    Deno.writeTextFileSync(
+      join(h.home, "config.yaml"),
+      "platforms:\n  webhook:\n    enabled: true\n    extra:\n" + host +
+        "      routes:\n        open:\n          prompt: 'opened {action}'\n" +
+        "          deliver: log\n",
+    );
+  const unsigned = async (gateway: { url(path: string): string }) => {
+    const response = await fetch(gateway.url("/webhooks/open"), {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "issues" },
+      body: JSON.stringify({ action: "opened" }),
+    });
+    return { status: response.status, json: await response.json() };
+  };
+
+  config("      host: 127.0.0.1\n");
+  const loopback = await startGateway(h.home, env);
+  try {
+    const answer = await unsigned(loopback);
+    assert.equal(answer.status, 202, JSON.stringify(answer.json));
+    assert.equal(answer.json.status, "accepted");
+    assert.match(loopback.log(), /INSECURE_NO_AUTH is on: routes without a secret accept unsigned/);
+    assert.equal(readDotenv(h.home), "", "no global secret was generated to defeat it");
+  } finally {
+    assert.equal((await loopback.stop()).code, 0);
+  }
+
+  config(""); // every interface: the variable must not open anything
+  const everywhere = await startGateway(h.home, env);
+  try {
+    // The start generated a global secret, so this route has one now: unsigned is refused.
+    assert.match(readDotenv(h.home), /^WEBHOOK_SECRET=/m);
+    const answer = await unsigned(everywhere);
+    assert.equal(answer.status, 401);
+    assert.match(everywhere.log(), /INSECURE_NO_AUTH is ignored: it applies only when/);
+  } finally {
+    assert.equal((await everywhere.stop()).code, 0);
+  }
+});
+
+Deno.test("gateway: a global secret in config.yaml is used as is; no WEBHOOK_SECRET is generated over it", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      secret: from-config-yaml\n" +
+      "      routes:\n        ci:\n          prompt: 'CI {action}'\n          deliver: log\n",
+  );
+  const gateway = await startGateway(h.home, { WEBHOOK_PORT: String(port) });
+  try {
+    assert.equal(readDotenv(h.home), "");
+    const body = JSON.stringify({ action: "completed" });
+    const response = await fetch(gateway.url("/webhooks/ci"), {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "workflow_run",
+        "x-hub-signature-256": githubSignature("from-config-yaml", body),
+      },
+      body,
+    });
+    assert.equal(response.status, 202, await response.text());
+  } finally {
+    assert.equal((await gateway.stop()).code, 0);
+  }
+});
+
+/** `<home>/.env`, or "" when there is none. */
+function readDotenv(home: string): string {
+  try {
+    return Deno.readTextFileSync(join(home, ".env"));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return "";
+    throw error;
+  }
+}

@@ -271,6 +271,22 @@ Deno.test("readWebhookSettings: each extra key on its own, others stay at their 
   }
 });
 
+Deno.test("readWebhookSettings: a quoted rate_limit number is read as that number", () => {
+  for (const value of ['"30"', "' 45 '"]) {
+    const settings = settingsOf(extraYaml(`rate_limit: ${value}`));
+    assert.deepEqual(settings.rateLimit, {
+      requests: Number(value.replace(/['"]/g, "")),
+      windowSeconds: 60,
+    });
+  }
+  assertConfigError(configError(() => settingsOf(extraYaml('rate_limit: "0"'))), {
+    key: `${EXTRA}.rate_limit`,
+    line: 4,
+    problem: 'expected a whole number ≥ 1, got "0"',
+    fix: `fix ${EXTRA}.rate_limit`,
+  });
+});
+
 Deno.test("readWebhookSettings: rate_limit in block form", () => {
   const settings = settingsOf(extraYaml("rate_limit:", "  requests: 7", "  window_seconds: 3600"));
   assert.deepEqual(settings.rateLimit, { requests: 7, windowSeconds: 3600 });
@@ -411,10 +427,27 @@ Deno.test("readWebhookSettings: INSECURE_NO_AUTH is on only for a true-like valu
     assert.equal(settingsOf("", {}, { INSECURE_NO_AUTH: value }).insecureNoAuth, true, value);
     assert.equal(settingsOf("", { INSECURE_NO_AUTH: value }).insecureNoAuth, true, value);
   }
-  for (const value of ["false", "0", "no", "off", "", "maybe", "2"]) {
+  for (const value of ["false", "0", "no", "off", ""]) {
     assert.equal(settingsOf("", {}, { INSECURE_NO_AUTH: value }).insecureNoAuth, false, value);
   }
   assert.equal(settingsOf("").insecureNoAuth, false);
+});
+
+Deno.test("readWebhookSettings: an INSECURE_NO_AUTH that is not a boolean stops with the fix", () => {
+  for (const value of ["maybe", "2", "ture"]) {
+    const pairs: [Record<string, string>, Record<string, string>][] = [
+      [{ INSECURE_NO_AUTH: value }, {}],
+      [{}, { INSECURE_NO_AUTH: value }],
+    ];
+    for (const [dotenv, env] of pairs) {
+      assertConfigError(configError(() => settingsOf("", dotenv, env)), {
+        key: `${EXTRA}.host`,
+        line: undefined,
+        problem: `INSECURE_NO_AUTH=${value} is not true or false`,
+        fix: /set INSECURE_NO_AUTH to true or false \(in \.env or the environment\), or remove it/,
+      });
+    }
+  }
 });
 
 // --- malformed values ----------------------------------------------------------------------
@@ -504,7 +537,7 @@ Deno.test("readWebhookSettings: a one-item list is not a port", () => {
 });
 
 Deno.test("readWebhookSettings: a malformed extra.rate_limit names the key, line and fix", () => {
-  for (const value of ['"fast"', '"30"', "true", "[30]"]) {
+  for (const value of ['"fast"', '""', '"30 per minute"', "true", "[30]"]) {
     assertConfigError(configError(() => settingsOf(extraYaml(`rate_limit: ${value}`))), {
       key: `${EXTRA}.rate_limit`,
       line: 4,
