@@ -34,7 +34,7 @@ export function dotenvLine(name: string, value: string): string {
 /**
  * Sets `values` in the dotenv file `file` (created 0600 when missing), atomically. An existing
  * assignment (also `export NAME=`) is replaced in place, later duplicates are removed, new names
- * are appended. The result is parsed back: it must give exactly the values set and leave every
+ * are appended, in the file's line-end style (LF or CRLF). The result is parsed back: it must give exactly the values set and leave every
  * other variable as it was, otherwise nothing is written and a `RangeError` says why.
  *
  * @example
@@ -57,7 +57,8 @@ export function setDotenvValues(file: string, values: Readonly<Record<string, st
   const seen = new Set<string>();
   const kept: string[] = [];
   for (const line of lines) {
-    const name = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line)?.[1];
+    // dotenv also reads `NAME: value` as an assignment.
+    const name = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)(?:\s*=|:\s)/.exec(line)?.[1];
     if (name === undefined || !pending.has(name)) {
       kept.push(line);
       continue;
@@ -69,7 +70,9 @@ export function setDotenvValues(file: string, values: Readonly<Record<string, st
   for (const [name, value] of pending) {
     if (!seen.has(name)) kept.push(dotenvLine(name, value));
   }
-  const text = kept.length === 0 ? "" : `${kept.join("\n")}\n`;
+  // A file written with CRLF line ends keeps them (an editor on Windows shows it as it was).
+  const eol = /\r\n/.test(original) ? "\r\n" : "\n";
+  const text = kept.length === 0 ? "" : `${kept.join(eol)}${eol}`;
   const parsed = parse(text);
   const before = parse(original);
   for (const [name, value] of pending) {

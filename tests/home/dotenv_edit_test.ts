@@ -300,22 +300,28 @@ Deno.test("setDotenvValues: a CRLF file", async () => {
     const file = dotenvFile(dir, lines.join("\r\n") + "\r\n");
     setDotenvValues(file, { TOKEN: "new", D: "4" });
     const text = Deno.readTextFileSync(file);
-    // Every line keeps its content; the new value replaces the old in place.
-    assert.deepEqual(text.replace(/\r?\n$/, "").split(/\r?\n/), [
-      "# keys",
-      "A=1",
-      "TOKEN=new",
-      "",
-      "B='x y'",
-      "export C=3",
-      "D=4",
-    ]);
-    // One line-ending style throughout, and no stray carriage return.
-    const crlf = text.match(/\r\n/g)?.length ?? 0;
-    const lf = text.match(/\n/g)?.length ?? 0;
-    assert.ok(crlf === 0 || crlf === lf, JSON.stringify(text));
-    assert.equal(text.replace(/\r\n/g, "").includes("\r"), false);
+    // Every line keeps its content and its CRLF end; the new value replaces the old in place.
+    assert.equal(
+      text,
+      ["# keys", "A=1", "TOKEN=new", "", "B='x y'", "export C=3", "D=4"].join("\r\n") + "\r\n",
+    );
     assert.deepEqual(parse(text), { A: "1", TOKEN: "new", B: "x y", C: "3", D: "4" });
+  });
+});
+
+Deno.test("setDotenvValues: a `NAME: value` line (dotenv reads it) is replaced in place", async () => {
+  await withTempDir((dir) => {
+    const file = dotenvFile(dir, "A=1\nWEBHOOK_SECRET: old\nB: 2\nURL:x\n");
+    assert.deepEqual(parse(Deno.readTextFileSync(file)).WEBHOOK_SECRET, "old");
+    setDotenvValues(file, { WEBHOOK_SECRET: "new", URL: "y" });
+    // `URL:x` (no blank after the colon) is not an assignment to dotenv, so it stays.
+    assert.equal(Deno.readTextFileSync(file), "A=1\nWEBHOOK_SECRET=new\nB: 2\nURL:x\nURL=y\n");
+    assert.deepEqual(parse(Deno.readTextFileSync(file)), {
+      A: "1",
+      WEBHOOK_SECRET: "new",
+      B: "2",
+      URL: "y",
+    });
   });
 });
 
