@@ -26,13 +26,15 @@ export interface GatewayOptions {
   config: ResolvedConfig;
   /** Process environment (stdio MCP servers, script PATH). Default `Deno.env.get`. */
   env?: EnvReader;
+  /** How often the inbox is pruned and the usage metrics flushed, in ms. Default hourly. */
+  housekeepingIntervalMs?: number;
 }
 
 const log = logger("gateway");
 
 /** How long finished events stay in the inbox (for inspection). */
 const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
-/** How often the inbox is pruned and the usage metrics flushed. */
+/** How often the inbox is pruned and the usage metrics flushed, unless told otherwise. */
 const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
 
 /**
@@ -201,7 +203,10 @@ export class Gateway {
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, metrics });
     gateway.#housekeeping();
-    const timer = setInterval(() => gateway.#housekeeping(), HOUSEKEEPING_INTERVAL_MS);
+    const timer = setInterval(
+      () => gateway.#housekeeping(),
+      options.housekeepingIntervalMs ?? HOUSEKEEPING_INTERVAL_MS,
+    );
     Deno.unrefTimer(timer);
     gateway.#pruneTimer = timer;
     log.info("gateway listening on {addresses}", { addresses: gateway.addresses });

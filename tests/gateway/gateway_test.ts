@@ -1,6 +1,10 @@
-/** The gateway's housekeeping: usage metrics are flushed at start (and hourly), runs or not. */
+/**
+ * The gateway's housekeeping: usage metrics are flushed at start (and hourly), runs or not; the
+ * inbox forgets expired delivery-id claims on every round.
+ */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { Gateway } from "../../src/gateway/gateway.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import {
@@ -39,4 +43,44 @@ Deno.test("a quiet gateway packages finished days and sends them at start (send:
   assert.deepEqual(countersOf([sent]), SAMPLE_COUNTERS);
   const outbox = [...Deno.readDirSync(join(h.metrics, "outbox"))].map((entry) => entry.name);
   assert.equal(outbox.length, 1, "the package stays in the outbox, recorded as sent");
+});
+
+Deno.test("housekeeping runs again on its interval: a claim that expired after the start is pruned", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
+  );
+  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  const config = loadConfig({ env });
+  const gateway = await Gateway.start({ config, env, housekeepingIntervalMs: 50 });
+  const db = new DatabaseSync(config.paths.gatewayInbox);
+  try {
+    // Written after the round at start: only a later round can remove them. The gateway runs in
+    // this thread, so a busy wait here would block its commit: retry after yielding instead.
+    for (;;) {
+      try {
+        db.exec(
+          `INSERT INTO claims (route, delivery_id, expires_at)
+           VALUES ('r', 'expired', 1), ('r', 'live', ${Date.now() + 3_600_000})`,
+        );
+        break;
+      } catch (error) {
+        if (!/locked|busy/i.test(String(error))) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+    const left = () =>
+      (db.prepare("SELECT delivery_id FROM claims ORDER BY delivery_id").all() as {
+        delivery_id: string;
+      }[]).map((row) => row.delivery_id);
+    const deadline = Date.now() + 10_000;
+    while (left().includes("expired") && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.deepEqual(left(), ["live"]);
+  } finally {
+    db.close();
+    await gateway.stop();
+  }
 });
