@@ -75,21 +75,13 @@ export function readWebhookSettings(
   config: Pick<ResolvedConfig, "source" | "secrets">,
 ): WebhookSettings {
   const { source, secrets } = config;
-  const envEnabled = secrets.get("WEBHOOK_ENABLED")?.trim();
+  const envEnabled = envBoolean(source, secrets, "WEBHOOK_ENABLED", `${BASE}.enabled`);
   let enabled = source.boolean(`${BASE}.enabled`) ?? false;
   let enabledBy = source.boolean(`${BASE}.enabled`) === undefined
     ? "default (off)"
     : `${BASE}.enabled in ${source.file}`;
-  if (envEnabled) {
-    const parsed = parseBoolish(envEnabled);
-    if (parsed === undefined) {
-      throw source.error(
-        `${BASE}.enabled`,
-        `WEBHOOK_ENABLED=${envEnabled} is not true or false`,
-        "set WEBHOOK_ENABLED to true or false (in .env or the environment)",
-      );
-    }
-    enabled = parsed;
+  if (envEnabled !== undefined) {
+    enabled = envEnabled;
     enabledBy = "WEBHOOK_ENABLED";
   }
   const envPort = secrets.get("WEBHOOK_PORT")?.trim();
@@ -150,7 +142,14 @@ export function readWebhookSettings(
     deliveryRetrySeconds: optionalPositiveNumber(source, `${EXTRA}.delivery_retry_seconds`) ??
       WEBHOOK_DEFAULTS.deliveryRetrySeconds,
     scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
-    insecureNoAuth: insecureNoAuth(source, secrets.get("INSECURE_NO_AUTH")?.trim()),
+    // A typo must not quietly leave a test setup signed, or quietly open a real one.
+    insecureNoAuth: envBoolean(
+      source,
+      secrets,
+      "INSECURE_NO_AUTH",
+      `${EXTRA}.host`,
+      "set INSECURE_NO_AUTH to true or false (in .env or the environment), or remove it",
+    ) ?? false,
     routes,
     routeProblems: problems,
   };
@@ -220,18 +219,21 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
   return { routes, problems };
 }
 
-/** `INSECURE_NO_AUTH`: unset or empty is off; a value that is not a boolean is an error. */
-function insecureNoAuth(source: ConfigSource, value: string | undefined): boolean {
-  if (!value) return false;
+/**
+ * A boolean variable of `.env` or the environment: `undefined` when unset or blank; a value that
+ * is not a boolean is a ConfigError at `key` (the setting it stands for or is about).
+ */
+function envBoolean(
+  source: ConfigSource,
+  secrets: ResolvedConfig["secrets"],
+  name: string,
+  key: string,
+  fix = `set ${name} to true or false (in .env or the environment)`,
+): boolean | undefined {
+  const value = secrets.get(name)?.trim();
+  if (!value) return undefined;
   const parsed = parseBoolish(value);
-  if (parsed === undefined) {
-    // A typo here must not quietly leave a test setup signed, or quietly open a real one.
-    throw source.error(
-      `${EXTRA}.host`,
-      `INSECURE_NO_AUTH=${value} is not true or false`,
-      "set INSECURE_NO_AUTH to true or false (in .env or the environment), or remove it",
-    );
-  }
+  if (parsed === undefined) throw source.error(key, `${name}=${value} is not true or false`, fix);
   return parsed;
 }
 
