@@ -171,7 +171,7 @@ export class Gateway {
         });
         return outcome;
       },
-      deliverDirect: async (route, message, extra, payload, event) => {
+      deliverDirect: async (route, message, extra, payload, event, skipParts) => {
         const result = await deliver({
           target: route.deliver,
           message,
@@ -180,8 +180,11 @@ export class Gateway {
           event,
           route: route.name,
           direct: true,
+          skipParts,
         }, delivery);
-        return result.ok ? { ok: true, detail: result.detail } : { ok: false, error: result.error };
+        return result.ok
+          ? { ok: true, detail: result.detail }
+          : { ok: false, error: result.error, partsSent: result.partsSent };
       },
       onAccepted: () => pool.wake(),
       log: logAt,

@@ -128,10 +128,49 @@ export class Inbox implements Disposable {
     return Number(result.changes) > 0;
   }
 
-  /** Gives a claim up (a direct delivery failed, so the sender's retry must go through). */
-  release(route: string, deliveryId: string): void {
+  /**
+   * Gives a claim up (a direct delivery failed, so the sender's retry must go through). With
+   * `progress`, the claim is kept as free to take, remembering which message (by `messageKey`)
+   * had how many parts delivered, so that the retry can resume after them
+   * ({@linkcode Inbox.partsDelivered}).
+   */
+  release(
+    route: string,
+    deliveryId: string,
+    progress?: { messageKey: string; partsSent: number },
+  ): void {
+    if (!progress || progress.partsSent <= 0) {
+      this.#write(() =>
+        this.#sql("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(route, deliveryId)
+      );
+      return;
+    }
     this.#write(() =>
-      this.#sql("DELETE FROM claims WHERE route = ? AND delivery_id = ?").run(route, deliveryId)
+      this.#sql(
+        `UPDATE claims SET expires_at = 0, parts_sent = ?, message_key = ?
+         WHERE route = ? AND delivery_id = ?`,
+      ).run(progress.partsSent, progress.messageKey, route, deliveryId)
+    );
+  }
+
+  /**
+   * Parts of this exact message (`messageKey`) an earlier direct delivery of the same claim got
+   * out before failing; 0 when none, or when the message is not the same one.
+   */
+  partsDelivered(route: string, deliveryId: string, messageKey: string): number {
+    const row = this.#sql(
+      "SELECT parts_sent, message_key FROM claims WHERE route = ? AND delivery_id = ?",
+    ).get(route, deliveryId) as { parts_sent: number; message_key: string | null } | undefined;
+    return row && row.message_key === messageKey ? row.parts_sent : 0;
+  }
+
+  /** Forgets a claim's delivery progress once its message went out whole. */
+  delivered(route: string, deliveryId: string): void {
+    this.#write(() =>
+      this.#sql(
+        `UPDATE claims SET parts_sent = 0, message_key = NULL
+         WHERE route = ? AND delivery_id = ? AND message_key IS NOT NULL`,
+      ).run(route, deliveryId)
     );
   }
 
@@ -482,13 +521,17 @@ const SCHEMA: StoreSchema = {
         route TEXT NOT NULL,
         delivery_id TEXT NOT NULL,
         expires_at INTEGER NOT NULL,
+        parts_sent INTEGER NOT NULL DEFAULT 0,
+        message_key TEXT,
         PRIMARY KEY (route, delivery_id)
       ) STRICT, WITHOUT ROWID;
     `);
     // Version 3: how much of a split answer went out, and which deliveries a worker holds.
-    const columns = new Set(
-      (db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name),
-    );
+    const columnsOf = (table: string) =>
+      new Set(
+        (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name),
+      );
+    const columns = columnsOf("events");
     if (!columns.has("parts_sent")) {
       db.exec("ALTER TABLE events ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0");
     }
@@ -497,6 +540,10 @@ const SCHEMA: StoreSchema = {
       // Older versions told a held delivery from a waiting retry by nothing: as they did, a
       // restart makes every delivery due at once.
       db.exec("UPDATE events SET leased = 1 WHERE state = 'delivering'");
+    }
+    if (!columnsOf("claims").has("parts_sent")) {
+      db.exec(`ALTER TABLE claims ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE claims ADD COLUMN message_key TEXT;`);
     }
   },
 };

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { Hono, type MiddlewareHandler } from "hono";
 import type { Inbox } from "../gateway/inbox.ts";
 import { concatBytes } from "../home/files.ts";
@@ -23,7 +24,14 @@ export type ScriptVerdict =
   | { kind: "blocked"; detail: string };
 
 /** The outcome of a direct delivery. */
-export type DirectDelivery = { ok: true; detail?: string } | { ok: false; error: string };
+export type DirectDelivery =
+  | { ok: true; detail?: string }
+  | {
+    ok: false;
+    error: string;
+    /** Parts of a split message delivered before the failure, counted from the first. */
+    partsSent?: number;
+  };
 
 /** What the listener needs from the gateway. */
 export interface ListenerDeps {
@@ -41,12 +49,14 @@ export interface ListenerDeps {
     event: string,
     deliveryId: string,
   ): Promise<ScriptVerdict>;
+  /** Delivers `message`, leaving out its first `skipParts` parts (sent by an earlier try). */
   deliverDirect(
     route: ServedRoute,
     message: string,
     extra: Record<string, unknown>,
     payload: Record<string, unknown>,
     event: string,
+    skipParts: number,
   ): Promise<DirectDelivery>;
   /** Called after an event was committed, to wake the workers. */
   onAccepted(): void;
@@ -357,8 +367,14 @@ async function deliverNow(
   event: string,
   id: string,
 ): Promise<Response> {
-  const result = await deps.deliverDirect(route, message, extra, payload, event);
+  // A sender retrying after a 502 gets the parts of a split message that did not go out, not
+  // the ones it already delivered (when it is the same message to the same place).
+  const messageKey = createHash("sha256")
+    .update(JSON.stringify([route.deliver, extra, message])).digest("hex");
+  const skipParts = deps.inbox.partsDelivered(route.name, id, messageKey);
+  const result = await deps.deliverDirect(route, message, extra, payload, event, skipParts);
   if (result.ok) {
+    if (skipParts > 0) deps.inbox.delivered(route.name, id);
     return c.json({
       status: "delivered",
       route: route.name,
@@ -366,7 +382,7 @@ async function deliverNow(
       delivery_id: id,
     });
   }
-  deps.inbox.release(route.name, id);
+  deps.inbox.release(route.name, id, { messageKey, partsSent: result.partsSent ?? skipParts });
   deps.log("warning", "route {route}: direct delivery to {target} failed: {error}", {
     route: route.name,
     target: route.deliver,

@@ -629,3 +629,42 @@ Deno.test("gateway e2e: a split answer whose third part fails is resumed at that
   assert.equal([...texts.slice(0, 2), ...texts.slice(3)].join(""), answer);
   assert.equal(inboxEvents(s.home)[0].delivery_attempts, 2);
 });
+
+Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502; the sender's retry sends the rest only", async () => {
+  await using s = await startStack();
+  const sub = await subscribe(s.home, s.env, "digest", [
+    "--deliver",
+    "discord",
+    "--deliver-chat-id",
+    "1100000000000000001",
+    "--deliver-only",
+    "--prompt",
+    "{summary}",
+  ]);
+  const summary = Array.from(
+    { length: 30 },
+    (_, i) => `Item ${i}: ${"a line of the nightly digest that is long enough. ".repeat(3).trim()}`,
+  ).join("\n\n");
+  const body = JSON.stringify({ summary });
+  const send = () =>
+    post(s.gateway, sub.name, body, {
+      "x-github-event": "digest",
+      "x-github-delivery": "d-digest",
+      "x-hub-signature-256": signGithub(sub.secret, body),
+    });
+  s.platforms.discord.push("ok", "server_error");
+
+  const failed = await send();
+  assert.equal(failed.status, 502);
+  assert.match(String(failed.json.error), /part 2 of \d+ not sent \(1 sent before it\)/);
+  const retried = await send();
+  assert.equal(retried.status, 200, JSON.stringify(retried.json));
+  assert.equal(retried.json.status, "delivered");
+  const texts = s.platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+  assert.ok(texts.length >= 4, `${texts.length} requests`);
+  assert.equal(texts[1], texts[2], "the refused part is the first one sent again");
+  assert.equal([texts[0], ...texts.slice(2)].join(""), summary);
+
+  const again = await send();
+  assert.deepEqual(again.json, { status: "duplicate", delivery_id: "d-digest" });
+});

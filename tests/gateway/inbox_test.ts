@@ -157,6 +157,26 @@ Deno.test("recordDelivery keeps how many parts went out, never fewer than before
   });
 });
 
+Deno.test("a released claim can keep how many parts of which message went out", async () => {
+  await withInbox((inbox) => {
+    assert.ok(inbox.claim("r", "d1", 0, 1000));
+    assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
+    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 2 });
+    // Released: the sender's retry takes the claim again, and finds the progress.
+    assert.ok(inbox.claim("r", "d1", 1, 1000));
+    assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 2);
+    assert.equal(inbox.partsDelivered("r", "d1", "key-b"), 0, "another message starts at 0");
+    assert.equal(inbox.partsDelivered("r", "d2", "key-a"), 0, "another delivery id too");
+    assert.equal(inbox.claim("r", "d1", 2, 1000), false, "taken again: a duplicate meanwhile");
+    inbox.delivered("r", "d1");
+    assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
+    // Without progress (or with none sent), a release forgets the claim.
+    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 0 });
+    assert.ok(inbox.claim("r", "d1", 3, 1000));
+    assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
+  });
+});
+
 Deno.test("the inbox folder is 0700 and its files 0600", async () => {
   await withInbox((inbox, path) => {
     inbox.enqueue(event("d1"), 0);
@@ -308,6 +328,10 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
     assert.deepEqual([inbox.take(10)?.id, inbox.take(10)?.id], ["a", "b"]);
     const resumed = inbox.take(10)!;
     assert.deepEqual([resumed.id, resumed.state, resumed.partsSent], ["c", "delivering", 0]);
+    // Its claims table took the new columns too.
+    assert.ok(inbox.claim("r", "d9", 10, 1000));
+    inbox.release("r", "d9", { messageKey: "k", partsSent: 2 });
+    assert.equal(inbox.partsDelivered("r", "d9", "k"), 2);
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       const indexes = db.prepare(
