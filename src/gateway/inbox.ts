@@ -67,6 +67,16 @@ const SCHEMA_VERSION = 3;
 export const NEXT_DUE_SQL =
   `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
    ORDER BY next_attempt_at, created_at LIMIT 1`;
+/** What {@linkcode Inbox.recover} did. */
+export interface Recovery {
+  /** Runs put back in the queue. */
+  requeued: number;
+  /** Events whose run was interrupted too often: their notice is delivered instead. */
+  abandoned: string[];
+}
+
+/** Runs interrupted (by a stop or a crash) this often are not started again. */
+const MAX_RUN_ATTEMPTS = 3;
 /** A delivery taken by a worker is not handed out again for this long (unless after a restart). */
 const DELIVERY_LEASE_MS = 10 * 60_000;
 
@@ -197,17 +207,27 @@ export class Inbox implements Disposable {
   /**
    * After a restart: runs that never finished go back to the queue, and deliveries that were
    * under way (leased by a worker of the dead process) are due now. A delivery waiting for its
-   * retry keeps its time. Returns how many runs were requeued.
+   * retry keeps its time. A run already interrupted `maxRunAttempts` times (an event whose run
+   * brings the process down would otherwise do so after every restart) is not run again: its
+   * answer becomes a notice saying so, to be delivered.
    */
-  recover(nowMs: number): number {
+  recover(nowMs: number, maxRunAttempts = MAX_RUN_ATTEMPTS): Recovery {
     return this.#atomic(() => {
-      const result = this.#sql(
+      const abandoned = this.#sql(
+        `UPDATE events SET state = 'delivering', end_reason = 'interrupted', answer =
+           'The agent run for ' || route || ' (' || event || ') was interrupted ' ||
+           run_attempts || ' times by a stop or crash of the gateway; it is not run again.',
+           error = 'the run was interrupted ' || run_attempts || ' times',
+           next_attempt_at = ?, leased = 0, updated_at = ?
+         WHERE state = 'running' AND run_attempts >= ? RETURNING id`,
+      ).all(nowMs, nowMs, maxRunAttempts) as { id: string }[];
+      const requeued = this.#sql(
         "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
       ).run(nowMs, nowMs);
       this.#sql(
         "UPDATE events SET next_attempt_at = ?, leased = 0 WHERE state = 'delivering' AND leased = 1",
       ).run(nowMs);
-      return Number(result.changes);
+      return { requeued: Number(requeued.changes), abandoned: abandoned.map((row) => row.id) };
     });
   }
 

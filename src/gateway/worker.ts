@@ -88,11 +88,19 @@ export class WorkerPool {
 
   /** Requeues what a crash left running, then starts taking events. */
   start(): void {
-    const requeued = this.#o.inbox.recover(this.#o.now());
+    const { requeued, abandoned } = this.#o.inbox.recover(this.#o.now());
     if (requeued > 0) {
       this.#o.log("info", "requeued {count} events whose run did not finish before a restart", {
         count: requeued,
       });
+    }
+    for (const id of abandoned) {
+      this.#o.log(
+        "error",
+        "event {id}: its run was interrupted by a stop or crash too often; it is not run again " +
+          "(a notice is delivered instead)",
+        { id },
+      );
     }
     this.wake();
   }

@@ -104,7 +104,7 @@ Deno.test("recover: unfinished runs are queued again, deliveries resume without 
     // A new process opens the same file after a crash.
     const reopened = Inbox.open(path);
     try {
-      assert.equal(reopened.recover(10), 1);
+      assert.equal(reopened.recover(10).requeued, 1);
       const first = reopened.take(10)!;
       const second = reopened.take(10)!;
       const byId = new Map([first, second].map((e) => [e.id, e]));
@@ -116,6 +116,28 @@ Deno.test("recover: unfinished runs are queued again, deliveries resume without 
     } finally {
       reopened.close();
     }
+  });
+});
+
+Deno.test("recover: a run interrupted 3 times is not run again; a notice is to be delivered", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("poison"), 0);
+    for (const now of [1, 2]) {
+      assert.equal(inbox.take(now)?.state, "running");
+      assert.deepEqual(inbox.recover(now), { requeued: 1, abandoned: [] });
+    }
+    assert.equal(inbox.take(3)?.runAttempts, 3);
+    assert.deepEqual(inbox.recover(4), { requeued: 0, abandoned: [id] });
+    const notice = inbox.take(4)!;
+    assert.deepEqual(
+      [notice.id, notice.state, notice.endReason, notice.runAttempts],
+      [id, "delivering", "interrupted", 3],
+    );
+    assert.equal(
+      notice.answer,
+      "The agent run for github (issues) was interrupted 3 times by a stop or crash of the " +
+        "gateway; it is not run again.",
+    );
   });
 });
 

@@ -242,6 +242,22 @@ Deno.test("after a crash, events left running are run and delivered exactly once
   }
 });
 
+Deno.test("an event whose run was interrupted too often is not run again: its notice is delivered", async () => {
+  await using t = await setup({});
+  const id = t.inbox.enqueue(event("poison"), 0);
+  for (let i = 0; i < 3; i++) {
+    t.inbox.take(Date.now());
+    if (i < 2) t.inbox.recover(Date.now()); // two earlier restarts
+  }
+  t.pool.start(); // the third restart
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.deepEqual(t.runs, []);
+  assert.equal(t.deliveries.length, 1);
+  assert.match(t.deliveries[0].message, /interrupted 3 times by a stop or crash/);
+  const logged = t.logs.find((entry) => entry.level === "error");
+  assert.equal(logged?.properties?.id, id);
+});
+
 Deno.test("a worker runs an event only once it is committed as running, and delivers only once the answer is committed", async () => {
   const dir = await Deno.makeTempDir();
   const path = join(dir, "inbox.sqlite3");
