@@ -605,10 +605,7 @@ Deno.test("gateway e2e: a split answer whose third part fails is resumed at that
     "--prompt",
     "Summarise {id}",
   ]);
-  const answer = Array.from(
-    { length: 40 },
-    (_, i) => `Finding ${i}: ${"the retry path resends what already went out. ".repeat(5).trim()}`,
-  ).join("\n\n");
+  const answer = paragraphs(40, "Finding", "the retry path resends what already went out.", 5);
   s.model.push({ content: answer });
   s.platforms.discord.push("ok", "ok", "server_error");
   const body = JSON.stringify({ id: "d-long" });
@@ -622,7 +619,7 @@ Deno.test("gateway e2e: a split answer whose third part fails is resumed at that
     () => inboxEvents(s.home).some((row) => row.delivery_id === "d-long" && row.state === "done"),
     "the event to be delivered",
   );
-  const texts = s.platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+  const texts = discordTexts(s.platforms);
   // Parts 1 and 2, part 3 refused, then parts 3 to the end once each.
   assert.ok(texts.length >= 5, `${texts.length} requests`);
   assert.equal(texts[2], texts[3], "the refused part is the first one sent again");
@@ -641,10 +638,7 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
     "--prompt",
     "{summary}",
   ]);
-  const summary = Array.from(
-    { length: 30 },
-    (_, i) => `Item ${i}: ${"a line of the nightly digest that is long enough. ".repeat(3).trim()}`,
-  ).join("\n\n");
+  const summary = paragraphs(30, "Item", "a line of the nightly digest that is long enough.", 3);
   const body = JSON.stringify({ summary });
   const send = () =>
     post(s.gateway, sub.name, body, {
@@ -660,7 +654,7 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
   const retried = await send();
   assert.equal(retried.status, 200, JSON.stringify(retried.json));
   assert.equal(retried.json.status, "delivered");
-  const texts = s.platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+  const texts = discordTexts(s.platforms);
   assert.ok(texts.length >= 4, `${texts.length} requests`);
   assert.equal(texts[1], texts[2], "the refused part is the first one sent again");
   assert.equal([texts[0], ...texts.slice(2)].join(""), summary);
@@ -668,3 +662,16 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
   const again = await send();
   assert.deepEqual(again.json, { status: "duplicate", delivery_id: "d-digest" });
 });
+
+/** `count` paragraphs `<label> <i>: <sentence × repeat>`, long enough to be split into parts. */
+function paragraphs(count: number, label: string, sentence: string, repeat: number): string {
+  return Array.from(
+    { length: count },
+    (_, i) => `${label} ${i}: ${`${sentence} `.repeat(repeat).trim()}`,
+  ).join("\n\n");
+}
+
+/** The texts the fake Discord received, in order. */
+function discordTexts(platforms: FakePlatforms): string[] {
+  return platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+}
