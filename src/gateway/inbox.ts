@@ -140,14 +140,15 @@ export class Inbox implements Disposable {
 
   /**
    * Gives a claim up (a direct delivery failed, so the sender's retry must go through). With
-   * `progress`, the claim is kept as free to take, remembering which message (by `messageKey`)
-   * had how many parts delivered, so that the retry can resume after them
-   * ({@linkcode Inbox.partsDelivered}).
+   * `progress`, the claim is kept as free to take from `progress.atMs`, remembering which message
+   * (by `messageKey`) had how many parts delivered, so that the retry can resume after them
+   * ({@linkcode Inbox.partsDelivered}). {@linkcode Inbox.prune} keeps that progress as long as
+   * finished events, so a sender retrying days later (as Stripe-like senders do) still resumes.
    */
   release(
     route: string,
     deliveryId: string,
-    progress?: { messageKey: string; partsSent: number },
+    progress?: { messageKey: string; partsSent: number; atMs: number },
   ): void {
     if (!progress || progress.partsSent <= 0) {
       this.#write(() =>
@@ -157,9 +158,9 @@ export class Inbox implements Disposable {
     }
     this.#write(() =>
       this.#sql(
-        `UPDATE claims SET expires_at = 0, parts_sent = ?, message_key = ?
+        `UPDATE claims SET expires_at = ?, parts_sent = ?, message_key = ?
          WHERE route = ? AND delivery_id = ?`,
-      ).run(progress.partsSent, progress.messageKey, route, deliveryId)
+      ).run(progress.atMs, progress.partsSent, progress.messageKey, route, deliveryId)
     );
   }
 
@@ -347,10 +348,15 @@ export class Inbox implements Disposable {
     return counts;
   }
 
-  /** Deletes expired claims and finished events older than `keepMs`. */
+  /**
+   * Deletes expired claims and finished events older than `keepMs`. A claim holding the progress
+   * of a failed direct delivery is kept until `keepMs` after it expired.
+   */
   prune(nowMs: number, keepMs: number): void {
     this.#atomic(() => {
-      this.#sql("DELETE FROM claims WHERE expires_at <= ?").run(nowMs);
+      this.#sql(
+        "DELETE FROM claims WHERE expires_at <= ? AND (message_key IS NULL OR expires_at < ?)",
+      ).run(nowMs, nowMs - keepMs);
       this.#sql(
         "DELETE FROM events WHERE state IN ('done', 'failed') AND updated_at < ?",
       ).run(nowMs - keepMs);

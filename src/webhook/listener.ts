@@ -382,7 +382,11 @@ async function deliverNow(
       delivery_id: id,
     });
   }
-  deps.inbox.release(route.name, id, { messageKey, partsSent: result.partsSent ?? skipParts });
+  deps.inbox.release(route.name, id, {
+    messageKey,
+    partsSent: result.partsSent ?? skipParts,
+    atMs: deps.now(),
+  });
   deps.log("warning", "route {route}: direct delivery to {target} failed: {error}", {
     route: route.name,
     target: route.deliver,

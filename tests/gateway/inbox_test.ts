@@ -183,7 +183,7 @@ Deno.test("a released claim can keep how many parts of which message went out", 
   await withInbox((inbox) => {
     assert.ok(inbox.claim("r", "d1", 0, 1000));
     assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
-    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 2 });
+    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 2, atMs: 0 });
     // Released: the sender's retry takes the claim again, and finds the progress.
     assert.ok(inbox.claim("r", "d1", 1, 1000));
     assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 2);
@@ -193,7 +193,7 @@ Deno.test("a released claim can keep how many parts of which message went out", 
     inbox.delivered("r", "d1");
     assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
     // Without progress (or with none sent), a release forgets the claim.
-    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 0 });
+    inbox.release("r", "d1", { messageKey: "key-a", partsSent: 0, atMs: 2 });
     assert.ok(inbox.claim("r", "d1", 3, 1000));
     assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
   });
@@ -220,6 +220,29 @@ Deno.test("prune removes expired claims and old finished events only", async () 
     assert.equal(inbox.claim("r", "live", 500, 10), false);
     assert.equal(inbox.get(done), undefined);
     assert.ok(inbox.get(queued));
+  });
+});
+
+Deno.test("prune keeps a released claim's delivery progress as long as finished events", async () => {
+  await withInbox((inbox, path) => {
+    const claimed = () => {
+      inbox.commit();
+      const db = new DatabaseSync(path, { readOnly: true });
+      try {
+        const rows = db.prepare("SELECT delivery_id FROM claims ORDER BY delivery_id").all();
+        return rows.map((row) => row.delivery_id);
+      } finally {
+        db.close();
+      }
+    };
+    assert.ok(inbox.claim("r", "d1", 0, 10));
+    inbox.release("r", "d1", { messageKey: "k", partsSent: 2, atMs: 5 });
+    assert.ok(inbox.claim("r", "plain", 0, 10));
+    inbox.prune(50, 100); // both expired; only the one without progress goes
+    assert.deepEqual(claimed(), ["d1"]);
+    assert.equal(inbox.partsDelivered("r", "d1", "k"), 2);
+    inbox.prune(200, 100); // released at 5: more than 100 ago
+    assert.deepEqual(claimed(), []);
   });
 });
 
@@ -352,7 +375,7 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
     assert.deepEqual([resumed.id, resumed.state, resumed.partsSent], ["c", "delivering", 0]);
     // Its claims table took the new columns too.
     assert.ok(inbox.claim("r", "d9", 10, 1000));
-    inbox.release("r", "d9", { messageKey: "k", partsSent: 2 });
+    inbox.release("r", "d9", { messageKey: "k", partsSent: 2, atMs: 10 });
     assert.equal(inbox.partsDelivered("r", "d9", "k"), 2);
     const db = new DatabaseSync(path, { readOnly: true });
     try {
