@@ -64,6 +64,12 @@ export interface DeliveryRequest {
    * (a retry after part 3 of 5 failed starts at part 3). Default 0.
    */
   skipParts?: number;
+  /**
+   * Called after each part of a split message that went out, except the last, with the count of
+   * parts delivered so far (skipped ones included), so that a caller can keep that progress
+   * somewhere a crash does not erase.
+   */
+  onPartSent?: (partsSent: number) => void;
 }
 
 /** How a delivery went. */
@@ -149,7 +155,8 @@ export function isSilentAnswer(message: string): boolean {
  * Identifiers are checked against each platform's shape before any request. A long message is
  * split with {@linkcode splitMessage} at the platform's limit ({@linkcode MESSAGE_LIMITS}); parts
  * are sent in order, and the first failure stops the rest (`partsSent` says how many went);
- * `skipParts` resumes after the parts an earlier attempt delivered.
+ * `skipParts` resumes after the parts an earlier attempt delivered, and `onPartSent` hears of each
+ * part that went out.
  * Timeouts, lost connections, 429 and 5xx answers are `retryable`; other refusals are not. Tokens
  * are replaced by `[REDACTED]` in every text of the result and in warnings.
  *
@@ -336,6 +343,7 @@ async function deliverToPlatform(
         ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
       };
     }
+    if (index + 1 < parts.length) request.onPartSent?.(index + 1);
   }
   return {
     ok: true,

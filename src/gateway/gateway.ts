@@ -132,7 +132,7 @@ export class Gateway {
         session
           ? session.run(event.prompt, { skills: event.plan.skills, signal })
           : Promise.resolve(noModel(agent.modelProblem?.message ?? "no model is configured")),
-      deliver: async (event, message) => {
+      deliver: async (event, message, onPartSent) => {
         const result = await deliver({
           target: event.plan.deliver as never,
           message,
@@ -142,6 +142,7 @@ export class Gateway {
           route: event.route,
           direct: false,
           skipParts: event.partsSent,
+          onPartSent,
         }, delivery);
         return result.ok ? { ok: true } : result;
       },
@@ -171,7 +172,7 @@ export class Gateway {
         });
         return outcome;
       },
-      deliverDirect: async (route, message, extra, payload, event, skipParts) => {
+      deliverDirect: async (route, message, extra, payload, event, skipParts, onPartSent) => {
         const result = await deliver({
           target: route.deliver,
           message,
@@ -181,6 +182,7 @@ export class Gateway {
           route: route.name,
           direct: true,
           skipParts,
+          onPartSent,
         }, delivery);
         return result.ok
           ? { ok: true, detail: result.detail }

@@ -59,7 +59,7 @@ export interface InboxEvent extends NewEvent {
   nextAttemptAt: number;
 }
 
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 /**
  * The query of `take()`: the oldest due event. Served by the `events_waiting` index, in its
  * order, so it never sorts the queue (exported for the test that checks the plan).
@@ -73,6 +73,11 @@ export interface Recovery {
   requeued: number;
   /** Events whose run was interrupted too often: their notice is delivered instead. */
   abandoned: string[];
+  /**
+   * Delivery ids whose request the dead process had not answered (a script or a direct delivery
+   * was under way): no longer claimed, so the sender's retry is served.
+   */
+  freedClaims: number;
 }
 
 /** Runs interrupted (by a stop or a crash) this often are not started again. */
@@ -113,8 +118,9 @@ export class Inbox implements Disposable {
     this.path = path;
     this.#db = db;
     this.#claim = db.prepare(
-      `INSERT INTO claims (route, delivery_id, expires_at) VALUES (?, ?, ?)
-       ON CONFLICT (route, delivery_id) DO UPDATE SET expires_at = excluded.expires_at
+      `INSERT INTO claims (route, delivery_id, expires_at, held) VALUES (?, ?, ?, ?)
+       ON CONFLICT (route, delivery_id) DO UPDATE SET expires_at = excluded.expires_at,
+         held = excluded.held
        WHERE claims.expires_at <= ?`,
     );
     this.#insert = db.prepare(
@@ -132,10 +138,55 @@ export class Inbox implements Disposable {
   /**
    * Claims `deliveryId` for `route` until `nowMs + ttlMs`. False when a live claim exists (the
    * event is a duplicate); an expired claim is taken over.
+   *
+   * A claim whose outcome is decided later than this turn's commit (a route script or a direct
+   * delivery runs first) is taken `held`: it still makes every other request with that id a
+   * duplicate, but if the process dies before {@linkcode Inbox.settle} or
+   * {@linkcode Inbox.release}, {@linkcode Inbox.recover} frees it, since the sender never got a
+   * 2xx and will retry. A claim taken in the same turn as the event it guards is enqueued shares
+   * that event's commit and need not be held.
    */
-  claim(route: string, deliveryId: string, nowMs: number, ttlMs: number): boolean {
-    const result = this.#write(() => this.#claim.run(route, deliveryId, nowMs + ttlMs, nowMs));
+  claim(
+    route: string,
+    deliveryId: string,
+    nowMs: number,
+    ttlMs: number,
+    held = false,
+  ): boolean {
+    const result = this.#write(() =>
+      this.#claim.run(route, deliveryId, nowMs + ttlMs, held ? 1 : 0, nowMs)
+    );
     return Number(result.changes) > 0;
+  }
+
+  /**
+   * The request of a claim is answered for good (its event ignored, or its message delivered
+   * whole): the claim is kept until it expires, no longer held, and without delivery progress.
+   */
+  settle(route: string, deliveryId: string): void {
+    this.#write(() =>
+      this.#sql(
+        `UPDATE claims SET held = 0, parts_sent = 0, message_key = NULL
+         WHERE route = ? AND delivery_id = ? AND (held = 1 OR message_key IS NOT NULL)`,
+      ).run(route, deliveryId)
+    );
+  }
+
+  /**
+   * While a held claim's direct delivery is under way: `partsSent` parts of the message
+   * `messageKey` went out. Should the process die now, the sender's retry resumes after them.
+   */
+  recordDirectParts(
+    route: string,
+    deliveryId: string,
+    progress: { messageKey: string; partsSent: number },
+  ): void {
+    this.#write(() =>
+      this.#sql(
+        `UPDATE claims SET parts_sent = ?, message_key = ?
+         WHERE route = ? AND delivery_id = ? AND held = 1`,
+      ).run(progress.partsSent, progress.messageKey, route, deliveryId)
+    );
   }
 
   /**
@@ -158,7 +209,7 @@ export class Inbox implements Disposable {
     }
     this.#write(() =>
       this.#sql(
-        `UPDATE claims SET expires_at = ?, parts_sent = ?, message_key = ?
+        `UPDATE claims SET expires_at = ?, parts_sent = ?, message_key = ?, held = 0
          WHERE route = ? AND delivery_id = ?`,
       ).run(progress.atMs, progress.partsSent, progress.messageKey, route, deliveryId)
     );
@@ -173,16 +224,6 @@ export class Inbox implements Disposable {
       "SELECT parts_sent, message_key FROM claims WHERE route = ? AND delivery_id = ?",
     ).get(route, deliveryId) as { parts_sent: number; message_key: string | null } | undefined;
     return row && row.message_key === messageKey ? row.parts_sent : 0;
-  }
-
-  /** Forgets a claim's delivery progress once its message went out whole. */
-  delivered(route: string, deliveryId: string): void {
-    this.#write(() =>
-      this.#sql(
-        `UPDATE claims SET parts_sent = 0, message_key = NULL
-         WHERE route = ? AND delivery_id = ? AND message_key IS NOT NULL`,
-      ).run(route, deliveryId)
-    );
   }
 
   /** Adds an accepted event (committed with this turn's writes, see `durable`); returns its id. */
@@ -206,8 +247,9 @@ export class Inbox implements Disposable {
   }
 
   /**
-   * After a restart: runs that never finished go back to the queue, and deliveries that were
-   * under way (leased by a worker of the dead process) are due now. A delivery waiting for its
+   * After a restart: runs that never finished go back to the queue, deliveries that were under
+   * way (leased by a worker of the dead process) are due now, and held claims (requests the dead
+   * process never answered) are freed, keeping how far a direct delivery got. A delivery waiting for its
    * retry keeps its time. A run already interrupted `maxRunAttempts` times (an event whose run
    * brings the process down would otherwise do so after every restart) is not run again: its
    * answer becomes a notice saying so, to be delivered.
@@ -228,7 +270,16 @@ export class Inbox implements Disposable {
       this.#sql(
         "UPDATE events SET next_attempt_at = ?, leased = 0 WHERE state = 'delivering' AND leased = 1",
       ).run(nowMs);
-      return { requeued: Number(requeued.changes), abandoned: abandoned.map((row) => row.id) };
+      // Requests the dead process never answered: their senders retry, and must be served.
+      const freed = this.#sql("DELETE FROM claims WHERE held = 1 AND message_key IS NULL").run();
+      const resumable = this.#sql(
+        "UPDATE claims SET held = 0, expires_at = ? WHERE held = 1",
+      ).run(nowMs);
+      return {
+        requeued: Number(requeued.changes),
+        abandoned: abandoned.map((row) => row.id),
+        freedClaims: Number(freed.changes) + Number(resumable.changes),
+      };
     });
   }
 
@@ -288,6 +339,16 @@ export class Inbox implements Disposable {
         outcome.deliver ? 1 : 0,
         id,
       )
+    );
+  }
+
+  /**
+   * While a delivery is under way: `partsSent` parts of the split answer (from the first) went
+   * out. Should the process die now, the delivery resumes after them.
+   */
+  recordParts(id: string, partsSent: number): void {
+    this.#write(() =>
+      this.#sql("UPDATE events SET parts_sent = MAX(parts_sent, ?) WHERE id = ?").run(partsSent, id)
     );
   }
 
@@ -549,6 +610,7 @@ const SCHEMA: StoreSchema = {
         expires_at INTEGER NOT NULL,
         parts_sent INTEGER NOT NULL DEFAULT 0,
         message_key TEXT,
+        held INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (route, delivery_id)
       ) STRICT, WITHOUT ROWID;
     `);
@@ -567,9 +629,14 @@ const SCHEMA: StoreSchema = {
       // restart makes every delivery due at once.
       db.exec("UPDATE events SET leased = 1 WHERE state = 'delivering'");
     }
-    if (!columnsOf("claims").has("parts_sent")) {
+    const claimColumns = columnsOf("claims");
+    if (!claimColumns.has("parts_sent")) {
       db.exec(`ALTER TABLE claims ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE claims ADD COLUMN message_key TEXT;`);
+    }
+    // Version 4: claims whose request was not answered yet.
+    if (!claimColumns.has("held")) {
+      db.exec("ALTER TABLE claims ADD COLUMN held INTEGER NOT NULL DEFAULT 0");
     }
   },
 };

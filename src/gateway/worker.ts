@@ -17,11 +17,13 @@ export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<Ru
 
 /**
  * Delivers one answer, skipping the `event.partsSent` parts of it that earlier attempts
- * delivered; `retryable` failures are tried again later.
+ * delivered, and calling `onPartSent` with the count so far (skipped parts included) after each
+ * part that goes out; `retryable` failures are tried again later.
  */
 export type EventDeliverer = (
   event: InboxEvent,
   message: string,
+  onPartSent: (partsSent: number) => void,
 ) => Promise<{ ok: true } | DeliveryFailure>;
 
 /** A failed delivery attempt. */
@@ -88,7 +90,15 @@ export class WorkerPool {
 
   /** Requeues what a crash left running, then starts taking events. */
   start(): void {
-    const { requeued, abandoned } = this.#o.inbox.recover(this.#o.now());
+    const { requeued, abandoned, freedClaims } = this.#o.inbox.recover(this.#o.now());
+    if (freedClaims > 0) {
+      this.#o.log(
+        "info",
+        "freed {count} delivery ids whose request was not answered before a restart " +
+          "(the senders' retries are served)",
+        { count: freedClaims },
+      );
+    }
     if (requeued > 0) {
       this.#o.log("info", "requeued {count} events whose run did not finish before a restart", {
         count: requeued,
@@ -161,9 +171,12 @@ export class WorkerPool {
         const answer = result.answer.trim();
         const silent = answer === "[SILENT]";
         const failed = result.endReason !== "completed";
+        // The notice may land somewhere public (an issue comment): the error itself, which can
+        // name endpoints and settings, goes to the log only.
         const message = failed
-          ? `The agent run for ${current.route} (${current.event}) ended without an answer: ` +
-            `${result.endReason}${result.error ? ` (${result.error})` : ""}`
+          ? `The agent run for ${current.route} (${current.event}, delivery ` +
+            `${current.deliveryId}) ended without an answer: ${result.endReason}. ` +
+            "The gateway log has the details."
           : result.answer;
         inbox.finishRun(current.id, {
           answer: message,
@@ -171,11 +184,19 @@ export class WorkerPool {
           error: result.error,
           deliver: !silent,
         }, this.#o.now());
-        log(failed ? "warning" : "info", "event {id} on {route}: run {endReason}", {
-          id: current.id,
-          route: current.route,
-          endReason: result.endReason,
-        });
+        log(
+          failed ? "warning" : "info",
+          failed
+            ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}"
+            : "event {id} (delivery {delivery_id}) on {route}: run {endReason}",
+          {
+            id: current.id,
+            delivery_id: current.deliveryId,
+            route: current.route,
+            endReason: result.endReason,
+            ...(failed ? { error: result.error ?? "no answer" } : {}),
+          },
+        );
         if (silent) return;
         // Committed before anything is sent: a restart must not run it again after delivery.
         await inbox.durable();
@@ -183,8 +204,9 @@ export class WorkerPool {
       }
       await this.#deliver(current);
     } catch (error) {
-      log("error", "event {id} on {route}: {error}", {
+      log("error", "event {id} (delivery {delivery_id}) on {route}: {error}", {
         id: event.id,
+        delivery_id: event.deliveryId,
         route: event.route,
         error: String(error),
       });
@@ -193,7 +215,11 @@ export class WorkerPool {
 
   async #deliver(event: InboxEvent): Promise<void> {
     const { inbox, log } = this.#o;
-    const result = await this.#o.deliver(event, event.answer ?? "");
+    const result = await this.#o.deliver(
+      event,
+      event.answer ?? "",
+      (partsSent) => inbox.recordParts(event.id, partsSent),
+    );
     const attempt = event.deliveryAttempts + 1;
     if (result.ok) {
       inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
@@ -211,20 +237,32 @@ export class WorkerPool {
       partsSent: result.partsSent,
     }, this.#o.now());
     if (giveUp) {
-      log("error", "event {id} on {route}: delivery to {target} failed for good: {error}", {
-        id: event.id,
-        route: event.route,
-        target: event.plan.deliver,
-        attempts: attempt,
-        error: result.error,
-      });
+      log(
+        "error",
+        "event {id} (delivery {delivery_id}) on {route}: delivery to {target} failed for good " +
+          "after {attempts} attempts: {error}",
+        {
+          id: event.id,
+          delivery_id: event.deliveryId,
+          route: event.route,
+          target: event.plan.deliver,
+          attempts: attempt,
+          error: result.error,
+        },
+      );
     } else {
-      log("warning", "event {id} on {route}: delivery failed ({error}); retry {attempt}", {
-        id: event.id,
-        route: event.route,
-        error: result.error,
-        attempt,
-      });
+      log(
+        "warning",
+        "event {id} (delivery {delivery_id}) on {route}: delivery failed ({error}); " +
+          "retry {attempt}",
+        {
+          id: event.id,
+          delivery_id: event.deliveryId,
+          route: event.route,
+          error: result.error,
+          attempt,
+        },
+      );
     }
   }
 }

@@ -49,7 +49,10 @@ export interface ListenerDeps {
     event: string,
     deliveryId: string,
   ): Promise<ScriptVerdict>;
-  /** Delivers `message`, leaving out its first `skipParts` parts (sent by an earlier try). */
+  /**
+   * Delivers `message`, leaving out its first `skipParts` parts (sent by an earlier try), and
+   * calling `onPartSent` after each part of a split message that went out (but the last).
+   */
   deliverDirect(
     route: ServedRoute,
     message: string,
@@ -57,6 +60,7 @@ export interface ListenerDeps {
     payload: Record<string, unknown>,
     event: string,
     skipParts: number,
+    onPartSent: (partsSent: number) => void,
   ): Promise<DirectDelivery>;
   /** Called after an event was committed, to wake the workers. */
   onAccepted(): void;
@@ -74,6 +78,8 @@ type Env = {
     payload: Record<string, unknown>;
     event: string;
     deliveryId: string;
+    /** The claim waits for an outcome decided after this turn (see `Inbox.claim`). */
+    claimHeld: boolean;
   };
 };
 
@@ -275,12 +281,17 @@ function applyFilters(deps: ListenerDeps): Step {
 
 function claimDelivery(deps: ListenerDeps): Step {
   return async (c, next) => {
-    const { name } = c.get("route");
+    const { name, script, deliverOnly } = c.get("route");
     const id = c.get("deliveryId");
     const ttlMs = deps.settings.idempotencyTtlSeconds * 1000;
-    if (!deps.inbox.claim(name, id, deps.now(), ttlMs)) {
+    // Without a script, an agent-run event is enqueued in this same turn, so the claim shares its
+    // commit; a script or a direct delivery answers later, and a crash before then must not
+    // turn the sender's retry into a duplicate.
+    const held = Boolean(script) || deliverOnly;
+    if (!deps.inbox.claim(name, id, deps.now(), ttlMs, held)) {
       return c.json({ status: "duplicate", delivery_id: id });
     }
+    c.set("claimHeld", held);
     try {
       await next();
     } catch (error) {
@@ -302,6 +313,7 @@ function runScript(deps: ListenerDeps): Step {
       c.get("deliveryId"),
     );
     if (verdict.kind === "blocked") {
+      deps.inbox.settle(route.name, c.get("deliveryId"));
       deps.log("error", "route {route}: script blocked: {detail}", {
         route: route.name,
         detail: verdict.detail,
@@ -309,10 +321,15 @@ function runScript(deps: ListenerDeps): Step {
       return c.json({ status: "ignored", reason: "script" });
     }
     if (verdict.kind === "ignored") {
-      deps.log("info", "route {route}: script said ignore ({reason})", {
-        route: route.name,
-        reason: verdict.reason,
-      });
+      deps.inbox.settle(route.name, c.get("deliveryId"));
+      // Printing nothing or [SILENT] is the script's way to say no; anything else is a failure
+      // its author needs to see (the exit code and stderr, the timeout, the output cap).
+      const chosen = verdict.reason === "empty" || verdict.reason === "silent";
+      deps.log(
+        chosen ? "info" : "warning",
+        "route {route}: event ignored because of its script ({reason}): {detail}",
+        { route: route.name, reason: verdict.reason, detail: verdict.detail ?? verdict.reason },
+      );
       return c.json({ status: "ignored", reason: "script" });
     }
     c.set("payload", verdict.payload);
@@ -337,13 +354,19 @@ function dispatch(deps: ListenerDeps): Step {
       prompt,
       plan: { deliver: route.deliver, deliverExtra: extra, skills: route.skills },
     }, deps.now());
+    if (c.get("claimHeld")) deps.inbox.settle(route.name, id); // committed with the event
     deps.onAccepted();
     // 202 only once the event is committed (with the other writes of this turn).
     return deps.inbox.durable().then(
       () => c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202),
       (error) => {
-        // The event and its claim were rolled back together: the sender's retry is not a
-        // duplicate.
+        // The event was rolled back, and so was its claim, unless it was held since an earlier
+        // commit: then it is given up, so that the sender's retry is not a duplicate.
+        if (c.get("claimHeld")) {
+          try {
+            deps.inbox.release(route.name, id);
+          } catch { /* the store is failing: a restart frees the held claim */ }
+        }
         deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
           route: route.name,
           delivery_id: id,
@@ -372,9 +395,17 @@ async function deliverNow(
   const messageKey = createHash("sha256")
     .update(JSON.stringify([route.deliver, extra, message])).digest("hex");
   const skipParts = deps.inbox.partsDelivered(route.name, id, messageKey);
-  const result = await deps.deliverDirect(route, message, extra, payload, event, skipParts);
+  const result = await deps.deliverDirect(
+    route,
+    message,
+    extra,
+    payload,
+    event,
+    skipParts,
+    (partsSent) => deps.inbox.recordDirectParts(route.name, id, { messageKey, partsSent }),
+  );
   if (result.ok) {
-    if (skipParts > 0) deps.inbox.delivered(route.name, id);
+    deps.inbox.settle(route.name, id);
     return c.json({
       status: "delivered",
       route: route.name,

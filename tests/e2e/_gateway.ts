@@ -12,6 +12,7 @@ import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { childEnv, cliJson, MAIN, REPO } from "../cli/_helpers.ts";
+import type { FakePlatforms } from "../fixtures/fake_platforms.ts";
 
 /** A GitHub `issues` event (opened), as GitHub documents it, trimmed. */
 export const ISSUES_PAYLOAD = {
@@ -271,6 +272,30 @@ export function inboxEvents(home: string): InboxRow[] {
   }
 }
 
+/**
+ * Rows of any query on the inbox, read through a read-only connection (the gateway may be
+ * running); none while the inbox does not exist yet.
+ */
+export function inboxQuery(
+  home: string,
+  sql: string,
+  ...params: (string | number)[]
+): Record<string, unknown>[] {
+  const path = join(home, "gateway", "inbox.sqlite3");
+  try {
+    Deno.statSync(path);
+  } catch {
+    return [];
+  }
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return db.prepare(sql).all(...params) as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
+}
+
 /** How many events of the inbox are in each state. */
 export function inboxCounts(home: string): Record<InboxRow["state"], number> {
   const counts = { queued: 0, running: 0, delivering: 0, done: 0, failed: 0 };
@@ -333,4 +358,19 @@ export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 1
   } finally {
     clearTimeout(timer);
   }
+}
+
+// --- messages long enough to be split -------------------------------------------------------
+
+/** `count` paragraphs `<label> <i>: <sentence × repeat>`, long enough to be split into parts. */
+export function paragraphs(count: number, label: string, sentence: string, repeat: number): string {
+  return Array.from(
+    { length: count },
+    (_, i) => `${label} ${i}: ${`${sentence} `.repeat(repeat).trim()}`,
+  ).join("\n\n");
+}
+
+/** The texts the fake Discord received, in order. */
+export function discordTexts(platforms: FakePlatforms): string[] {
+  return platforms.discord.requests.map((r) => (r.body as { content: string }).content);
 }

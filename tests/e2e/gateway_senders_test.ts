@@ -10,10 +10,12 @@ import { freePort } from "../cli/_mcp_helpers.ts";
 import { type FakeModel, startFakeModel } from "../fixtures/fake_model.ts";
 import { type FakePlatforms, startFakePlatforms } from "../fixtures/fake_platforms.ts";
 import {
+  discordTexts,
   type GatewayConfig,
   type GatewayProcess,
   inboxEvents,
   nowSeconds,
+  paragraphs,
   post,
   signGeneric,
   signGenericV2,
@@ -662,16 +664,3 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
   const again = await send();
   assert.deepEqual(again.json, { status: "duplicate", delivery_id: "d-digest" });
 });
-
-/** `count` paragraphs `<label> <i>: <sentence × repeat>`, long enough to be split into parts. */
-function paragraphs(count: number, label: string, sentence: string, repeat: number): string {
-  return Array.from(
-    { length: count },
-    (_, i) => `${label} ${i}: ${`${sentence} `.repeat(repeat).trim()}`,
-  ).join("\n\n");
-}
-
-/** The texts the fake Discord received, in order. */
-function discordTexts(platforms: FakePlatforms): string[] {
-  return platforms.discord.requests.map((r) => (r.body as { content: string }).content);
-}

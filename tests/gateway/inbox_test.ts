@@ -124,10 +124,10 @@ Deno.test("recover: a run interrupted 3 times is not run again; a notice is to b
     const id = inbox.enqueue(event("poison"), 0);
     for (const now of [1, 2]) {
       assert.equal(inbox.take(now)?.state, "running");
-      assert.deepEqual(inbox.recover(now), { requeued: 1, abandoned: [] });
+      assert.deepEqual(inbox.recover(now), { requeued: 1, abandoned: [], freedClaims: 0 });
     }
     assert.equal(inbox.take(3)?.runAttempts, 3);
-    assert.deepEqual(inbox.recover(4), { requeued: 0, abandoned: [id] });
+    assert.deepEqual(inbox.recover(4), { requeued: 0, abandoned: [id], freedClaims: 0 });
     const notice = inbox.take(4)!;
     assert.deepEqual(
       [notice.id, notice.state, notice.endReason, notice.runAttempts],
@@ -190,7 +190,7 @@ Deno.test("a released claim can keep how many parts of which message went out", 
     assert.equal(inbox.partsDelivered("r", "d1", "key-b"), 0, "another message starts at 0");
     assert.equal(inbox.partsDelivered("r", "d2", "key-a"), 0, "another delivery id too");
     assert.equal(inbox.claim("r", "d1", 2, 1000), false, "taken again: a duplicate meanwhile");
-    inbox.delivered("r", "d1");
+    inbox.settle("r", "d1");
     assert.equal(inbox.partsDelivered("r", "d1", "key-a"), 0);
     // Without progress (or with none sent), a release forgets the claim.
     inbox.release("r", "d1", { messageKey: "key-a", partsSent: 0, atMs: 2 });
@@ -243,6 +243,44 @@ Deno.test("prune keeps a released claim's delivery progress as long as finished 
     assert.equal(inbox.partsDelivered("r", "d1", "k"), 2);
     inbox.prune(200, 100); // released at 5: more than 100 ago
     assert.deepEqual(claimed(), []);
+  });
+});
+
+Deno.test("recover frees the held claims of unanswered requests, keeping how far a direct delivery got", async () => {
+  await withInboxPath((path) => {
+    const before = Inbox.open(path);
+    assert.ok(before.claim("r", "plain", 0, 1000));
+    assert.ok(before.claim("r", "script", 0, 1000, true)); // its script was running
+    assert.ok(before.claim("r", "direct", 0, 1000, true)); // its message half out
+    before.recordDirectParts("r", "direct", { messageKey: "k", partsSent: 2 });
+    assert.ok(before.claim("r", "answered", 0, 1000, true));
+    before.settle("r", "answered");
+    assert.equal(before.claim("r", "script", 1, 1000), false, "held: still a duplicate");
+    before.close(); // then the process dies
+
+    using after = Inbox.open(path);
+    assert.equal(after.recover(5).freedClaims, 2);
+    assert.equal(after.claim("r", "plain", 6, 1000), false);
+    assert.equal(after.claim("r", "answered", 6, 1000), false);
+    assert.ok(after.claim("r", "script", 6, 1000), "the sender's retry is served");
+    assert.ok(after.claim("r", "direct", 6, 1000, true));
+    assert.equal(after.partsDelivered("r", "direct", "k"), 2, "and resumes after the sent parts");
+    after.settle("r", "direct");
+    assert.equal(after.partsDelivered("r", "direct", "k"), 0);
+  });
+});
+
+Deno.test("recordParts keeps the parts a delivery under way has sent", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("d1"), 0);
+    inbox.take(0);
+    inbox.finishRun(id, { answer: "long", endReason: "completed", deliver: true }, 1);
+    inbox.take(2);
+    inbox.recordParts(id, 1);
+    inbox.recordParts(id, 3);
+    assert.equal(inbox.get(id)!.partsSent, 3);
+    inbox.recordParts(id, 2); // never backwards
+    assert.equal(inbox.get(id)!.partsSent, 3);
   });
 });
 

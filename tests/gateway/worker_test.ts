@@ -66,9 +66,11 @@ async function setup(options: {
       setTimeout(notify, 0);
       return Promise.resolve(options.answers?.[e.deliveryId] ?? result(`answer ${e.deliveryId}`));
     },
-    deliver: async (e, message) => {
+    deliver: async (e, message, onPartSent) => {
       deliveries.push({ id: e.deliveryId, message });
-      const outcome = options.deliver ? await options.deliver(e, message) : { ok: true as const };
+      const outcome = options.deliver
+        ? await options.deliver(e, message, onPartSent)
+        : { ok: true as const };
       setTimeout(notify, 0);
       return outcome;
     },
@@ -113,13 +115,22 @@ Deno.test("a [SILENT] answer is not delivered", async () => {
   assert.deepEqual(t.deliveries, []);
 });
 
-Deno.test("a run without an answer delivers a notice naming the end reason", async () => {
+Deno.test("a run without an answer delivers a notice naming the end reason, and logs the error", async () => {
   await using t = await setup({ answers: { d1: result("", "failed") } });
   t.pool.start();
   t.inbox.enqueue(event("d1"), Date.now());
   t.pool.wake();
   await t.until(() => t.inbox.counts().done === 1);
-  assert.match(t.deliveries[0].message, /ended without an answer: failed \(model unreachable\)/);
+  const notice = t.deliveries[0].message;
+  assert.match(notice, /\(issues, delivery d1\) ended without an answer: failed\./);
+  // The notice may be posted somewhere public: the error (which can name endpoints) is logged.
+  assert.doesNotMatch(notice, /model unreachable/);
+  const logged = t.logs.find((entry) => entry.properties?.endReason === "failed");
+  assert.equal(logged?.level, "warning");
+  assert.deepEqual(
+    [logged?.properties?.error, logged?.properties?.delivery_id],
+    ["model unreachable", "d1"],
+  );
 });
 
 Deno.test("a failing delivery is retried without running again, then succeeds", async () => {

@@ -86,7 +86,8 @@ async function harness(
       return Promise.resolve(options.delivery ?? { ok: true });
     },
     onAccepted: () => h.accepted++,
-    log: (_level, message, properties) => logs.push(`${message} ${JSON.stringify(properties)}`),
+    log: (level, message, properties) =>
+      logs.push(`${level}: ${message} ${JSON.stringify(properties)}`),
   };
   h.app = createWebhookApp(deps);
   h.post = async (route, body, headers = {}) =>
@@ -348,6 +349,24 @@ Deno.test("script: ignore → 200 ignored (script); a new payload is rendered an
   assert.ok(id);
   const event = replaced.inbox.take(NOW)!;
   assert.equal(event.prompt, "Issue from script");
+});
+
+Deno.test("script: a failing script is logged as a warning with its detail; printing nothing is info", async () => {
+  await using failing = await harness({
+    routes: { r: route({ script: "x.py" }) },
+    script: { kind: "ignored", reason: "exit", detail: "x.py exited with code 1: ValueError: E42" },
+  });
+  await (await failing.signed("r", { a: 1 })).body?.cancel();
+  assert.ok(
+    failing.logs.some((line) => line.startsWith("warning:") && line.includes("ValueError: E42")),
+    failing.logs.join("\n"),
+  );
+  await using quiet = await harness({ routes: { r: route({ script: "x.py" }) } });
+  await (await quiet.signed("r", { a: 1 })).body?.cancel();
+  assert.ok(
+    quiet.logs.some((line) => line.startsWith("info:") && line.includes(`"reason":"empty"`)),
+    quiet.logs.join("\n"),
+  );
 });
 
 Deno.test("accepted events are committed with their rendered prompt and plan before the 202", async () => {
