@@ -17,6 +17,7 @@
  * @module
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import { openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** Where an event stands. */
@@ -235,7 +236,7 @@ export class Inbox implements Disposable {
         event.route,
         event.event,
         event.deliveryId,
-        JSON.stringify(event.payload),
+        stringifyJsonExact(event.payload),
         event.prompt,
         JSON.stringify(event.plan),
         nowMs,
@@ -559,7 +560,7 @@ function toEvent(row: Record<string, unknown>): InboxEvent {
     route: String(row.route),
     event: String(row.event),
     deliveryId: String(row.delivery_id),
-    payload: JSON.parse(String(row.payload)),
+    payload: parseJsonExact(String(row.payload)) as Record<string, unknown>,
     prompt: String(row.prompt),
     plan: JSON.parse(String(row.plan)),
     state: row.state as EventState,

@@ -12,6 +12,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import { parseJsonExact } from "../home/exact_json.ts";
 
 /** The payload of a request, or why it is refused. */
 export type PayloadResult =
@@ -136,7 +137,7 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonExact(text); // a Discord id of 19 digits stays exact
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, error: `${what} is not valid JSON (${reason})` };

@@ -19,6 +19,7 @@
 
 import { isAbsolute, join, normalize, relative } from "node:path";
 import { concatBytes } from "../home/files.ts";
+import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 
 /** The default cap of a script's stdout: 1 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
@@ -351,7 +352,7 @@ export async function runRouteScript(request: ScriptRequest): Promise<ScriptOutc
   try {
     const plan = planCommand(request, resolved.path, resolved.dir, env, sandbox.bwrap, tempDir);
     if ("error" in plan) return { kind: "ignored", reason: "exit", detail: plan.error };
-    const input = encoder.encode(JSON.stringify(request.payload) + "\n");
+    const input = encoder.encode(stringifyJsonExact(request.payload) + "\n");
     const maxOutputBytes = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const run = await execute(plan, input, request.timeoutMs, maxOutputBytes);
     return outcomeOf(run, request, maxOutputBytes);
@@ -719,7 +720,7 @@ function lstat(path: string): Deno.FileInfo | undefined {
 
 function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonExact(text);
   } catch {
     return undefined;
   }

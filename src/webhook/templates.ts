@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { stringifyJsonExact } from "../home/exact_json.ts";
 
 /** An object or array inserted by a placeholder is cut after this many characters. */
 export const MAX_VALUE_CHARS = 2000;
@@ -32,8 +33,8 @@ const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
  * - a path that leads nowhere keeps its placeholder verbatim, and braces around anything but
  *   `[A-Za-z0-9_.]` (`{a-b}`, `{ a }`, `{"x":1}`) are plain text.
  *
- * Integers beyond 2^53 are exact only when the payload holds them as `bigint` (a `JSON.parse`
- * reviver can do that); they are printed as digits.
+ * Integers beyond 2^53 are exact when the payload holds them as `bigint`s, as payloads parsed by
+ * the listener do; they are printed as their digits.
  *
  * @param template The route's `prompt` (or a `deliver_extra` value).
  * @param payload The request's JSON payload.
@@ -166,17 +167,10 @@ function formatValue(value: unknown): string {
 /** 2-space JSON; `bigint`s print as their exact digits. */
 function toJson(value: unknown): string {
   try {
-    return JSON.stringify(value, bigintAsDigits, 2) ?? "null";
+    return stringifyJsonExact(value, 2);
   } catch {
     return String(value); // not JSON (a cycle): still say something
   }
-}
-
-const rawJson = (JSON as unknown as { rawJSON?: (text: string) => unknown }).rawJSON;
-
-function bigintAsDigits(_key: string, value: unknown): unknown {
-  if (typeof value !== "bigint") return value;
-  return rawJson ? rawJson(value.toString()) : value.toString();
 }
 
 /** Cuts `text` after `max` characters (never inside a surrogate pair) and marks the cut. */

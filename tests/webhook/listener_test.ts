@@ -441,6 +441,27 @@ Deno.test("a failed commit → 503 with Retry-After and the error logged, never 
   );
 });
 
+Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and the inbox exact", async () => {
+  const body = '{"chat":1234567890123456789,"issue":{"id":98765432109876543210}}';
+  const headers = { "x-hub-signature-256": githubSignature(SECRET, body) };
+  const extra = { deliver: "discord", deliver_extra: { chat_id: "{chat}" }, prompt: "{issue}" };
+  await using direct = await harness({ routes: { r: route({ ...extra, deliver_only: true }) } });
+  assert.equal((await direct.post("r", body, headers)).status, 200);
+  assert.deepEqual(direct.delivered, [{
+    message: '{\n  "id": 98765432109876543210\n}',
+    extra: { chat_id: "1234567890123456789" },
+  }]);
+
+  await using run = await harness({ routes: { r: route(extra) } });
+  assert.equal((await run.post("r", body, headers)).status, 202);
+  const event = run.inbox.take(NOW)!; // read back from SQLite
+  assert.equal(event.plan.deliverExtra.chat_id, "1234567890123456789");
+  assert.deepEqual(event.payload, {
+    chat: 1234567890123456789n,
+    issue: { id: 98765432109876543210n },
+  });
+});
+
 Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
   await using ok = await harness({
     routes: { r: route({ deliver: "telegram", deliver_only: true }) },

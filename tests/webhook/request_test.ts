@@ -43,6 +43,27 @@ Deno.test("parsePayload: a JSON object is the payload", () => {
   assert.deepEqual(parseText(' \n\t{"a":1}\r\n '), { ok: true, payload: { a: 1 } });
 });
 
+Deno.test("parsePayload: integers beyond 2^53 (Discord ids) keep every digit", () => {
+  assert.deepEqual(
+    parseText(
+      '{"channel":1234567890123456789,"n":-98765432109876543210,"x":1.5e300,"s":"1234567890123456789"}',
+    ),
+    {
+      ok: true,
+      payload: {
+        channel: 1234567890123456789n,
+        n: -98765432109876543210n,
+        x: 1.5e300,
+        s: "1234567890123456789",
+      },
+    },
+  );
+  assert.deepEqual(parseText('{"safe":9007199254740991}'), {
+    ok: true,
+    payload: { safe: 9007199254740991 },
+  });
+});
+
 Deno.test("parsePayload: any content type other than a form is read as JSON", () => {
   for (
     const type of [null, "", "text/plain", "application/json; charset=utf-8", "APPLICATION/JSON"]

@@ -81,6 +81,18 @@ async function runScript(
   return await runRouteScript(request(home.scriptsDir, script, overrides));
 }
 
+Deno.test("a script reads and writes integers beyond 2^53 with every digit", async () => {
+  const outcome = await runScript(
+    "pass.sh",
+    '#!/bin/bash\nread -r line\necho "{\\"in\\": ${line}, \\"out\\": 98765432109876543210}"\n',
+    { payload: { id: 1234567890123456789n } },
+  );
+  assert.deepEqual(outcome, {
+    kind: "payload",
+    payload: { in: { id: 1234567890123456789n }, out: 98765432109876543210n },
+  });
+});
+
 function errorOf(result: { path: string } | { error: string }): string {
   assert.ok("error" in result, `expected an error, got ${JSON.stringify(result)}`);
   return result.error;
