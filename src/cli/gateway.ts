@@ -1,7 +1,8 @@
 /**
  * `agent gateway run`: starts the gateway and runs until SIGINT/SIGTERM, then drains. On a fresh
  * `<home>` it first writes a commented `config.yaml` with the webhook platform enabled and a
- * generated global secret in `.env`.
+ * generated global secret in `.env`. Everything is logged to `logs/gateway.log`; warnings and
+ * errors are also printed on stderr, one line each.
  *
  * @module
  */
@@ -58,7 +59,9 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
           `true in ${config.paths.config}, or WEBHOOK_ENABLED=true`,
       );
     }
-    await configureLogging(config.paths);
+    // Warnings and errors (no secret for a route, INSECURE_NO_AUTH, no model …) also on stderr:
+    // someone starting the gateway at a terminal should not have to read the log to see them.
+    await configureLogging(config.paths, { console: (line) => io.err(line) });
     try {
       let gateway: Gateway;
       try {

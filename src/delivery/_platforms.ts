@@ -405,15 +405,31 @@ function readToken(
   return { ok: true, value: token };
 }
 
-/** The chat of a chat target: `deliver_extra.chat_id`, else the platform's home channel. */
+/**
+ * The chat of a chat target: `deliver_extra.chat_id` when the route sets it, else the platform's
+ * home channel. A `chat_id` that is set but renders empty (a template the payload filled with
+ * nothing) is an error, never the home channel: a payload must not be able to pick where the
+ * message goes.
+ */
 function destination(
   extra: Record<string, unknown>,
   secrets: PlatformInput["secrets"],
   homeVariable: string,
   check: (value: unknown, field: string) => Checked<string>,
 ): Checked<string> {
-  const given = extra.chat_id;
-  if (given !== undefined && given !== null && !(typeof given === "string" && !given.trim())) {
+  if (Object.hasOwn(extra, "chat_id")) {
+    const given = extra.chat_id;
+    if (given === undefined || given === null || (typeof given === "string" && !given.trim())) {
+      return {
+        ok: false,
+        error:
+          `deliver_extra.chat_id is empty (${
+            given === undefined || given === null ? String(given) : JSON.stringify(given)
+          }); a chat_id that is set is used as it is, and ${homeVariable} only applies when the ` +
+          "route sets none. Fix: check the template and the payload field it reads, or remove " +
+          "chat_id from the route to send to the home channel",
+      };
+    }
     return check(given, "deliver_extra.chat_id");
   }
   const home = secrets.get(homeVariable)?.trim();

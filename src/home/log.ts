@@ -1,5 +1,6 @@
 /**
- * Structured logging to `<home>/logs/gateway.log` (JSON lines, rotated by size).
+ * Structured logging to `<home>/logs/gateway.log` (JSON lines, rotated by size), and optionally
+ * warnings and errors as readable lines on the console.
  *
  * @module
  */
@@ -12,6 +13,7 @@ import {
   type LogLevel,
   type LogRecord,
   type Sink,
+  withFilter,
 } from "@logtape/logtape";
 import { ensurePrivateDir } from "./files.ts";
 import { RotatingLogFile } from "./log_file.ts";
@@ -29,12 +31,19 @@ export interface LogRotation {
 export interface LoggingOptions extends LogRotation {
   /** Lowest level written. Default `info`. */
   level?: LogLevel;
+  /**
+   * Also hears every warning and error, as one readable line each (`warning: <message>\n`), e.g.
+   * to show them on stderr. Default: the file only.
+   */
+  console?: (line: string) => void;
 }
 
 /**
  * Sends every `agent.*` logger to the rotating `logs/gateway.log` (0600). Lines reach the file
  * on the next turn of the event loop, without an fsync; call {@linkcode closeLogging} before the
- * process exits so the last ones are written.
+ * process exits so the last ones are written. With `options.console`, warnings and errors are
+ * also passed to it at once, one line each: the message with its values in plain text, and
+ * control characters escaped so a value from a payload cannot move the cursor or add lines.
  *
  * @example
  * ```ts
@@ -42,10 +51,13 @@ export interface LoggingOptions extends LogRotation {
  * import { closeLogging, configureLogging, logger } from "./log.ts";
  * import { homePaths } from "./paths.ts";
  * const paths = homePaths(await Deno.makeTempDir());
- * await configureLogging(paths, { level: "debug" });
+ * const shown: string[] = [];
+ * await configureLogging(paths, { level: "debug", console: (line) => shown.push(line) });
  * logger("example").info("hello {who}", { who: "log" });
+ * logger("example").warn("route {route} has no secret", { route: "ci" });
  * await closeLogging();
  * assert(Deno.readTextFileSync(paths.gatewayLog).includes("hello"));
+ * assert.deepEqual(shown, ["warning: route ci has no secret\n"]);
  * ```
  */
 export async function configureLogging(
@@ -62,13 +74,50 @@ export async function configureLogging(
     (record: LogRecord) => file.append(format(record)),
     { [Symbol.dispose]: () => file.close() },
   );
+  const show = options.console;
+  const sinks: Record<"file" | "console", Sink> = {
+    file: sink,
+    console: show ? withFilter((record) => show(consoleLine(record)), "warning") : () => {},
+  };
+  const used: ("file" | "console")[] = show ? ["file", "console"] : ["file"];
   await configure({
     reset: true,
-    sinks: { file: sink },
+    sinks,
     loggers: [
-      { category: ["agent"], sinks: ["file"], lowestLevel: options.level ?? "info" },
-      { category: ["logtape", "meta"], sinks: ["file"], lowestLevel: "warning" },
+      { category: ["agent"], sinks: used, lowestLevel: options.level ?? "info" },
+      { category: ["logtape", "meta"], sinks: used, lowestLevel: "warning" },
     ],
+  });
+}
+
+/** `warning: <message>` or `error: <message>`, on one line. */
+function consoleLine(record: LogRecord): string {
+  const text = record.message.map((part, index) => index % 2 === 0 ? part : plain(part)).join("");
+  const level = record.level === "warning" ? "warning" : "error";
+  return `${level}: ${oneLine(text)}\n`;
+}
+
+function plain(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return value.message;
+  if (value === undefined || typeof value === "function" || typeof value === "symbol") {
+    return String(value);
+  }
+  try {
+    return JSON.stringify(value, (_key, item) => typeof item === "bigint" ? String(item) : item);
+  } catch {
+    return String(value); // a cycle
+  }
+}
+
+/** Line breaks and other control characters as escapes (`\n`, `\u001b`). */
+function oneLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (char) => {
+    if (char === "\n") return "\\n";
+    if (char === "\r") return "\\r";
+    if (char === "\t") return "\\t";
+    return `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
   });
 }
 

@@ -19,6 +19,8 @@
  *
  * @module
  */
+import { resolve } from "node:path";
+import { stringifyJsonExact } from "../home/exact_json.ts";
 
 /** The operators of a condition, in the order decisions.md lists them. */
 export const FILTER_OPERATORS = [
@@ -40,6 +42,16 @@ export const MAX_FILTER_DEPTH = 16;
 
 /** At most this many characters of a value are tested against a `regex`. */
 export const MAX_REGEX_INPUT_CHARS = 10_000;
+
+/** Options of {@linkcode parseFilters}. */
+export interface ParseOptions {
+  /**
+   * The folder a relative `in_file` path is read from (the gateway passes `<home>`), so a list
+   * does not depend on the directory the gateway was started in. Without it, relative paths are
+   * kept as written.
+   */
+  baseDir?: string;
+}
 
 /** A condition on one field: `field` + one operator. */
 export type FilterCondition =
@@ -91,6 +103,7 @@ const OPERATOR_ALIASES: Record<string, FilterOperator> = {
 };
 const OPERATOR_LIST = FILTER_OPERATORS.join(", ");
 const REGEX_CACHE_SIZE = 256;
+/** A compiled pattern, or why it is not used. */
 const regexCache = new Map<string, RegExp | string>();
 
 /**
@@ -102,9 +115,14 @@ const regexCache = new Map<string, RegExp | string>();
  * events it was written to stop. An invalid `regex` is not a problem here: it evaluates to false
  * with a warning (decisions.md §6).
  *
+ * A `regex` with a nested quantifier (see {@linkcode nestedQuantifier}) is a problem: such a
+ * pattern can take seconds or minutes on a short crafted value, and regexes run on the
+ * gateway's only thread. A relative `in_file` path is resolved against `options.baseDir`.
+ *
  * @param raw The config value of `filters`.
  * @param where Where the value sits in the config, for the problems, e.g.
  *   `platforms.webhook.extra.routes.deploy.filters`.
+ * @param options Where relative `in_file` paths are read from.
  * @returns The filter when there is one and it is valid, and the problems found.
  *
  * @example
@@ -121,15 +139,28 @@ const regexCache = new Map<string, RegExp | string>();
  * const bad = parseFilters({ field: "action", equal: "opened" }, "filters");
  * assert.equal(bad.filter, undefined);
  * assert.match(bad.problems[0], /^filters: unknown key 'equal' \(did you mean 'equals'\?\)/);
+ *
+ * const listed = parseFilters({ field: "sender.login", in_file: "lists/owners.txt" }, "filters", {
+ *   baseDir: "/home/me/.agent",
+ * });
+ * assert.deepEqual(listed.filter, {
+ *   field: "sender.login",
+ *   op: "in_file",
+ *   path: "/home/me/.agent/lists/owners.txt",
+ * });
+ *
+ * const slow = parseFilters({ field: "title", regex: "(a+)+$" }, "filters");
+ * assert.match(slow.problems[0], /nested quantifier/);
  * ```
  */
 export function parseFilters(
   raw: unknown,
   where: string,
+  options: ParseOptions = {},
 ): { filter?: Filter; problems: string[] } {
   if (raw === undefined || raw === null) return { problems: [] };
   const problems: string[] = [];
-  const filter = parseNode(raw, where, 0, problems);
+  const filter = parseNode(raw, where, 0, { problems, baseDir: options.baseDir });
   return problems.length === 0 && filter ? { filter, problems } : { problems };
 }
 
@@ -147,11 +178,13 @@ export function parseFilters(
  * string forms, so `equals: "42"` matches `42` and `equals: 5` matches the header `"5"`;
  * `not_equals` is true for a missing field; `contains` is a substring of a string or an element
  * of an array; `in` is equality with one of a list; `in_file` looks the value's string form up in
- * a file of one value per line (blank and `#` lines skipped); `regex` searches the value's string
- * form (strings as is, numbers and booleans as printed, others as JSON, at most
- * {@linkcode MAX_REGEX_INPUT_CHARS} characters) with a JavaScript regular expression, a leading
- * `(?i)`, `(?m)` or `(?s)` becoming its flag. An invalid regex, an unreadable file or a tree
- * nested too deep evaluate to false and are reported through `options.warn`.
+ * a file of one value per line (blank and `#` lines skipped; {@linkcode parseFilters} resolved a
+ * relative path against its `baseDir`); `regex` searches the value's string form (strings as is,
+ * numbers and booleans as printed, others as JSON, at most {@linkcode MAX_REGEX_INPUT_CHARS}
+ * characters) with a JavaScript regular expression, a leading `(?i)`, `(?m)` or `(?s)` becoming
+ * its flag. An invalid regex, a regex with a nested
+ * quantifier, an unreadable file or a tree nested too deep evaluate to false and are reported
+ * through `options.warn`.
  *
  * @param filter A filter from {@linkcode parseFilters}.
  * @param input The payload, event name and headers of the request.
@@ -196,13 +229,19 @@ export function matchFilter(
 
 // --- parsing --------------------------------------------------------------------------------
 
+interface ParseState {
+  problems: string[];
+  baseDir?: string;
+}
+
 function parseNode(
   raw: unknown,
   where: string,
   depth: number,
-  problems: string[],
+  state: ParseState,
 ): Filter | undefined {
-  if (Array.isArray(raw)) return parseGroup("all", raw, where, where, depth, problems);
+  const { problems } = state;
+  if (Array.isArray(raw)) return parseGroup("all", raw, where, where, depth, state);
   if (!isRecord(raw)) {
     problems.push(
       `${where}: a filter is a mapping (a condition with \`field\`, or a group \`all\`, \`any\` ` +
@@ -221,9 +260,9 @@ function parseNode(
       );
       return undefined;
     }
-    return parseGroup(group, raw[group], `${where}.${group}`, where, depth, problems);
+    return parseGroup(group, raw[group], `${where}.${group}`, where, depth, state);
   }
-  return parseCondition(raw, keys, where, problems);
+  return parseCondition(raw, keys, where, state);
 }
 
 function parseGroup(
@@ -232,8 +271,9 @@ function parseGroup(
   at: string,
   where: string,
   depth: number,
-  problems: string[],
+  state: ParseState,
 ): Filter | undefined {
+  const { problems } = state;
   if (depth + 1 > MAX_FILTER_DEPTH) {
     problems.push(
       `${where}: filters nest more than ${MAX_FILTER_DEPTH} groups deep; flatten them (conditions ` +
@@ -242,7 +282,7 @@ function parseGroup(
     return undefined;
   }
   if (kind === "not") {
-    const inner = parseNode(raw, at, depth + 1, problems);
+    const inner = parseNode(raw, at, depth + 1, state);
     return inner && { not: inner };
   }
   if (!Array.isArray(raw)) {
@@ -251,7 +291,7 @@ function parseGroup(
   }
   const filters: Filter[] = [];
   raw.forEach((item, index) => {
-    const parsed = parseNode(item, `${at}[${index}]`, depth + 1, problems);
+    const parsed = parseNode(item, `${at}[${index}]`, depth + 1, state);
     if (parsed) filters.push(parsed);
   });
   return kind === "all" ? { all: filters } : { any: filters };
@@ -261,8 +301,9 @@ function parseCondition(
   raw: Record<string, unknown>,
   keys: string[],
   where: string,
-  problems: string[],
+  state: ParseState,
 ): FilterCondition | undefined {
+  const { problems } = state;
   const before = problems.length;
   const unknown = keys.filter((key) => key !== "field" && !isOperator(key));
   for (const key of unknown) {
@@ -308,21 +349,33 @@ function parseCondition(
       );
       return undefined;
     case "in_file":
-      if (typeof value === "string" && value.trim() !== "") return { field, op, path: value };
+      if (typeof value === "string" && value.trim() !== "") {
+        return { field, op, path: state.baseDir ? resolve(state.baseDir, value) : value };
+      }
       problems.push(
         `${where}: \`in_file\` takes the path of a file with one value per line, not ${
           describe(value)
         }`,
       );
       return undefined;
-    case "regex":
-      if (typeof value === "string") return { field, op, pattern: value };
-      problems.push(
-        `${where}: \`regex\` takes a regular expression as a string (quote it in YAML), not ${
-          describe(value)
-        }`,
-      );
-      return undefined;
+    case "regex": {
+      if (typeof value !== "string") {
+        problems.push(
+          `${where}: \`regex\` takes a regular expression as a string (quote it in YAML), not ${
+            describe(value)
+          }`,
+        );
+        return undefined;
+      }
+      const nested = nestedQuantifier(withoutInlineFlags(value).source);
+      if (nested) {
+        problems.push(
+          `${where}: regex ${JSON.stringify(value)} ${nestedQuantifierProblem(nested)}`,
+        );
+        return undefined;
+      }
+      return { field, op, pattern: value };
+    }
   }
 }
 
@@ -464,13 +517,12 @@ function test(condition: FilterCondition, value: unknown, context: EvalContext):
       const regex = compile(condition.pattern);
       if (typeof regex === "string") {
         context.warn(
-          `filter on '${condition.field}': regex ${JSON.stringify(condition.pattern)} is not a ` +
-            `valid JavaScript regular expression (${regex}); the condition is false until the ` +
-            "pattern is fixed",
+          `filter on '${condition.field}': regex ${JSON.stringify(condition.pattern)} ${regex}; ` +
+            "the condition is false until the pattern is fixed",
         );
         return false;
       }
-      const text = scalarText(value) ?? JSON.stringify(value) ?? "";
+      const text = scalarText(value) ?? stringifyJsonExact(value);
       return regex.test(text.slice(0, MAX_REGEX_INPUT_CHARS));
     }
   }
@@ -552,18 +604,157 @@ function compile(pattern: string): RegExp | string {
   const cached = regexCache.get(pattern);
   if (cached !== undefined) return cached;
   let compiled: RegExp | string;
-  // `(?i)` and friends are how Python patterns (the reference's) set flags; JavaScript has flags.
-  const inline = /^\(\?([ims]+)\)/.exec(pattern);
-  try {
-    compiled = inline
-      ? new RegExp(pattern.slice(inline[0].length), [...new Set(inline[1])].join(""))
-      : new RegExp(pattern);
-  } catch (error) {
-    compiled = error instanceof Error ? error.message : String(error);
+  const { source, flags } = withoutInlineFlags(pattern);
+  const nested = nestedQuantifier(source);
+  if (nested) {
+    compiled = nestedQuantifierProblem(nested);
+  } else {
+    try {
+      compiled = new RegExp(source, flags);
+    } catch (error) {
+      compiled = `is not a valid JavaScript regular expression (${
+        error instanceof Error ? error.message : String(error)
+      })`;
+    }
   }
   if (regexCache.size >= REGEX_CACHE_SIZE) regexCache.delete(regexCache.keys().next().value!);
   regexCache.set(pattern, compiled);
   return compiled;
+}
+
+/** `(?i)` and friends are how Python patterns (the reference's) set flags; JavaScript has flags. */
+function withoutInlineFlags(pattern: string): { source: string; flags: string } {
+  const inline = /^\(\?([ims]+)\)/.exec(pattern);
+  return inline
+    ? { source: pattern.slice(inline[0].length), flags: [...new Set(inline[1])].join("") }
+    : { source: pattern, flags: "" };
+}
+
+function nestedQuantifierProblem(nested: string): string {
+  return `is refused: its nested quantifier ${JSON.stringify(nested)} (a repeated group that ` +
+    "itself holds a repetition) can take minutes on a short crafted value and stall the " +
+    "gateway. Fix: repeat once, e.g. `(a+)+` → `a+`, `(\\w+\\s?)+` → `[\\w\\s]+`, or split the " +
+    "test into several conditions";
+}
+
+/**
+ * Finds a nested quantifier in a regular expression: a group repeated more than once (`*`, `+`,
+ * `{n,}`, `{n,m}`) that holds a repetition of its own — the shape of most catastrophic
+ * backtracking (`(a+)+$`, `(\w+\s?)*x`, `((ab)*c)+`). A group of a fixed count holding a
+ * bounded repetition (`(\d{1,3}\.){3}`) passes. It is a heuristic: overlapping alternatives
+ * (`(a|aa)+`) are not found, and a safe pattern such as `([a-z]+\.)+` is refused.
+ *
+ * @param source The pattern, without inline `(?i)` flags.
+ * @returns The offending group and its quantifier, e.g. `(a+)+`, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nestedQuantifier } from "./filters.ts";
+ * assert.equal(nestedQuantifier("(a+)+$"), "(a+)+");
+ * assert.equal(nestedQuantifier("^(?:x|(\\w+\\s?))*!"), "(?:x|(\\w+\\s?))*");
+ * assert.equal(nestedQuantifier("^(\\d{1,3}\\.){3}\\d{1,3}$"), undefined);
+ * assert.equal(nestedQuantifier("[(a+)+]"), undefined);
+ * ```
+ */
+export function nestedQuantifier(source: string): string | undefined {
+  const stack: Group[] = [newGroup(0)];
+  // What a quantifier here would repeat: a group (which may hold repetitions), a single atom, or
+  // nothing (after `(` or `|`).
+  let atom: Group | undefined;
+  let i = 0;
+  while (i < source.length) {
+    const char = source[i];
+    if (char === "\\") {
+      atom = newGroup(i);
+      i += 2;
+    } else if (char === "[") {
+      atom = newGroup(i);
+      i = classEnd(source, i);
+    } else if (char === "(") {
+      stack.push(newGroup(i));
+      atom = undefined;
+      i = groupBodyStart(source, i);
+    } else if (char === ")") {
+      const group = stack.length > 1 ? stack.pop()! : newGroup(i);
+      const outer = stack.at(-1)!;
+      outer.repeats ||= group.repeats;
+      outer.unbounded ||= group.unbounded;
+      atom = group;
+      i += 1;
+    } else if (char === "|") {
+      atom = undefined;
+      i += 1;
+    } else {
+      const quantifier = readQuantifier(source, i);
+      if (!quantifier) {
+        atom = newGroup(i);
+        i += 1;
+        continue;
+      }
+      let end = i + quantifier.length;
+      if (source[end] === "?") end += 1; // lazy: the same backtracking, in another order
+      const { min, max } = quantifier;
+      const varies = max > 1 && max > min;
+      if (atom) {
+        // `(a+)+`, `(a{1,3})*`; and `(a+){3}`, which tries every split of a run in three.
+        if ((atom.repeats && varies) || (atom.unbounded && max > 1)) {
+          return source.slice(atom.start, end);
+        }
+        if (varies) {
+          const group = stack.at(-1)!;
+          group.repeats = true;
+          group.unbounded ||= max === Infinity;
+        }
+      }
+      atom = undefined;
+      i = end;
+    }
+  }
+  return undefined;
+}
+
+/** A group of a pattern while {@linkcode nestedQuantifier} reads it. */
+interface Group {
+  start: number;
+  /** It holds a repetition of a varying count (directly or in a group inside). */
+  repeats: boolean;
+  /** It holds a repetition without an upper bound. */
+  unbounded: boolean;
+}
+
+function newGroup(start: number): Group {
+  return { start, repeats: false, unbounded: false };
+}
+
+/** `*`, `+`, `?`, `{n}`, `{n,}` or `{n,m}` at `at`, with its bounds and length. */
+function readQuantifier(
+  source: string,
+  at: number,
+): { min: number; max: number; length: number } | undefined {
+  const char = source[at];
+  if (char === "*") return { min: 0, max: Infinity, length: 1 };
+  if (char === "+") return { min: 1, max: Infinity, length: 1 };
+  if (char === "?") return { min: 0, max: 1, length: 1 };
+  if (char !== "{") return undefined;
+  const braces = /^\{(\d+)(,(\d*))?\}/.exec(source.slice(at, at + 40));
+  if (!braces) return undefined; // a literal `{`
+  const min = Number(braces[1]);
+  const max = braces[2] === undefined ? min : braces[3] === "" ? Infinity : Number(braces[3]);
+  return { min, max, length: braces[0].length };
+}
+
+/** The index after the character class opened at `at`. */
+function classEnd(source: string, at: number): number {
+  let i = at + 1;
+  while (i < source.length && source[i] !== "]") i += source[i] === "\\" ? 2 : 1;
+  return i + 1;
+}
+
+/** The index after `(` and its `?:`, `?=`, `?!`, `?<=`, `?<!`, `?<name>` or `?i:` prefix. */
+function groupBodyStart(source: string, at: number): number {
+  const prefix = /^\(\?(?:[:=!]|<[=!]|<[^>]*>|[a-zA-Z-]*[:)])?/.exec(source.slice(at));
+  return at + (prefix ? prefix[0].length : 1);
 }
 
 function readList(

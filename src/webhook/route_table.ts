@@ -2,12 +2,14 @@
  * The routes the listener serves: static routes of `config.yaml` plus the subscriptions file,
  * re-read on a POST when the file changed. A change is noticed by modification time, size and
  * inode together (an atomic rewrite always has a new inode, so a same-second edit is not
- * missed). A corrupt file keeps the previous routes, and the error is reported once per change.
+ * missed). A corrupt file keeps the previous routes, and a record that became invalid keeps its
+ * previous version; each error is reported once per change.
  *
  * @module
  */
+import { dirname } from "node:path";
 import { type Filter, parseFilters } from "./filters.ts";
-import type { Route } from "./routes.ts";
+import type { Route, SubscriptionRecord } from "./routes.ts";
 import { dynamicRoutes, readSubscriptions } from "./subscriptions.ts";
 
 /** A route ready to serve: with its filter parsed. */
@@ -19,6 +21,8 @@ export interface ServedRoute extends Route {
 export interface RouteTableOptions {
   /** `<home>/webhook_subscriptions.json`. */
   file: string;
+  /** `<home>`: relative `in_file` paths of filters are read from it. Default: the file's folder. */
+  home?: string;
   /** Static routes of config.yaml (they win over subscriptions of the same name). */
   staticRoutes: readonly Route[];
   /** Where problems are reported. */
@@ -38,45 +42,64 @@ export interface RouteTableOptions {
  */
 export class RouteTable {
   readonly #options: RouteTableOptions;
+  readonly #home: string;
   readonly #static = new Map<string, ServedRoute>();
   #dynamic = new Map<string, ServedRoute>();
   #stamp = "";
 
   constructor(options: RouteTableOptions) {
     this.#options = options;
+    this.#home = options.home ?? dirname(options.file);
     for (const route of options.staticRoutes) {
-      const served = this.#serve(route);
+      const { served, problems } = this.#serve(route);
+      for (const problem of problems) options.report(problem);
       if (served) this.#static.set(route.name, served);
+      else options.report(`route '${route.name}' is not served until its filters are fixed`);
     }
     this.refresh();
   }
 
-  /** Re-reads the subscriptions file when it changed since the last read. */
+  /**
+   * Re-reads the subscriptions file when it changed since the last read. A record that cannot be
+   * used is reported (file, record, problem); its previous version, when there is one, stays in
+   * use until it is fixed, and the other records load as usual.
+   */
   refresh(): void {
     const stamp = fileStamp(this.#options.file);
     if (stamp === this.#stamp) return;
     this.#stamp = stamp;
+    const { file, report } = this.#options;
     let records;
     try {
-      records = readSubscriptions(this.#options.file);
+      records = readSubscriptions(file);
     } catch (error) {
-      this.#options.report(
-        `${error instanceof Error ? error.message : error}; the previous routes stay in use`,
-      );
+      report(`${error instanceof Error ? error.message : error}; the previous routes stay in use`);
       return;
     }
-    const { routes, problems } = dynamicRoutes(records, this.#options.file);
-    for (const problem of problems) this.#options.report(problem);
     const next = new Map<string, ServedRoute>();
-    for (const route of routes) {
-      if (this.#static.has(route.name)) {
-        this.#options.report(
-          `subscription '${route.name}' has the name of a static route in config.yaml; the static route is used`,
+    for (const [name, record] of Object.entries(records)) {
+      const { served, problems } = this.#load(name, record);
+      if (problems.length > 0) {
+        for (const problem of problems) report(problem);
+        const previous = this.#dynamic.get(name);
+        report(
+          previous
+            ? `${file}: subscription '${name}' is invalid; its previous version stays in use ` +
+              "until the record is fixed"
+            : `${file}: subscription '${name}' is invalid; it is not served until the record ` +
+              "is fixed",
+        );
+        if (previous) next.set(name, previous);
+        continue;
+      }
+      if (!served) continue;
+      if (this.#static.has(served.name)) {
+        report(
+          `subscription '${served.name}' has the name of a static route in config.yaml; the static route is used`,
         );
         continue;
       }
-      const served = this.#serve(route);
-      if (served) next.set(route.name, served);
+      next.set(served.name, served);
     }
     this.#dynamic = next;
   }
@@ -91,18 +114,20 @@ export class RouteTable {
     return [...this.#static.values(), ...this.#dynamic.values()];
   }
 
-  #serve(route: Route): ServedRoute | undefined {
-    if (route.filters === undefined) return { ...route };
+  /** One record of the file as a served route, or the problems that keep it from being one. */
+  #load(name: string, record: SubscriptionRecord): { served?: ServedRoute; problems: string[] } {
+    const { routes, problems } = dynamicRoutes({ [name]: record }, this.#options.file);
+    if (problems.length > 0) return { problems };
+    return routes.length === 0 ? { problems: [] } : this.#serve(routes[0]);
+  }
+
+  #serve(route: Route): { served?: ServedRoute; problems: string[] } {
+    if (route.filters === undefined) return { served: { ...route }, problems: [] };
     const where = route.source === "static"
       ? `platforms.webhook.extra.routes.${route.name}.filters`
       : `${this.#options.file}: ${route.name}.filters`;
-    const { filter, problems } = parseFilters(route.filters, where);
-    if (problems.length > 0) {
-      for (const problem of problems) this.#options.report(problem);
-      this.#options.report(`route '${route.name}' is not served until its filters are fixed`);
-      return undefined;
-    }
-    return { ...route, filter };
+    const { filter, problems } = parseFilters(route.filters, where, { baseDir: this.#home });
+    return problems.length > 0 ? { problems } : { served: { ...route, filter }, problems: [] };
   }
 }
 

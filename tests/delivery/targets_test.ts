@@ -11,6 +11,7 @@ import {
   splitMessage,
 } from "../../src/delivery/mod.ts";
 import type { DeliveryTargetName } from "../../src/webhook/routes.ts";
+import { renderExtra } from "../../src/webhook/templates.ts";
 import {
   type FakePlatformName,
   type FakePlatformOptions,
@@ -142,14 +143,43 @@ Deno.test("telegram: @channelname, a number from YAML, and TELEGRAM_HOME_CHANNEL
   );
   assert.equal((await deliver(request("telegram", "b", { chat_id: -100123 }), context)).ok, true);
   assert.equal((await deliver(request("telegram", "c"), context)).ok, true);
-  assert.equal((await deliver(request("telegram", "d", { chat_id: " " }), context)).ok, true);
 
   assert.deepEqual(fake.requests.map((r) => r.body), [
     { chat_id: "@my_channel", text: "a" },
     { chat_id: "-100123", text: "b" },
     { chat_id: "@home_chan", text: "c" },
-    { chat_id: "@home_chan", text: "d" },
   ]);
+});
+
+Deno.test("telegram, slack, discord: a chat_id that is set but empty is an error, never the home channel", async () => {
+  for (const name of ["telegram", "slack", "discord"] as const) {
+    const home = `${name.toUpperCase()}_HOME_CHANNEL`;
+    const { fake, context } = await setup(name, {
+      env: { [home]: EXTRA[name].chat_id as string },
+    });
+    await using _ = fake;
+    // `{chat}` rendered from a payload whose `chat` is "" or blank, or a YAML `chat_id:` (null).
+    const rendered = ["", "  "].map((chat) =>
+      renderExtra({ chat_id: "{chat}" }, { chat }, "push").chat_id
+    );
+    assert.deepEqual(rendered, ["", "  "]);
+    for (const chatId of [...rendered, "\t\n", null]) {
+      const error = failed(
+        await deliver(request(TARGET_OF[name], "hi", { chat_id: chatId }), context),
+      );
+      assert.equal(error.retryable, false, `${name} ${JSON.stringify(chatId)}`);
+      assert.match(
+        error.error,
+        new RegExp(
+          `deliver_extra\\.chat_id is empty .*${home} only applies when the route sets none`,
+        ),
+      );
+    }
+    assert.equal(fake.requests.length, 0, `${name}: nothing was sent`);
+    // Absent: the home channel.
+    assert.equal((await deliver(request(TARGET_OF[name], "hi"), context)).ok, true, name);
+    assert.equal(fake.requests.length, 1, name);
+  }
 });
 
 Deno.test("slack: POST /api/chat.postMessage, Bearer token, JSON {channel, text} with charset", async () => {

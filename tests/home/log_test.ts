@@ -198,3 +198,39 @@ Deno.test("closeLogging: flushes; records logged after it are not written", asyn
     assert.deepEqual(readLines(paths.gatewayLog).map((line) => line.message), ["before close"]);
   });
 });
+
+Deno.test("configureLogging: console hears warnings and errors, one plain line each; the file gets all", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    const shown: string[] = [];
+    await configureLogging(paths, { console: (line) => shown.push(line) });
+    try {
+      logger("gateway").debug("below the level");
+      logger("gateway").info("gateway listening on {addresses}", { addresses: ["http://x:1"] });
+      logger("gateway").warn("INSECURE_NO_AUTH is on: unsigned requests on {host}", {
+        host: "127.0.0.1",
+      });
+      logger("gateway").error("route {route} has no secret", { route: "ci" });
+      logger("webhook").warn("route {route}: {message}", {
+        route: "gh",
+        message: "line one\nline two \x1b[31mred\x1b[0m",
+      });
+      logger("gateway").fatal("cannot start: {error}", { error: new Error("port taken") });
+    } finally {
+      await closeLogging();
+    }
+    assert.deepEqual(shown, [
+      "warning: INSECURE_NO_AUTH is on: unsigned requests on 127.0.0.1\n",
+      "error: route ci has no secret\n",
+      "warning: route gh: line one\\nline two \\u001b[31mred\\u001b[0m\n",
+      "error: cannot start: port taken\n",
+    ]);
+    assert.deepEqual(readLines(paths.gatewayLog).map((line) => line.level), [
+      "INFO",
+      "WARN",
+      "ERROR",
+      "WARN",
+      "FATAL",
+    ]);
+  });
+});

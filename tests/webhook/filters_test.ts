@@ -433,3 +433,11 @@ Deno.test("matchFilter: a hand-built tree nested too deep is false with a warnin
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+Deno.test("matchFilter: integers beyond 2^53 (bigint in a parsed payload) compare by their digits", () => {
+  const payload = { channel: { id: 1234567890123456789n, name: "ops" } };
+  assert.equal(check({ field: "channel.id", equals: "1234567890123456789" }, { payload }), true);
+  assert.equal(check({ field: "channel.id", equals: "1234567890123456800" }, { payload }), false);
+  assert.equal(check({ field: "channel", regex: '"id":1234567890123456789,' }, { payload }), true);
+  assert.equal(check({ field: "channel.id", in: ["1", "1234567890123456789"] }, { payload }), true);
+});

@@ -1,0 +1,68 @@
+/**
+ * `agent gateway run` as a real process: warnings and errors of the start reach stderr (one
+ * readable line each), not only `logs/gateway.log`, and info lines stay off stderr.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts";
+import { tempHome } from "./_helpers.ts";
+import { freePort } from "./_mcp_helpers.ts";
+
+Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1 and a refused route are warned about on stderr", async () => {
+  await using h = await tempHome();
+  writeGatewayConfig(h.home, {
+    webhook: {
+      host: "127.0.0.1",
+      routes: { slow: { filters: [{ field: "title", regex: "(a+)+$" }] } },
+    },
+  });
+  const gateway = await startGateway(h.home, {
+    WEBHOOK_PORT: String(freePort()),
+    INSECURE_NO_AUTH: "true",
+  });
+  let stderr: string;
+  try {
+    await waitUntil(
+      () => gateway.stderr().includes("INSECURE_NO_AUTH is on"),
+      "the INSECURE_NO_AUTH warning on stderr",
+    );
+    // The refused route is not served, so the pathological payload cannot stall the gateway.
+    const answer = await fetch(gateway.url("/webhooks/slow"), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ title: "a".repeat(28) + "!" }),
+    });
+    assert.equal(answer.status, 404, await answer.text());
+    const health = await fetch(gateway.url("/health"));
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+  } finally {
+    stderr = (await gateway.stop()).stderr;
+  }
+  const lines = stderr.split("\n").filter((line) => line !== "");
+  assert.ok(
+    lines.includes(
+      "warning: INSECURE_NO_AUTH is on: routes without a secret accept unsigned requests on " +
+        "127.0.0.1",
+    ),
+    stderr,
+  );
+  assert.ok(lines.some((line) => line.startsWith("warning: no model is configured")), stderr);
+  assert.ok(
+    lines.some((line) =>
+      line.startsWith("error: platforms.webhook.extra.routes.slow.filters[0]: regex") &&
+      line.includes("Fix:")
+    ),
+    stderr,
+  );
+  assert.ok(
+    lines.includes("error: route 'slow' is not served until its filters are fixed"),
+    stderr,
+  );
+  // Only warnings and errors, as plain text: no info lines, no JSON.
+  assert.doesNotMatch(stderr, /gateway listening on|gateway stopped|"level"|@timestamp/i);
+  // The log file still gets everything.
+  const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
+  assert.match(log, /INSECURE_NO_AUTH is on/);
+  assert.match(log, /gateway listening on/);
+});

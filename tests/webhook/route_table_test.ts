@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { matchFilter } from "../../src/webhook/filters.ts";
+import { type Route, routeFromRaw, type SubscriptionRecord } from "../../src/webhook/routes.ts";
+import { RouteTable } from "../../src/webhook/route_table.ts";
+import { writeSubscriptions } from "../../src/webhook/subscriptions.ts";
+
+/** A valid subscription record. */
+function record(overrides: Record<string, unknown> = {}): SubscriptionRecord {
+  return {
+    description: "CI",
+    events: [],
+    secret: "0123456789abcdef0123",
+    prompt: "hello",
+    skills: [],
+    deliver: "log",
+    created_at: "2026-03-10T12:00:00Z",
+    ...overrides,
+  } as SubscriptionRecord;
+}
+
+function staticRoute(name: string, raw: Record<string, unknown>): Route {
+  const { route, problems } = routeFromRaw(name, raw, "static", `routes.${name}`);
+  assert.deepEqual(problems, []);
+  return route!;
+}
+
+async function withHome(body: (home: string, file: string) => void | Promise<void>) {
+  const home = await Deno.makeTempDir({ prefix: "route-table-" });
+  try {
+    await body(home, join(home, "webhook_subscriptions.json"));
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+Deno.test("RouteTable: an invalid record keeps its previous version; the others load as usual", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { ci: record(), old: record({ prompt: "old" }) });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.equal(table.get("ci")?.prompt, "hello");
+    assert.deepEqual(reports, []);
+
+    // Edited by hand while the gateway runs: `prompt` is no longer a string.
+    writeSubscriptions(file, {
+      ci: record({ prompt: 7 }),
+      old: record({ prompt: "old, edited" }),
+      added: record({ prompt: "new" }),
+    });
+    table.refresh();
+    assert.equal(table.get("ci")?.prompt, "hello", "the last good version of ci is served");
+    assert.equal(table.get("old")?.prompt, "old, edited");
+    assert.equal(table.get("added")?.prompt, "new");
+    assert.deepEqual(reports, [
+      `${file}: ci.prompt: expected a string`,
+      `${file}: subscription 'ci' is invalid; its previous version stays in use until the ` +
+      "record is fixed",
+    ]);
+
+    // Fixed: the new version replaces the kept one.
+    writeSubscriptions(file, { ci: record({ prompt: "fixed" }) });
+    table.refresh();
+    assert.equal(table.get("ci")?.prompt, "fixed");
+    assert.equal(table.get("added"), undefined, "a removed record is gone");
+    assert.equal(reports.length, 2);
+  });
+});
+
+Deno.test("RouteTable: a record invalid from the start is not served, and says so", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { ci: record({ deliver: "pigeon" }), ok: record() });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.equal(table.get("ci"), undefined);
+    assert.ok(table.get("ok"));
+    assert.equal(reports.length, 2);
+    assert.match(
+      reports[0],
+      /^.*webhook_subscriptions\.json: ci\.deliver: unknown delivery target/,
+    );
+    assert.equal(
+      reports[1],
+      `${file}: subscription 'ci' is invalid; it is not served until the record is fixed`,
+    );
+  });
+});
+
+Deno.test("RouteTable: a record whose filters became invalid keeps its previous version", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { ci: record({ filters: [{ field: "action", equals: "opened" }] }) });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    const before = table.get("ci");
+    assert.ok(before?.filter);
+
+    writeSubscriptions(file, { ci: record({ filters: [{ field: "title", regex: "(a+)+$" }] }) });
+    table.refresh();
+    assert.equal(table.get("ci"), before);
+    assert.match(reports[0], /ci\.filters\[0\]: regex "\(a\+\)\+\$" is refused/);
+    assert.match(reports[1], /subscription 'ci' is invalid; its previous version stays in use/);
+  });
+});
+
+Deno.test("RouteTable: a static route with a nested-quantifier regex is refused at load, naming the route", async () => {
+  await withHome((_home, file) => {
+    const reports: string[] = [];
+    const table = new RouteTable({
+      file,
+      staticRoutes: [
+        staticRoute("slow", { filters: [{ field: "title", regex: "(a+)+$" }] }),
+        staticRoute("fine", { filters: [{ field: "title", regex: "^a+$" }] }),
+      ],
+      report: (p) => reports.push(p),
+    });
+    assert.equal(table.get("slow"), undefined);
+    assert.ok(table.get("fine"));
+    assert.equal(reports.length, 2);
+    assert.match(
+      reports[0],
+      /^platforms\.webhook\.extra\.routes\.slow\.filters\[0\]: regex "\(a\+\)\+\$" is refused: .* Fix: /,
+    );
+    assert.equal(reports[1], "route 'slow' is not served until its filters are fixed");
+  });
+});
+
+Deno.test("RouteTable: relative in_file paths are read from <home>, not the working directory", async () => {
+  await withHome((home, file) => {
+    Deno.mkdirSync(join(home, "lists"));
+    Deno.writeTextFileSync(join(home, "lists", "allow.txt"), "octo\n");
+    const filters = [{ field: "sender.login", in_file: "lists/allow.txt" }];
+    writeSubscriptions(file, { ci: record({ filters }) });
+    const table = new RouteTable({
+      file,
+      staticRoutes: [staticRoute("deploy", { filters })],
+      report: (p) => assert.fail(p),
+    });
+    assert.notEqual(Deno.cwd(), home);
+    for (const name of ["ci", "deploy"]) {
+      const warnings: string[] = [];
+      const matches = (login: string) =>
+        matchFilter(table.get(name)!.filter!, {
+          payload: { sender: { login } },
+          event: "push",
+          headers: {},
+        }, { warn: (m) => warnings.push(m) });
+      assert.equal(matches("octo"), true, name);
+      assert.equal(matches("mona"), false, name);
+      assert.equal(warnings.length, 0, warnings.join("\n"));
+    }
+  });
+});
+
+Deno.test("RouteTable: the home option overrides the subscriptions file's folder", async () => {
+  await withHome((home, file) => {
+    const elsewhere = join(home, "elsewhere");
+    const table = new RouteTable({
+      file,
+      home: elsewhere,
+      staticRoutes: [staticRoute("deploy", { filters: [{ field: "a", in_file: "allow.txt" }] })],
+      report: (p) => assert.fail(p),
+    });
+    assert.deepEqual(table.get("deploy")?.filter, {
+      all: [{ field: "a", op: "in_file", path: join(elsewhere, "allow.txt") }],
+    });
+  });
+});
