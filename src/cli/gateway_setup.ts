@@ -7,11 +7,20 @@
  */
 import { isIP } from "node:net";
 import type { Command } from "@commander-js/extra-typings";
-import { loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { parse as parseDotenv } from "dotenv";
+import { type Document, isScalar } from "yaml";
+import { ConfigSource, loadConfig, parseBoolish, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile } from "../home/config_edit.ts";
-import { setDotenvValues } from "../home/dotenv_edit.ts";
-import { generateSecret } from "../webhook/routes.ts";
-import { readWebhookSettings, WEBHOOK_DEFAULTS, webhookBaseUrl } from "../webhook/settings.ts";
+import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
+import { readTextIfExists } from "../home/files.ts";
+import { SecretScope } from "../home/secrets.ts";
+import { checkSecret as checkSecretRule, generateSecret } from "../webhook/routes.ts";
+import {
+  readWebhookSettings,
+  WEBHOOK_DEFAULTS,
+  webhookBaseUrl,
+  type WebhookSettings,
+} from "../webhook/settings.ts";
 import {
   type AnswerCheck,
   CliError,
@@ -44,6 +53,9 @@ interface SetupFlags {
 }
 
 const EXTRA = ["platforms", "webhook", "extra"] as const;
+
+/** The `.env` variables setup writes whenever `.env` has them, so a bad value there is fixed. */
+const REWRITTEN_VARIABLES = ["WEBHOOK_ENABLED", "WEBHOOK_PORT"] as const;
 
 /** The exposure explanation shown before the questions. */
 export const EXPOSURE_NOTE =
@@ -83,7 +95,7 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
     )
     .action(async (flags) => {
       const config = loadConfig({ env: io.env });
-      const current = currentChoices(config);
+      const current = currentChoices(config, io);
       const fromFlags = choicesFromFlags(flags, current);
       const interactive = fromFlags === undefined && !flags.json && io.stdinIsTerminal &&
         io.prompter !== undefined;
@@ -115,8 +127,14 @@ interface CurrentSetup {
   secretIn?: ".env" | "environment" | "config.yaml";
 }
 
-function currentChoices(config: ResolvedConfig): CurrentSetup {
-  readWebhookSettings(config); // a malformed setting is reported before anything is asked
+function currentChoices(config: ResolvedConfig, io: CliIo): CurrentSetup {
+  // A malformed setting is reported before anything is asked; the variables setup rewrites in
+  // .env are left out, so a bad one there does not block the run that replaces it.
+  const rewritten = Object.fromEntries(
+    REWRITTEN_VARIABLES.filter((name) => config.secrets.source(name) === ".env")
+      .map((name) => [name, ""]),
+  );
+  readWebhookSettings(withChanges(config, io, rewritten));
   const { source, secrets } = config;
   const portValue = source.get("platforms.webhook.extra.port");
   const port = Number(portValue);
@@ -265,6 +283,7 @@ function applyChoices(
 ): SetupReport {
   const { paths, secrets } = config;
   const dotenv: Record<string, string> = {};
+  const warnings: string[] = [];
   let secretOutcome: SetupReport["secret"] = "kept";
   if (choices.secret.kind === "generate") {
     dotenv.WEBHOOK_SECRET = generateSecret();
@@ -278,30 +297,56 @@ function applyChoices(
     secretOutcome = "moved to .env";
   } else if (!current.secretIn) secretOutcome = "none";
   // .env values override config.yaml: keep any there in step with the choices.
-  if (secrets.source("WEBHOOK_ENABLED") === ".env") {
-    dotenv.WEBHOOK_ENABLED = String(choices.enabled);
+  const chosen = { WEBHOOK_ENABLED: String(choices.enabled), WEBHOOK_PORT: String(choices.port) };
+  for (const name of REWRITTEN_VARIABLES) {
+    if (secrets.source(name) !== ".env") continue;
+    const before = secrets.get(name)?.trim() ?? "";
+    const valid = name === "WEBHOOK_PORT"
+      ? checkPort(before) === true
+      : parseBoolish(before) !== undefined;
+    if (before !== "" && !valid) {
+      warnings.push(
+        `${name}=${before} in ${paths.dotenv} was not valid; replaced with ${chosen[name]}`,
+      );
+    }
+    dotenv[name] = chosen[name];
   }
-  if (secrets.source("WEBHOOK_PORT") === ".env") dotenv.WEBHOOK_PORT = String(choices.port);
+  const edit = (doc: Document) => editWebhookSection(doc, choices, dotenv);
+
+  // Everything is prepared and checked before the first write: a failure writes nothing.
+  for (const [name, value] of Object.entries(dotenv)) {
+    try {
+      dotenvLine(name, value);
+    } catch (error) {
+      if (error instanceof RangeError) {
+        throw new CliError(
+          `cannot write ${name} to ${paths.dotenv}: ${error.message}. Fix: choose another ` +
+            "value (for the secret: --secret with another value, or --generate-secret)",
+          2,
+        );
+      }
+      throw error;
+    }
+  }
+  const edited = config.source.document.clone();
+  edit(edited);
+  const after = readWebhookSettings({
+    ...withChanges(config, io, dotenv),
+    source: ConfigSource.parse(paths.config, edited.toString()),
+  });
+
   if (Object.keys(dotenv).length > 0) {
     try {
       setDotenvValues(paths.dotenv, dotenv);
     } catch (error) {
       if (error instanceof RangeError) {
-        throw new CliError(`cannot update ${paths.dotenv}: ${error.message}`);
+        throw new CliError(`cannot update ${paths.dotenv}: ${error.message}; nothing was changed`);
       }
       throw error;
     }
   }
-  editConfigFile(paths.config, (doc) => {
-    doc.setIn(["platforms", "webhook", "enabled"], choices.enabled);
-    doc.setIn([...EXTRA, "port"], choices.port);
-    if (choices.host === undefined) doc.deleteIn([...EXTRA, "host"]);
-    else doc.setIn([...EXTRA, "host"], choices.host);
-    if (dotenv.WEBHOOK_SECRET !== undefined) doc.deleteIn([...EXTRA, "secret"]);
-  });
+  editConfigFile(paths.config, edit);
 
-  const after = readWebhookSettings(loadConfig({ env: io.env }));
-  const warnings: string[] = [];
   const overridden = (name: string, what: string) =>
     warnings.push(
       `${name}=${io.env(name)} in the environment overrides ${what}; unset it for this to apply`,
@@ -311,16 +356,60 @@ function applyChoices(
   if (after.port < 1024) {
     warnings.push(`port ${after.port} is below 1024: most systems let only root listen on it`);
   }
+  return report(config, after, secretOutcome, warnings);
+}
+
+function report(
+  config: ResolvedConfig,
+  after: WebhookSettings,
+  secret: SetupReport["secret"],
+  warnings: string[],
+): SetupReport {
   return {
-    config: paths.config,
-    dotenv: paths.dotenv,
+    config: config.paths.config,
+    dotenv: config.paths.dotenv,
     enabled: after.enabled,
     port: after.port,
     host: after.host ?? null,
     base_url: webhookBaseUrl(after),
-    secret: secretOutcome,
+    secret,
     warnings,
   };
+}
+
+/**
+ * Writes the choices into `platforms.webhook`. A section whose keys are all commented out reads
+ * as null: it becomes a mapping (its comments kept) instead of stopping the YAML library.
+ * Sections of another type never get here: {@linkcode readWebhookSettings} refuses them first.
+ */
+function editWebhookSection(
+  doc: Document,
+  choices: SetupChoices,
+  dotenv: Record<string, string>,
+): void {
+  for (const path of [["platforms"], ["platforms", "webhook"], [...EXTRA]]) {
+    const node = doc.getIn(path, true);
+    if (!isScalar(node) || node.value !== null) continue;
+    const mapping = doc.createNode({});
+    const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
+    if (comments) mapping.commentBefore = comments;
+    doc.setIn(path, mapping);
+  }
+  doc.setIn(["platforms", "webhook", "enabled"], choices.enabled);
+  doc.setIn([...EXTRA, "port"], choices.port);
+  if (choices.host === undefined) doc.deleteIn([...EXTRA, "host"]);
+  else doc.setIn([...EXTRA, "host"], choices.host);
+  if (dotenv.WEBHOOK_SECRET !== undefined) doc.deleteIn([...EXTRA, "secret"]);
+}
+
+/** `config` as it reads with `changes` made to `.env` (a blank value counts as unset). */
+function withChanges(
+  config: ResolvedConfig,
+  io: CliIo,
+  changes: Record<string, string>,
+): ResolvedConfig {
+  const dotenv = parseDotenv(readTextIfExists(config.paths.dotenv) ?? "");
+  return { ...config, secrets: new SecretScope({ ...dotenv, ...changes }, io.env) };
 }
 
 function printReport(io: CliIo, report: SetupReport): void {
@@ -371,17 +460,12 @@ export const checkHost: AnswerCheck = (value) => {
     : `'${value}' is not an IP address or host name (e.g. 127.0.0.1, ::1, 192.168.1.20)`;
 };
 
-/** A secret a sender can be given: 16–512 visible ASCII characters, no single quote. */
-export const checkSecret: AnswerCheck = (value) => {
-  if (value.length < 16) {
-    return "use at least 16 characters (or let setup generate one with --generate-secret)";
-  }
-  if (value.length > 512) return "use at most 512 characters";
-  if (!/^[\x21-\x7e]+$/.test(value) || value.includes("'")) {
-    return "use visible ASCII characters only: no spaces, line breaks or single quotes";
-  }
-  return true;
-};
+/**
+ * A secret a sender can be given: 16–512 visible ASCII characters, no single quote; a `whsec_`
+ * secret must decode (the same rule as `webhook subscribe --secret`).
+ */
+export const checkSecret: AnswerCheck = (value) =>
+  checkSecretRule(value, "let setup generate one with --generate-secret");
 
 function stripBrackets(host: string): string {
   return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;

@@ -5,11 +5,24 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { isAbsolute, join, normalize } from "node:path";
-import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import {
+  checkDiscordChannel,
+  type Checked,
+  checkGithubRepo,
+  checkGitlabProject,
+  checkItemNumber,
+  checkSlackChannel,
+  checkTelegramChat,
+} from "../delivery/identifiers.ts";
+import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
+import type { SecretScope } from "../home/secrets.ts";
+import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
+import {
+  checkSecret,
   createdAtNow,
   defaultDescription,
   DELIVERY_TARGETS,
+  type DeliveryTargetName,
   generateSecret,
   normaliseRouteName,
   type Route,
@@ -27,7 +40,7 @@ import {
   dynamicRoutes,
   readSubscriptions,
   SubscriptionFileError,
-  writeSubscriptions,
+  updateSubscriptions,
 } from "../webhook/subscriptions.ts";
 import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
 import type { CommandState } from "./mod.ts";
@@ -53,31 +66,38 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--json", "print one JSON document").action((options) => {
       const { config, settings } = load(io);
       const records = read(config);
+      // The gateway's own route table decides what is served, and says why not.
+      const problems = [...settings.routeProblems];
+      const table = new RouteTable({
+        file: config.paths.subscriptions,
+        staticRoutes: settings.routes,
+        report: (problem) => problems.push(problem),
+      });
       const dynamic = dynamicRoutes(records, config.paths.subscriptions);
       const routes = [...settings.routes, ...dynamic.routes];
-      const rows = routes.map((route) => listRow(settings, route));
+      const rows = routes.map((route) => listRow(settings, route, table.get(route.name)));
       if (options.json) {
         return printJson(io, {
           enabled: settings.enabled,
           base_url: webhookBaseUrl(settings),
           subscriptions: rows,
-          problems: [...settings.routeProblems, ...dynamic.problems],
+          problems,
         });
       }
       if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);
-      for (const problem of [...settings.routeProblems, ...dynamic.problems]) {
-        io.err(`warning: ${problem}\n`);
-      }
+      for (const problem of problems) io.err(`warning: ${problem}\n`);
       if (rows.length === 0) {
         io.out("No subscriptions. Create one with `agent webhook subscribe <name>`.\n");
         return;
       }
       for (const row of rows) {
-        io.out(`${row.name}${row.source === "static" ? " (static, config.yaml)" : ""}\n`);
+        const source = row.source === "static" ? " (static, config.yaml)" : "";
+        const tag = row.status === "active" ? "" : ` [${row.status.replace("_", " ")}]`;
+        io.out(`${row.name}${source}${tag}\n`);
         io.out(`  url:     ${row.webhook_url}\n`);
         io.out(`  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}\n`);
         io.out(`  deliver: ${row.deliver}${row.deliver_only ? " (direct, no agent run)" : ""}\n`);
-        if (!row.enabled) io.out("  enabled: false\n");
+        if (row.status_reason) io.out(`  status:  ${row.status_reason}\n`);
         if (row.description) io.out(`  ${row.description}\n`);
       }
     });
@@ -128,33 +148,43 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const script = options.script?.trim();
       if (script !== undefined) checkScriptName(script);
-      const records = read(config);
-      const previous = records[name];
-      const extra: Record<string, unknown> = { ...previous?.deliver_extra };
+      const givenSecret = options.secret?.trim();
+      if (givenSecret !== undefined) {
+        if (givenSecret === "") {
+          throw new UsageError("--secret is empty; leave it out to keep or generate a secret");
+        }
+        const problem = checkSecret(givenSecret);
+        if (problem !== true) throw new UsageError(`--secret: ${problem}`);
+      }
+      const extra: Record<string, unknown> = {};
       for (const pair of options.deliverExtra) {
         const at = pair.indexOf("=");
-        if (at <= 0) throw new UsageError(`--deliver-extra takes KEY=VALUE, got '${pair}'`);
-        extra[pair.slice(0, at).trim()] = pair.slice(at + 1);
+        const key = at > 0 ? pair.slice(0, at).trim() : "";
+        if (!key) throw new UsageError(`--deliver-extra takes KEY=VALUE, got '${pair}'`);
+        extra[key] = pair.slice(at + 1);
       }
       if (options.deliverChatId !== undefined) extra.chat_id = options.deliverChatId;
-      const secret = options.secret?.trim() || previous?.secret || generateSecret();
-      if (options.secret !== undefined && options.secret.trim() === "") {
-        throw new UsageError("--secret is empty; leave it out to keep or generate a secret");
-      }
-      const record: SubscriptionRecord = {
-        description: options.description ?? defaultDescription(name),
-        events: options.events ? splitList(options.events) : [],
-        secret,
-        prompt: options.prompt ?? "",
-        skills: options.skills ? splitList(options.skills) : [],
-        deliver,
-        created_at: createdAtNow(io.now()),
-        ...(options.deliverOnly ? { deliver_only: true } : {}),
-        ...(script ? { script } : {}),
-        ...(Object.keys(extra).length > 0 ? { deliver_extra: extra } : {}),
-      };
-      records[name] = record;
-      writeSubscriptions(config.paths.subscriptions, records);
+      const warnings = checkDeliverExtra(deliver as DeliveryTargetName, extra, config);
+      const { record, previous } = update(config, (records) => {
+        const previous = records[name];
+        // Re-subscribing replaces the record; only the secret is kept (decisions.md §6).
+        const kept = typeof previous?.secret === "string" ? previous.secret.trim() : "";
+        const record: SubscriptionRecord = {
+          description: options.description ?? defaultDescription(name),
+          events: options.events ? splitList(options.events) : [],
+          secret: givenSecret || kept || generateSecret(),
+          prompt: options.prompt ?? "",
+          skills: options.skills ? splitList(options.skills) : [],
+          deliver,
+          created_at: createdAtNow(io.now()),
+          ...(options.deliverOnly ? { deliver_only: true } : {}),
+          ...(script ? { script } : {}),
+          ...(Object.keys(extra).length > 0 ? { deliver_extra: extra } : {}),
+        };
+        records[name] = record;
+        return { record, previous };
+      });
+      const secret = record.secret;
       const url = routeUrl(settings, name);
       const scriptMissing = script !== undefined && !isFile(join(config.paths.scripts, script));
       if (options.json) {
@@ -178,32 +208,43 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       if (scriptMissing) {
         io.err(`warning: ${join(config.paths.scripts, script!)} does not exist yet\n`);
       }
+      for (const warning of warnings) io.err(`warning: ${warning}\n`);
       if (!settings.enabled) io.err(`warning: ${NOT_ENABLED}\n`);
     });
 
-  webhook.command("remove").alias("rm").description("remove a subscription")
+  webhook.command("remove").alias("rm").description(
+    "remove a subscription (a static route of config.yaml is removed there)",
+  )
     .argument("<name>", "subscription name").option("--json", "print one JSON document")
     .action((rawName, options) => {
-      const { config, settings } = load(io);
+      const { config } = load(io);
       const name = normaliseRouteName(rawName);
-      if (settings.routes.some((route) => route.name === name)) {
-        throw new CliError(
-          `'${name}' is a static route in ${config.paths.config}; remove it there`,
-        );
-      }
+      const staticAt = staticRouteLocation(config, name);
       const records = read(config);
       if (name.startsWith("invalid") || !Object.hasOwn(records, name)) {
-        const names = Object.keys(records);
-        throw new CliError(
-          `no subscription named '${rawName}'${
-            names.length > 0 ? ` (have: ${names.join(", ")})` : ""
-          }`,
+        if (staticAt) {
+          throw new CliError(
+            `'${name}' is a static route at ${staticAt}, not a subscription; remove it there ` +
+              "(and restart the gateway)",
+          );
+        }
+        throw noSubscription(rawName, records);
+      }
+      update(config, (current) => {
+        // Another command may have removed it since it was read.
+        if (!Object.hasOwn(current, name)) throw noSubscription(rawName, current);
+        delete current[name];
+      });
+      if (options.json) {
+        return printJson(io, { removed: name, ...(staticAt ? { static_route_kept: true } : {}) });
+      }
+      io.out(`Subscription '${name}' removed.\n`);
+      if (staticAt) {
+        io.out(
+          `The static route '${name}' at ${staticAt} stays; it is the one the gateway serves. ` +
+            "Remove it there if you no longer want it.\n",
         );
       }
-      delete records[name];
-      writeSubscriptions(config.paths.subscriptions, records);
-      if (options.json) return printJson(io, { removed: name });
-      io.out(`Subscription '${name}' removed.\n`);
     });
 
   webhook.command("test").description(
@@ -289,7 +330,58 @@ function read(config: ResolvedConfig): Record<string, SubscriptionRecord> {
   }
 }
 
-function listRow(settings: WebhookSettings, route: Route) {
+/** Changes the subscriptions file under its lock (see `updateSubscriptions`). */
+function update<T>(
+  config: ResolvedConfig,
+  change: (records: Record<string, SubscriptionRecord>) => T,
+): T {
+  try {
+    return updateSubscriptions(config.paths.subscriptions, change);
+  } catch (error) {
+    if (error instanceof SubscriptionFileError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+function noSubscription(rawName: string, records: Record<string, SubscriptionRecord>): CliError {
+  const names = Object.keys(records);
+  return new CliError(
+    `no subscription named '${rawName}'${names.length > 0 ? ` (have: ${names.join(", ")})` : ""}`,
+  );
+}
+
+/** `<config.yaml>:<line> (platforms.webhook.extra.routes.<name>)` when that key exists. */
+function staticRouteLocation(config: ResolvedConfig, name: string): string | undefined {
+  const routes = config.source.get("platforms.webhook.extra.routes");
+  if (!isPlainObject(routes) || !Object.hasOwn(routes, name)) return undefined;
+  const key = `platforms.webhook.extra.routes.${name}`;
+  const line = config.source.lineOf(key);
+  return `${config.source.file}${line === undefined ? "" : `:${line}`} (${key})`;
+}
+
+/** What the gateway does with a route: the same answer `list` prints. */
+type RouteStatus = "active" | "disabled" | "shadowed" | "not_served";
+
+function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | undefined) {
+  let status: RouteStatus = "active";
+  let reason: string | null = null;
+  if (served?.source === route.source) {
+    if (!route.enabled) {
+      status = "disabled";
+      reason = "disabled (enabled: false): requests are answered 403";
+    }
+  } else if (route.source === "dynamic" && served?.source === "static") {
+    status = "shadowed";
+    reason = `not served: the static route '${route.name}' of config.yaml has this name and ` +
+      `answers instead. Fix: \`agent webhook remove ${route.name}\` deletes this subscription ` +
+      "(the static route stays), or subscribe again under another name";
+  } else {
+    status = "not_served";
+    reason = "not served (requests are answered 404) until the problems listed for it are fixed" +
+      (route.source === "static"
+        ? " in config.yaml and the gateway restarted"
+        : "; the gateway picks up the fixed record without a restart");
+  }
   return {
     name: route.name,
     source: route.source,
@@ -301,8 +393,105 @@ function listRow(settings: WebhookSettings, route: Route) {
     skills: route.skills,
     script: route.script ?? null,
     enabled: route.enabled,
+    status,
+    status_reason: reason,
     created_at: route.createdAt ?? null,
   };
+}
+
+/** A `deliver_extra` value holding a `{a.b}` placeholder is checked after rendering instead. */
+const PLACEHOLDER = /\{[A-Za-z0-9_.]+\}/;
+
+/** The chat targets: their check, home-channel variable and a template example. */
+const CHAT_TARGETS: Partial<
+  Record<DeliveryTargetName, [(value: unknown, field: string) => Checked<unknown>, string]>
+> = {
+  telegram: [checkTelegramChat, "TELEGRAM_HOME_CHANNEL"],
+  discord: [checkDiscordChannel, "DISCORD_HOME_CHANNEL"],
+  slack: [checkSlackChannel, "SLACK_HOME_CHANNEL"],
+};
+
+/** The keys a code-host target cannot work without, with their check and a template example. */
+const REQUIRED_KEYS: Partial<
+  Record<
+    DeliveryTargetName,
+    [string, (value: unknown, field: string) => Checked<unknown>, string][]
+  >
+> = {
+  github_comment: [
+    ["repo", checkGithubRepo, "repo={repository.full_name}"],
+    ["number", checkItemNumber, "number={issue.number}"],
+  ],
+  gitlab_comment: [
+    ["project", checkGitlabProject, "project={project.path_with_namespace}"],
+    ["iid", checkItemNumber, "iid={object_attributes.iid}"],
+  ],
+};
+
+/**
+ * Checks literal `deliver_extra` values with the checks delivery applies, so a value that can
+ * never work is refused now rather than failing every event; templated values are checked after
+ * each payload fills them, as before. Returns warnings for what may still be set later.
+ */
+function checkDeliverExtra(
+  deliver: DeliveryTargetName,
+  extra: Record<string, unknown>,
+  config: { secrets: SecretScope; paths: { dotenv: string } },
+): string[] {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const literal = (value: unknown) => !(typeof value === "string" && PLACEHOLDER.test(value));
+  const chat = CHAT_TARGETS[deliver];
+  if (chat) {
+    const [check, homeVariable] = chat;
+    const given = extra.chat_id;
+    if (typeof given === "string" && given.trim() === "") {
+      problems.push(
+        `--deliver-chat-id is empty. Fix: give the chat, or leave it out to use ${homeVariable}`,
+      );
+    } else if (given !== undefined && literal(given)) {
+      const checked = check(given, "deliver_extra.chat_id");
+      if (!checked.ok) {
+        problems.push(
+          `--deliver-chat-id: ${checked.error}. Fix: the chat as ${deliver} shows it, or leave ` +
+            `it out to use ${homeVariable}`,
+        );
+      }
+    } else if (given === undefined && !config.secrets.get(homeVariable)?.trim()) {
+      warnings.push(
+        `no chat to deliver to: deliveries fail until you subscribe again with ` +
+          `--deliver-chat-id or set ${homeVariable} in ${config.paths.dotenv}`,
+      );
+    }
+  }
+  for (const [key, check, example] of REQUIRED_KEYS[deliver] ?? []) {
+    const value = extra[key];
+    if (value === undefined) {
+      problems.push(
+        `--deliver ${deliver} needs --deliver-extra ${key}=… (a value, or a template such as ` +
+          `${example}); to answer on the item the event came from, use --deliver origin`,
+      );
+    } else if (literal(value)) {
+      const checked = check(value, `deliver_extra.${key}`);
+      if (!checked.ok) {
+        problems.push(
+          `--deliver-extra ${key}: ${checked.error}. Fix: a valid value, or a template such as ` +
+            example,
+        );
+      }
+    }
+  }
+  const kind = extra.kind;
+  if (deliver === "gitlab_comment" && kind !== undefined && literal(kind)) {
+    if (kind !== "issue" && kind !== "merge_request") {
+      problems.push(
+        `--deliver-extra kind: ${JSON.stringify(kind)} is not a GitLab item kind. Fix: ` +
+          "kind=issue (the default) or kind=merge_request",
+      );
+    }
+  }
+  if (problems.length > 0) throw new UsageError(problems.join("\n"));
+  return warnings;
 }
 
 /** A script is a file name under `<home>/scripts/`: no absolute path, no `..`. */

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { isPlainObject } from "../home/config.ts";
+import { standardWebhookSignature } from "./signatures.ts";
 
 /** Where a message goes after a run (or directly, with `deliver_only`). */
 export const DELIVERY_TARGETS = [
@@ -105,6 +106,46 @@ export function isValidRouteName(name: string): boolean {
  */
 export function generateSecret(): string {
   return randomBytes(32).toString("base64url");
+}
+
+/**
+ * Checks a secret a user chose (a subscription's `--secret`, the global one of `gateway setup`):
+ * 16 to 512 visible ASCII characters without a single quote (it must survive `.env` and shell
+ * quoting), and a `whsec_` secret must be `whsec_` + base64, as Standard Webhooks senders sign
+ * with its decoded bytes (an undecodable one would make every request fail with 401).
+ *
+ * @param value The secret as given.
+ * @param generateHint How to have a secret generated instead, for the message of a short one.
+ * @returns `true`, or what is wrong and what to use instead.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkSecret } from "./routes.ts";
+ * assert.equal(checkSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), true);
+ * assert.match(String(checkSecret("abc")), /at least 16 characters/);
+ * assert.match(String(checkSecret("whsec_!!!notbase64!!!")), /base64/);
+ * ```
+ */
+export function checkSecret(
+  value: string,
+  generateHint = "leave it out to have one generated",
+): true | string {
+  if (value.length < 16) return `use at least 16 characters (or ${generateHint})`;
+  if (value.length > 512) return "use at most 512 characters";
+  if (!/^[\x21-\x7e]+$/.test(value) || value.includes("'")) {
+    return "use visible ASCII characters only: no spaces, line breaks or single quotes";
+  }
+  if (value.startsWith("whsec_")) {
+    try {
+      standardWebhookSignature(value, "check", 0, "");
+    } catch {
+      return "a whsec_ secret is whsec_ followed by base64 (A-Z, a-z, 0-9, + and /, padded " +
+        "with =), as the sender shows it; copy it again from the sender, or use a secret " +
+        "without the whsec_ prefix";
+    }
+  }
+  return true;
 }
 
 /** A timestamp as the subscription file stores it: UTC `YYYY-MM-DDTHH:MM:SSZ`. */

@@ -11,7 +11,9 @@ import {
   parseBoolish,
   type ResolvedConfig,
 } from "../home/config.ts";
-import type { ConfigError } from "../home/errors.ts";
+import { ConfigError } from "../home/errors.ts";
+import { readTextIfExists } from "../home/files.ts";
+import type { HomePaths } from "../home/paths.ts";
 import { type Route, routeFromRaw } from "./routes.ts";
 
 /** The webhook platform as configured. */
@@ -56,8 +58,16 @@ export const WEBHOOK_DEFAULTS = {
 const BASE = "platforms.webhook";
 const EXTRA = `${BASE}.extra`;
 
+/** What {@linkcode readWebhookSettings} reads: `config.yaml`, and `.env` over the environment. */
+export type WebhookConfig = Pick<ResolvedConfig, "source" | "secrets"> & {
+  /** Where `.env` is, to name it (and the line) in the error of a malformed variable. */
+  paths?: Pick<HomePaths, "dotenv">;
+};
+
 /**
- * Resolves the webhook settings. Malformed values are `ConfigError`s naming the key and fix.
+ * Resolves the webhook settings. Malformed values are `ConfigError`s naming the key and fix; a
+ * malformed variable (`WEBHOOK_PORT=abc`) names where it was set: `<home>/.env` and its line, or
+ * the environment.
  *
  * @example
  * ```ts
@@ -71,11 +81,15 @@ const EXTRA = `${BASE}.extra`;
  * assert(settings.enabled && settings.port === 9000);
  * ```
  */
-export function readWebhookSettings(
-  config: Pick<ResolvedConfig, "source" | "secrets">,
-): WebhookSettings {
+export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
   const { source, secrets } = config;
-  const envEnabled = envBoolean(source, secrets, "WEBHOOK_ENABLED", `${BASE}.enabled`);
+  checkSections(source);
+  const envEnabled = envBoolean(
+    config,
+    "WEBHOOK_ENABLED",
+    `(it overrides ${BASE}.enabled of config.yaml)`,
+    true,
+  );
   let enabled = source.boolean(`${BASE}.enabled`) ?? false;
   let enabledBy = source.boolean(`${BASE}.enabled`) === undefined
     ? "default (off)"
@@ -89,7 +103,13 @@ export function readWebhookSettings(
     ? portFrom(
       envPort,
       () =>
-        source.error(`${EXTRA}.port`, `WEBHOOK_PORT=${envPort} is not a port`, "use 1 to 65535"),
+        variableError(
+          config,
+          "WEBHOOK_PORT",
+          `WEBHOOK_PORT=${envPort} is not a port (it overrides ${EXTRA}.port of config.yaml)`,
+          "a port from 1 to 65535",
+          true,
+        ),
     )
     : portAt(source, `${EXTRA}.port`) ?? WEBHOOK_DEFAULTS.port;
   const host = source.string(`${EXTRA}.host`)?.trim() || undefined;
@@ -144,11 +164,10 @@ export function readWebhookSettings(
     scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
     // A typo must not quietly leave a test setup signed, or quietly open a real one.
     insecureNoAuth: envBoolean(
-      source,
-      secrets,
+      config,
       "INSECURE_NO_AUTH",
-      `${EXTRA}.host`,
-      "set INSECURE_NO_AUTH to true or false (in .env or the environment), or remove it",
+      "(it lets routes without a secret accept unsigned requests when host is loopback)",
+      false,
     ) ?? false,
     routes,
     routeProblems: problems,
@@ -221,20 +240,92 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
 
 /**
  * A boolean variable of `.env` or the environment: `undefined` when unset or blank; a value that
- * is not a boolean is a ConfigError at `key` (the setting it stands for or is about).
+ * is not a boolean is a ConfigError naming where it was set.
  */
 function envBoolean(
-  source: ConfigSource,
-  secrets: ResolvedConfig["secrets"],
+  config: WebhookConfig,
   name: string,
-  key: string,
-  fix = `set ${name} to true or false (in .env or the environment)`,
+  role: string,
+  setupRewrites: boolean,
 ): boolean | undefined {
-  const value = secrets.get(name)?.trim();
+  const value = config.secrets.get(name)?.trim();
   if (!value) return undefined;
   const parsed = parseBoolish(value);
-  if (parsed === undefined) throw source.error(key, `${name}=${value} is not true or false`, fix);
+  if (parsed === undefined) {
+    throw variableError(
+      config,
+      name,
+      `${name}=${value} is not true or false ${role}`,
+      "true or false",
+      setupRewrites,
+    );
+  }
   return parsed;
+}
+
+/**
+ * The error of a malformed variable, located where its value came from: the line of
+ * `<home>/.env` (which wins over the environment), else the environment.
+ */
+function variableError(
+  config: WebhookConfig,
+  name: string,
+  problem: string,
+  expected: string,
+  setupRewrites: boolean,
+): ConfigError {
+  if (config.secrets.source(name) === ".env") {
+    const file = config.paths?.dotenv ?? "<home>/.env";
+    const text = config.paths ? readTextIfExists(config.paths.dotenv) : undefined;
+    return new ConfigError(
+      { file, key: name, line: text === undefined ? undefined : dotenvLineOf(text, name) },
+      problem,
+      `set ${name} to ${expected} in ${file}, or delete that line` +
+        (setupRewrites ? " (`agent gateway setup` also rewrites it)" : ""),
+    );
+  }
+  return new ConfigError(
+    { file: "the environment", key: name, line: undefined },
+    problem,
+    `set ${name} to ${expected} in the environment, or unset it (\`unset ${name}\`)`,
+  );
+}
+
+/** The 1-based line of the last assignment of `name` in dotenv text (the one that counts). */
+function dotenvLineOf(text: string, name: string): number | undefined {
+  const assignment = new RegExp(`^\\s*(?:export\\s+)?${name}(?:\\s*=|:\\s)`);
+  let found: number | undefined;
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (assignment.test(line)) found = index + 1;
+  });
+  return found;
+}
+
+/**
+ * `platforms`, `platforms.webhook` and its `extra` must be mappings (or empty: a key whose
+ * children are all commented out is null). A list or a string there would silently hide every
+ * setting below it.
+ */
+function checkSections(source: ConfigSource): void {
+  const sections: [string, string][] = [
+    ["platforms", "webhook:"],
+    [BASE, "enabled: true"],
+    [EXTRA, "port: 8644"],
+  ];
+  for (const [key, example] of sections) {
+    const value = source.get(key);
+    if (value === undefined || value === null) return;
+    if (!isPlainObject(value)) {
+      throw source.error(
+        key,
+        `expected a mapping of settings, got ${
+          Array.isArray(value) ? "a list" : `${typeof value} ${JSON.stringify(value)}`
+        }`,
+        `write it as a mapping, with its keys indented below it (e.g. \`${example}\`), or ` +
+          "delete it",
+      );
+    }
+  }
 }
 
 function portFrom(text: string, error: () => ConfigError): number {

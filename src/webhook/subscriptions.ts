@@ -1,12 +1,21 @@
 /**
  * `<home>/webhook_subscriptions.json`: the dynamic routes that `agent webhook subscribe` creates.
  * One JSON object keyed by subscription name. Written atomically with mode 0600 (it holds
- * secrets); a corrupt file is reported and never overwritten.
+ * secrets); a corrupt file is reported and never overwritten. Changes go through
+ * {@linkcode updateSubscriptions}, which holds an exclusive lock on `<file>.lock` from the read to
+ * the write, so two commands run at once cannot lose each other's record.
  *
  * @module
  */
+import { dirname } from "node:path";
 import { isPlainObject } from "../home/config.ts";
-import { readTextIfExists, restrictFileMode, writeFileAtomic } from "../home/files.ts";
+import {
+  ensurePrivateDir,
+  PRIVATE_FILE_MODE,
+  readTextIfExists,
+  restrictFileMode,
+  writeFileAtomic,
+} from "../home/files.ts";
 import { isValidRouteName, type Route, routeFromRaw, type SubscriptionRecord } from "./routes.ts";
 
 /** The subscription file cannot be used as it is. */
@@ -62,6 +71,57 @@ export function writeSubscriptions(
 ): void {
   writeFileAtomic(file, JSON.stringify(records, null, 2) + "\n", { mode: 0o600 });
   restrictFileMode(file);
+}
+
+/**
+ * Reads the records, lets `change` edit them, and writes them back, all under an exclusive lock
+ * on `<file>.lock` (created 0600 next to the file and kept: removing it would let a waiting
+ * process lock a file nobody else sees). Other processes doing the same wait their turn, so
+ * parallel `agent webhook subscribe` runs all keep their records. Readers need no lock: every
+ * write is an atomic rename. When `change` throws, or the file is corrupt, nothing is written.
+ *
+ * @param file `<home>/webhook_subscriptions.json`.
+ * @param change Edits the records in place; its result is returned.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { readSubscriptions, updateSubscriptions } from "./subscriptions.ts";
+ * const file = `${await Deno.makeTempDir()}/webhook_subscriptions.json`;
+ * updateSubscriptions(file, (records) => {
+ *   records.ci = {
+ *     description: "CI",
+ *     events: [],
+ *     secret: "0123456789abcdef",
+ *     prompt: "",
+ *     skills: [],
+ *     deliver: "log",
+ *     created_at: "2026-03-10T12:00:00Z",
+ *   };
+ * });
+ * assert.deepEqual(Object.keys(readSubscriptions(file)), ["ci"]);
+ * ```
+ */
+export function updateSubscriptions<T>(
+  file: string,
+  change: (records: Record<string, SubscriptionRecord>) => T,
+): T {
+  ensurePrivateDir(dirname(file));
+  const lock = Deno.openSync(`${file}.lock`, {
+    read: true,
+    write: true,
+    create: true,
+    mode: PRIVATE_FILE_MODE,
+  });
+  try {
+    lock.lockSync(true);
+    const records = readSubscriptions(file);
+    const result = change(records);
+    writeSubscriptions(file, records);
+    return result;
+  } finally {
+    lock.close(); // closing releases the lock
+  }
 }
 
 /**

@@ -52,8 +52,8 @@ Deno.test("subscribe again keeps the secret unless --secret is given", async () 
   assert.match(again.stdout, /updated/);
   assert.equal(subscriptions(h.home).ci.secret, first);
   assert.equal(subscriptions(h.home).ci.prompt, "x");
-  await cli(h.home, ["webhook", "subscribe", "ci", "--secret", "mine"]);
-  assert.equal(subscriptions(h.home).ci.secret, "mine");
+  await cli(h.home, ["webhook", "subscribe", "ci", "--secret", "mine-0123456789ab"]);
+  assert.equal(subscriptions(h.home).ci.secret, "mine-0123456789ab");
 });
 
 Deno.test("subscribe refuses bad names, unknown targets, --deliver-only with log, script escapes", async () => {

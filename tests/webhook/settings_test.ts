@@ -64,16 +64,19 @@ function assertConfigError(
     line: number | undefined;
     problem: string | RegExp;
     fix: string | RegExp;
+    /** Default: FILE (config.yaml). */
+    file?: string;
   },
 ): void {
+  const file = expected.file ?? FILE;
   assert.equal(error.name, "ConfigError");
-  assert.deepEqual(error.location, { file: FILE, key: expected.key, line: expected.line });
+  assert.deepEqual(error.location, { file, key: expected.key, line: expected.line });
   if (typeof expected.problem === "string") assert.equal(error.problem, expected.problem);
   else assert.match(error.problem, expected.problem);
   assert.ok(error.fix, "a fix is given");
   if (typeof expected.fix === "string") assert.equal(error.fix, expected.fix);
   else assert.match(error.fix, expected.fix);
-  const where = expected.line === undefined ? FILE : `${FILE}:${expected.line}`;
+  const where = expected.line === undefined ? file : `${file}:${expected.line}`;
   assert.ok(
     error.message.startsWith(`${where} (key ${expected.key}): ${error.problem}. Fix: `),
     error.message,
@@ -433,48 +436,97 @@ Deno.test("readWebhookSettings: INSECURE_NO_AUTH is on only for a true-like valu
   assert.equal(settingsOf("").insecureNoAuth, false);
 });
 
-Deno.test("readWebhookSettings: an INSECURE_NO_AUTH that is not a boolean stops with the fix", () => {
+Deno.test("readWebhookSettings: an INSECURE_NO_AUTH that is not a boolean names .env or the environment", () => {
   for (const value of ["maybe", "2", "ture"]) {
-    const pairs: [Record<string, string>, Record<string, string>][] = [
-      [{ INSECURE_NO_AUTH: value }, {}],
-      [{}, { INSECURE_NO_AUTH: value }],
-    ];
-    for (const [dotenv, env] of pairs) {
-      assertConfigError(configError(() => settingsOf("", dotenv, env)), {
-        key: `${EXTRA}.host`,
-        line: undefined,
-        problem: `INSECURE_NO_AUTH=${value} is not true or false`,
-        fix: /set INSECURE_NO_AUTH to true or false \(in \.env or the environment\), or remove it/,
-      });
-    }
+    const problem = `INSECURE_NO_AUTH=${value} is not true or false (it lets routes without a ` +
+      "secret accept unsigned requests when host is loopback)";
+    assertConfigError(configError(() => settingsOf("", { INSECURE_NO_AUTH: value })), {
+      file: "<home>/.env",
+      key: "INSECURE_NO_AUTH",
+      line: undefined,
+      problem,
+      fix: "set INSECURE_NO_AUTH to true or false in <home>/.env, or delete that line",
+    });
+    assertConfigError(configError(() => settingsOf("", {}, { INSECURE_NO_AUTH: value })), {
+      file: "the environment",
+      key: "INSECURE_NO_AUTH",
+      line: undefined,
+      problem,
+      fix: "set INSECURE_NO_AUTH to true or false in the environment, or unset it " +
+        "(`unset INSECURE_NO_AUTH`)",
+    });
   }
 });
 
 // --- malformed values ----------------------------------------------------------------------
 
-Deno.test("readWebhookSettings: WEBHOOK_ENABLED=maybe names the key, the variable and the fix", () => {
+Deno.test("readWebhookSettings: WEBHOOK_ENABLED=maybe names where it was set, never config.yaml", () => {
+  const problem = "WEBHOOK_ENABLED=maybe is not true or false (it overrides " +
+    "platforms.webhook.enabled of config.yaml)";
   const error = configError(() =>
     settingsOf(enabledYaml("true"), {}, { WEBHOOK_ENABLED: "maybe" })
   );
   assertConfigError(error, {
-    key: ENABLED,
-    line: 3,
-    problem: "WEBHOOK_ENABLED=maybe is not true or false",
-    fix: "set WEBHOOK_ENABLED to true or false (in .env or the environment)",
+    file: "the environment",
+    key: "WEBHOOK_ENABLED",
+    line: undefined,
+    problem,
+    fix: "set WEBHOOK_ENABLED to true or false in the environment, or unset it " +
+      "(`unset WEBHOOK_ENABLED`)",
   });
   assert.equal(
     error.message,
-    "/h/config.yaml:3 (key platforms.webhook.enabled): WEBHOOK_ENABLED=maybe is not true or false. " +
-      "Fix: set WEBHOOK_ENABLED to true or false (in .env or the environment)",
+    `the environment (key WEBHOOK_ENABLED): ${problem}. Fix: set WEBHOOK_ENABLED to true or ` +
+      "false in the environment, or unset it (`unset WEBHOOK_ENABLED`)",
   );
-  // Without the key in config.yaml there is no line to point at.
-  const fromDotenv = configError(() => settingsOf("", { WEBHOOK_ENABLED: " maybe " }));
+  const fromDotenv = configError(() =>
+    settingsOf(enabledYaml("true"), { WEBHOOK_ENABLED: " maybe " })
+  );
   assertConfigError(fromDotenv, {
-    key: ENABLED,
+    file: "<home>/.env",
+    key: "WEBHOOK_ENABLED",
     line: undefined,
-    problem: "WEBHOOK_ENABLED=maybe is not true or false",
-    fix: /WEBHOOK_ENABLED/,
+    problem,
+    fix: "set WEBHOOK_ENABLED to true or false in <home>/.env, or delete that line " +
+      "(`agent gateway setup` also rewrites it)",
   });
+});
+
+Deno.test("readWebhookSettings: a malformed variable of .env names the file and its line", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const dotenv = `${dir}/.env`;
+    const text = "# mine\nWEBHOOK_PORT=9000\nINSECURE_NO_AUTH=maybe\nexport WEBHOOK_PORT=abc\n";
+    Deno.writeTextFileSync(dotenv, text);
+    const read = (name: string) => () =>
+      readWebhookSettings({
+        source: ConfigSource.parse(FILE, enabledYaml("true")),
+        secrets: SecretScope.fromText(text, (n) => n === name ? "true" : undefined),
+        paths: { dotenv },
+      });
+    // The last assignment is the one dotenv keeps, so that is the line named.
+    assertConfigError(configError(read("")), {
+      file: dotenv,
+      key: "WEBHOOK_PORT",
+      line: 4,
+      problem: "WEBHOOK_PORT=abc is not a port (it overrides platforms.webhook.extra.port of " +
+        "config.yaml)",
+      fix: `set WEBHOOK_PORT to a port from 1 to 65535 in ${dotenv}, or delete that line ` +
+        "(`agent gateway setup` also rewrites it)",
+    });
+    Deno.writeTextFileSync(dotenv, "INSECURE_NO_AUTH=maybe\n");
+    const error = configError(() =>
+      readWebhookSettings({
+        source: ConfigSource.parse(FILE, ""),
+        secrets: SecretScope.fromText("INSECURE_NO_AUTH=maybe\n", () => undefined),
+        paths: { dotenv },
+      })
+    );
+    assert.match(error.message, new RegExp(`^${dotenv}:1 \\(key INSECURE_NO_AUTH\\): `));
+    assert.doesNotMatch(error.message, /config\.yaml/);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
 });
 
 Deno.test("readWebhookSettings: a malformed platforms.webhook.enabled is a ConfigError", () => {
@@ -488,17 +540,41 @@ Deno.test("readWebhookSettings: a malformed platforms.webhook.enabled is a Confi
   }
 });
 
-Deno.test("readWebhookSettings: a malformed WEBHOOK_PORT names extra.port and the range", () => {
+Deno.test("readWebhookSettings: a malformed WEBHOOK_PORT names the variable, its source and the range", () => {
   for (const value of ["0", "70000", "65536", "abc", "-1", "80.5", "80 80"]) {
     for (const yaml of ["", extraYaml("port: 9001")]) {
       const error = configError(() => settingsOf(yaml, {}, { WEBHOOK_PORT: value }));
       assertConfigError(error, {
-        key: `${EXTRA}.port`,
-        line: yaml === "" ? undefined : 4,
-        problem: `WEBHOOK_PORT=${value} is not a port`,
-        fix: "use 1 to 65535",
+        file: "the environment",
+        key: "WEBHOOK_PORT",
+        line: undefined,
+        problem: `WEBHOOK_PORT=${value} is not a port (it overrides ${EXTRA}.port of config.yaml)`,
+        fix: "set WEBHOOK_PORT to a port from 1 to 65535 in the environment, or unset it " +
+          "(`unset WEBHOOK_PORT`)",
       });
     }
+  }
+});
+
+Deno.test("readWebhookSettings: platforms, platforms.webhook or extra that is not a mapping is a ConfigError", () => {
+  const cases: [string, string, number, string][] = [
+    ["platforms: []\n", "platforms", 1, "a list"],
+    ['platforms: "x"\n', "platforms", 1, 'string "x"'],
+    ["platforms:\n  webhook: [1]\n", "platforms.webhook", 2, "a list"],
+    ['platforms:\n  webhook:\n    extra: "str"\n', EXTRA, 3, 'string "str"'],
+    ["platforms:\n  webhook:\n    extra: 5\n", EXTRA, 3, "number 5"],
+  ];
+  for (const [yaml, key, line, got] of cases) {
+    assertConfigError(configError(() => settingsOf(yaml)), {
+      key,
+      line,
+      problem: `expected a mapping of settings, got ${got}`,
+      fix: /^write it as a mapping, with its keys indented below it \(e\.g\. `.+`\), or delete it$/,
+    });
+  }
+  // A section whose keys are all commented out is null: the defaults apply.
+  for (const yaml of ["platforms:\n", "platforms:\n  webhook:\n#    enabled: true\n"]) {
+    assert.equal(settingsOf(yaml).port, WEBHOOK_DEFAULTS.port);
   }
 });
 
