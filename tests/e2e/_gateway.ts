@@ -254,22 +254,11 @@ export interface InboxRow {
 
 /** The events of the inbox, read through a read-only connection (the gateway may be running). */
 export function inboxEvents(home: string): InboxRow[] {
-  const path = join(home, "gateway", "inbox.sqlite3");
-  try {
-    Deno.statSync(path);
-  } catch {
-    return [];
-  }
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    return db.prepare(
-      `SELECT id, route, delivery_id, state, run_attempts, delivery_attempts FROM events
-       ORDER BY created_at`,
-    ).all() as unknown as InboxRow[];
-  } finally {
-    db.close();
-  }
+  return inboxQuery(
+    home,
+    `SELECT id, route, delivery_id, state, run_attempts, delivery_attempts FROM events
+     ORDER BY created_at`,
+  ) as unknown as InboxRow[];
 }
 
 /**
@@ -299,21 +288,9 @@ export function inboxQuery(
 /** How many events of the inbox are in each state. */
 export function inboxCounts(home: string): Record<InboxRow["state"], number> {
   const counts = { queued: 0, running: 0, delivering: 0, done: 0, failed: 0 };
-  const path = join(home, "gateway", "inbox.sqlite3");
-  try {
-    Deno.statSync(path);
-  } catch {
-    return counts;
-  }
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    const rows = db.prepare("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
-    for (const row of rows as { state: InboxRow["state"]; n: number }[]) counts[row.state] = row.n;
-    return counts;
-  } finally {
-    db.close();
-  }
+  const rows = inboxQuery(home, "SELECT state, COUNT(*) AS n FROM events GROUP BY state");
+  for (const row of rows as { state: InboxRow["state"]; n: number }[]) counts[row.state] = row.n;
+  return counts;
 }
 
 /** Whether every event of the inbox has reached `done` or `failed` (nothing left to do). */
