@@ -11,7 +11,7 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
 import { setDotenvValues } from "../home/dotenv_edit.ts";
 import { closeLogging, configureLogging } from "../home/log.ts";
-import { Gateway } from "../gateway/gateway.ts";
+import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { generateSecret } from "../webhook/routes.ts";
 import { acceptsUnsigned, readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
@@ -67,6 +67,7 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       try {
         gateway = await Gateway.start({ config, env: io.env });
       } catch (error) {
+        if (error instanceof GatewayBusyError) throw new CliError(error.message);
         if (error instanceof Deno.errors.AddrInUse) {
           throw new CliError(
             `port ${settings.port} is in use: another gateway may be running. Set ` +

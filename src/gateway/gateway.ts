@@ -9,7 +9,9 @@ import type { RunResult } from "../agent/run.ts";
 import { AgentSession } from "../agent/session.ts";
 import { readAgentSettings } from "../agent/settings.ts";
 import { defaultApiBaseUrl, deliver, type DeliveryContext } from "../delivery/mod.ts";
+import { dirname } from "node:path";
 import type { ResolvedConfig } from "../home/config.ts";
+import { ensurePrivateDir } from "../home/files.ts";
 import { logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import { MetricsFlusher } from "../metrics/flusher.ts";
@@ -37,6 +39,29 @@ const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
 /** How often the inbox is pruned and the usage metrics flushed, unless told otherwise. */
 const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
 
+/** Another gateway already serves this `<home>`. */
+export class GatewayBusyError extends Error {
+  override name = "GatewayBusyError";
+}
+
+/**
+ * Takes the lock that makes a gateway the only one on its `<home>`: two would take each other's
+ * runs and claims for those of a crashed process at start, and run and deliver them twice.
+ * Held until the returned file is closed (or the process ends, however it ends).
+ */
+function lockHome(path: string): Deno.FsFile {
+  ensurePrivateDir(dirname(path));
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  if (!file.tryLockSync(true)) {
+    file.close();
+    throw new GatewayBusyError(
+      `another gateway is running on this home (it holds the lock ${path}). Stop it first, or ` +
+        "give this one a home of its own (AGENT_HOME)",
+    );
+  }
+  return file;
+}
+
 /**
  * A running gateway.
  *
@@ -55,6 +80,7 @@ export class Gateway {
   readonly #pool: WorkerPool;
   readonly #session: AgentSession | undefined;
   readonly #inbox: Inbox;
+  readonly #lock: Deno.FsFile;
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
@@ -66,6 +92,7 @@ export class Gateway {
     pool: WorkerPool;
     session: AgentSession | undefined;
     inbox: Inbox;
+    lock: Deno.FsFile;
     metrics: UsageMetrics;
   }) {
     this.settings = parts.settings;
@@ -73,6 +100,7 @@ export class Gateway {
     this.#pool = parts.pool;
     this.#session = parts.session;
     this.#inbox = parts.inbox;
+    this.#lock = parts.lock;
     this.#metrics = parts.metrics;
     this.#flusher = new MetricsFlusher(
       parts.metrics,
@@ -113,7 +141,17 @@ export class Gateway {
         problem: agent.modelProblem?.message,
       });
     }
-    const inbox = Inbox.open(config.paths.gatewayInbox);
+    let lock: Deno.FsFile | undefined;
+    let inbox: Inbox;
+    try {
+      lock = lockHome(`${config.paths.gatewayInbox}.lock`);
+      inbox = Inbox.open(config.paths.gatewayInbox);
+    } catch (error) {
+      lock?.close();
+      await session?.close();
+      metrics.close();
+      throw error;
+    }
     const delivery: DeliveryContext = {
       secrets: config.secrets,
       apiBaseUrl: (target) =>
@@ -201,12 +239,13 @@ export class Gateway {
       }, app.fetch);
     } catch (error) {
       inbox.close();
+      lock.close();
       await session?.close();
       metrics.close();
       throw error;
     }
     pool.start();
-    const gateway = new Gateway({ settings, server, pool, session, inbox, metrics });
+    const gateway = new Gateway({ settings, server, pool, session, inbox, lock, metrics });
     gateway.#housekeeping();
     const timer = setInterval(
       () => gateway.#housekeeping(),
@@ -239,6 +278,7 @@ export class Gateway {
       await this.#pool.stop();
       await this.#session?.close();
       this.#inbox.close();
+      this.#lock.close();
       this.#flusher.packageDue();
       this.#metrics.close();
       log.info("gateway stopped");

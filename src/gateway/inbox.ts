@@ -73,7 +73,7 @@ export interface Recovery {
   /** Runs put back in the queue. */
   requeued: number;
   /** Events whose run was interrupted too often: their notice is delivered instead. */
-  abandoned: string[];
+  abandoned: { id: string; deliveryId: string }[];
   /**
    * Delivery ids whose request the dead process had not answered (a script or a direct delivery
    * was under way): no longer claimed, so the sender's retry is served.
@@ -158,6 +158,13 @@ export class Inbox implements Disposable {
       this.#claim.run(route, deliveryId, nowMs + ttlMs, held ? 1 : 0, nowMs)
     );
     return Number(result.changes) > 0;
+  }
+
+  /** Whether the claim of `deliveryId` is held: its request is still being served. */
+  isHeld(route: string, deliveryId: string): boolean {
+    const row = this.#sql("SELECT held FROM claims WHERE route = ? AND delivery_id = ?")
+      .get(route, deliveryId) as { held: number } | undefined;
+    return row?.held === 1;
   }
 
   /**
@@ -259,12 +266,13 @@ export class Inbox implements Disposable {
     return this.#atomic(() => {
       const abandoned = this.#sql(
         `UPDATE events SET state = 'delivering', end_reason = 'interrupted', answer =
-           'The agent run for ' || route || ' (' || event || ') was interrupted ' ||
+           'The agent run for ' || route || ' (' || event || ', delivery ' || delivery_id ||
+           ') was interrupted ' ||
            run_attempts || ' times by a stop or crash of the gateway; it is not run again.',
            error = 'the run was interrupted ' || run_attempts || ' times',
            next_attempt_at = ?, leased = 0, updated_at = ?
-         WHERE state = 'running' AND run_attempts >= ? RETURNING id`,
-      ).all(nowMs, nowMs, maxRunAttempts) as { id: string }[];
+         WHERE state = 'running' AND run_attempts >= ? RETURNING id, delivery_id`,
+      ).all(nowMs, nowMs, maxRunAttempts) as { id: string; delivery_id: string }[];
       const requeued = this.#sql(
         "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
       ).run(nowMs, nowMs);
@@ -278,7 +286,7 @@ export class Inbox implements Disposable {
       ).run(nowMs);
       return {
         requeued: Number(requeued.changes),
-        abandoned: abandoned.map((row) => row.id),
+        abandoned: abandoned.map((row) => ({ id: row.id, deliveryId: row.delivery_id })),
         freedClaims: Number(freed.changes) + Number(resumable.changes),
       };
     });

@@ -104,12 +104,12 @@ export class WorkerPool {
         count: requeued,
       });
     }
-    for (const id of abandoned) {
+    for (const { id, deliveryId } of abandoned) {
       this.#o.log(
         "error",
-        "event {id}: its run was interrupted by a stop or crash too often; it is not run again " +
-          "(a notice is delivered instead)",
-        { id },
+        "event {id} (delivery {delivery_id}): its run was interrupted by a stop or crash too " +
+          "often; it is not run again (a notice is delivered instead)",
+        { id, delivery_id: deliveryId },
       );
     }
     this.wake();

@@ -339,15 +339,25 @@ function parseCondition(
       return undefined;
     case "equals":
     case "not_equals":
-    case "contains":
-      return { field, op, value };
-    case "in":
-      if (Array.isArray(value)) return { field, op, values: value };
+    case "contains": {
+      const inexact = inexactInteger(value);
+      if (inexact === undefined) return { field, op, value };
+      problems.push(inexactProblem(where, op, inexact));
+      return undefined;
+    }
+    case "in": {
+      if (Array.isArray(value)) {
+        const inexact = inexactInteger(value);
+        if (inexact === undefined) return { field, op, values: value };
+        problems.push(inexactProblem(where, op, inexact));
+        return undefined;
+      }
       problems.push(
         `${where}: \`in\` takes a list of values, e.g. \`in: [opened, reopened]\`, not ` +
           describe(value) + (typeof value === "string" ? "; use `equals` for a single value" : ""),
       );
       return undefined;
+    }
     case "in_file":
       if (typeof value === "string" && value.trim() !== "") {
         return { field, op, path: state.baseDir ? resolve(state.baseDir, value) : value };
@@ -588,6 +598,29 @@ function looseEqual(a: unknown, b: unknown): boolean {
       keys.every((key) => Object.hasOwn(b, key) && looseEqual(a[key], b[key]));
   }
   return false;
+}
+
+/**
+ * An integer in a filter's value that YAML or JSON already rounded (beyond 2^53 a number is not
+ * exact: `1234567890123456789` reads as `1234567890123456768`), so it could never match the id
+ * it was meant to; searched in lists and objects too.
+ */
+function inexactInteger(value: unknown, depth = 0): number | undefined {
+  if (typeof value === "number") {
+    return Number.isInteger(value) && !Number.isSafeInteger(value) ? value : undefined;
+  }
+  if (depth > 32 || typeof value !== "object" || value === null) return undefined;
+  for (const item of Object.values(value)) {
+    const found = inexactInteger(item, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+function inexactProblem(where: string, op: string, value: number): string {
+  return `${where}: \`${op}\` holds the number ${BigInt(value)}, too large to be exact (it is ` +
+    `rounded when read); write it in quotes, as the payload's digits, e.g. \`${op}: ` +
+    `"1234567890123456789"\` (numbers and strings compare by their digits)`;
 }
 
 function isScalar(value: unknown): value is string | number | boolean | bigint {

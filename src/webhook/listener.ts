@@ -85,6 +85,9 @@ type Env = {
 
 type Step = MiddlewareHandler<Env, "/webhooks/:name">;
 
+/** `Retry-After` of a 409 for a delivery id whose first request is still being served. */
+const IN_PROGRESS_RETRY_SECONDS = 10;
+
 /**
  * Builds the listener app.
  *
@@ -178,13 +181,46 @@ function readBody(deps: ListenerDeps): Step {
   };
 }
 
+/**
+ * Logs a refusal that anyone who can reach the port can cause, at most once a minute per route
+ * and kind, with how many more were refused since: a flood of bad requests must not flush the
+ * log's history out through its rotation.
+ */
+function refusalLog(deps: ListenerDeps) {
+  const windows = new Map<string, { start: number; more: number }>();
+  return (
+    level: "warning" | "error",
+    message: string,
+    properties: { route: string; [key: string]: unknown },
+  ) => {
+    const key = `${level} ${properties.route} ${message}`;
+    const now = deps.now();
+    const window = windows.get(key);
+    if (window && now - window.start < REFUSAL_LOG_INTERVAL_MS) {
+      window.more++;
+      return;
+    }
+    const more = window?.more ?? 0;
+    windows.set(key, { start: now, more: 0 });
+    deps.log(
+      level,
+      more > 0 ? `${message} ({more} more refused like it since the last such line)` : message,
+      more > 0 ? { ...properties, more } : properties,
+    );
+  };
+}
+
+/** Refusals of one kind on one route are logged at most this often. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+
 function authenticate(deps: ListenerDeps): Step {
+  const logRefusal = refusalLog(deps);
   return async (c, next) => {
     const route = c.get("route");
     const secret = route.secret ?? deps.settings.secret;
     if (!secret) {
       if (acceptsUnsigned(deps.settings)) return await next();
-      deps.log("error", "route {route} has no secret and no global secret is set", {
+      logRefusal("error", "route {route} has no secret and no global secret is set", {
         route: route.name,
       });
       return c.json({ error: "no secret is configured for this route" }, 403);
@@ -201,7 +237,7 @@ function authenticate(deps: ListenerDeps): Step {
       verdict = { ok: false as const, reason: "unreadable signature headers" };
     }
     if (!verdict.ok) {
-      deps.log("warning", "rejected a request to {route}: {reason}", {
+      logRefusal("warning", "rejected a request to {route}: {reason}", {
         route: route.name,
         reason: verdict.reason,
       });
@@ -289,6 +325,15 @@ function claimDelivery(deps: ListenerDeps): Step {
     // turn the sender's retry into a duplicate.
     const held = Boolean(script) || deliverOnly;
     if (!deps.inbox.claim(name, id, deps.now(), ttlMs, held)) {
+      if (deps.inbox.isHeld(name, id)) {
+        // The first request is still being served, and may yet fail: a 2xx now would make the
+        // sender drop the event if it does.
+        c.header("Retry-After", String(IN_PROGRESS_RETRY_SECONDS));
+        return c.json({
+          error: `delivery ${id} is still being processed; retry later`,
+          delivery_id: id,
+        }, 409);
+      }
       return c.json({ status: "duplicate", delivery_id: id });
     }
     c.set("claimHeld", held);
@@ -314,10 +359,15 @@ function runScript(deps: ListenerDeps): Step {
     );
     if (verdict.kind === "blocked") {
       deps.inbox.settle(route.name, c.get("deliveryId"));
-      deps.log("error", "route {route}: script blocked: {detail}", {
-        route: route.name,
-        detail: verdict.detail,
-      });
+      deps.log(
+        "error",
+        "route {route}: event {delivery_id} ignored, its script is blocked: {detail}",
+        {
+          route: route.name,
+          delivery_id: c.get("deliveryId"),
+          detail: verdict.detail,
+        },
+      );
       return c.json({ status: "ignored", reason: "script" });
     }
     if (verdict.kind === "ignored") {
@@ -327,8 +377,13 @@ function runScript(deps: ListenerDeps): Step {
       const chosen = verdict.reason === "empty" || verdict.reason === "silent";
       deps.log(
         chosen ? "info" : "warning",
-        "route {route}: event ignored because of its script ({reason}): {detail}",
-        { route: route.name, reason: verdict.reason, detail: verdict.detail ?? verdict.reason },
+        "route {route}: event {delivery_id} ignored because of its script ({reason}): {detail}",
+        {
+          route: route.name,
+          delivery_id: c.get("deliveryId"),
+          reason: verdict.reason,
+          detail: verdict.detail ?? verdict.reason,
+        },
       );
       return c.json({ status: "ignored", reason: "script" });
     }
@@ -418,8 +473,9 @@ async function deliverNow(
     partsSent: result.partsSent ?? skipParts,
     atMs: deps.now(),
   });
-  deps.log("warning", "route {route}: direct delivery to {target} failed: {error}", {
+  deps.log("warning", "route {route}: direct delivery {delivery_id} to {target} failed: {error}", {
     route: route.name,
+    delivery_id: id,
     target: route.deliver,
     error: result.error,
   });

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Gateway } from "../../src/gateway/gateway.ts";
+import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import {
   countersOf,
@@ -83,4 +83,32 @@ Deno.test("housekeeping runs again on its interval: a claim that expired after t
     db.close();
     await gateway.stop();
   }
+});
+
+Deno.test("a second gateway on the same home refuses to start while the first runs; after its stop it may", async () => {
+  await using h = await tempHome();
+  const yaml = (port: number) =>
+    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n`;
+  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  Deno.writeTextFileSync(h.config, yaml(freePort()));
+  const first = await Gateway.start({ config: loadConfig({ env }), env });
+  try {
+    // Another port, so only the home is shared: it would take the first one's runs as crashed.
+    Deno.writeTextFileSync(h.config, yaml(freePort()));
+    const second = Gateway.start({ config: loadConfig({ env }), env });
+    await assert.rejects(second, (error) => {
+      assert.ok(error instanceof GatewayBusyError);
+      assert.equal(
+        error.message,
+        "another gateway is running on this home (it holds the lock " +
+          `${join(h.home, "gateway", "inbox.sqlite3.lock")}). Stop it first, or give this one a ` +
+          "home of its own (AGENT_HOME)",
+      );
+      return true;
+    });
+  } finally {
+    await first.stop();
+  }
+  const again = await Gateway.start({ config: loadConfig({ env }), env });
+  await again.stop();
 });

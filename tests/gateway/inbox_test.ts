@@ -127,7 +127,11 @@ Deno.test("recover: a run interrupted 3 times is not run again; a notice is to b
       assert.deepEqual(inbox.recover(now), { requeued: 1, abandoned: [], freedClaims: 0 });
     }
     assert.equal(inbox.take(3)?.runAttempts, 3);
-    assert.deepEqual(inbox.recover(4), { requeued: 0, abandoned: [id], freedClaims: 0 });
+    assert.deepEqual(inbox.recover(4), {
+      requeued: 0,
+      abandoned: [{ id, deliveryId: "poison" }],
+      freedClaims: 0,
+    });
     const notice = inbox.take(4)!;
     assert.deepEqual(
       [notice.id, notice.state, notice.endReason, notice.runAttempts],
@@ -135,7 +139,8 @@ Deno.test("recover: a run interrupted 3 times is not run again; a notice is to b
     );
     assert.equal(
       notice.answer,
-      "The agent run for github (issues) was interrupted 3 times by a stop or crash of the " +
+      "The agent run for github (issues, delivery poison) was interrupted 3 times by a stop or " +
+        "crash of the " +
         "gateway; it is not run again.",
     );
   });

@@ -264,9 +264,9 @@ Deno.test("an event whose run was interrupted too often is not run again: its no
   await t.until(() => t.inbox.counts().done === 1);
   assert.deepEqual(t.runs, []);
   assert.equal(t.deliveries.length, 1);
-  assert.match(t.deliveries[0].message, /interrupted 3 times by a stop or crash/);
+  assert.match(t.deliveries[0].message, /delivery poison\) was interrupted 3 times by a stop/);
   const logged = t.logs.find((entry) => entry.level === "error");
-  assert.equal(logged?.properties?.id, id);
+  assert.deepEqual([logged?.properties?.id, logged?.properties?.delivery_id], [id, "poison"]);
 });
 
 Deno.test("a worker runs an event only once it is committed as running, and delivers only once the answer is committed", async () => {

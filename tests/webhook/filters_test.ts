@@ -441,3 +441,23 @@ Deno.test("matchFilter: integers beyond 2^53 (bigint in a parsed payload) compar
   assert.equal(check({ field: "channel", regex: '"id":1234567890123456789,' }, { payload }), true);
   assert.equal(check({ field: "channel.id", in: ["1", "1234567890123456789"] }, { payload }), true);
 });
+
+Deno.test("parseFilters: an unquoted integer beyond 2^53 is refused (it was rounded when read)", () => {
+  for (
+    const condition of [{ field: "chat", equals: 1234567890123456789 }, {
+      field: "chat",
+      in: [1, 1234567890123456789],
+    }]
+  ) {
+    const { problems } = parseFilters(condition, "filters");
+    assert.equal(problems.length, 1, JSON.stringify(problems));
+    assert.match(problems[0], /too large to be exact .*write it in quotes/);
+  }
+  assert.deepEqual(parseFilters({ field: "n", equals: 9007199254740991 }, "filters").problems, []);
+  assert.equal(
+    check({ field: "chat", equals: "1234567890123456789" }, {
+      payload: { chat: 1234567890123456789n },
+    }),
+    true,
+  );
+});

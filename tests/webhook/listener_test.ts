@@ -41,6 +41,8 @@ async function harness(
     routes?: Record<string, unknown>;
     script?: ScriptVerdict;
     delivery?: DirectDelivery;
+    /** Direct deliveries wait for this before they answer. */
+    deliveryGate?: Promise<void>;
     maxBodyBytes?: number;
     rate?: number;
     now?: () => number;
@@ -81,9 +83,10 @@ async function harness(
       h.scripts.push(route.name);
       return Promise.resolve(options.script ?? { kind: "ignored", reason: "empty" });
     },
-    deliverDirect: (_route, message, extra) => {
+    deliverDirect: async (_route, message, extra) => {
       h.delivered.push({ message, extra });
-      return Promise.resolve(options.delivery ?? { ok: true });
+      await options.deliveryGate;
+      return options.delivery ?? { ok: true };
     },
     onAccepted: () => h.accepted++,
     log: (level, message, properties) =>
@@ -460,6 +463,42 @@ Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and th
     chat: 1234567890123456789n,
     issue: { id: 98765432109876543210n },
   });
+});
+
+Deno.test("a flood of badly signed requests logs one line a minute per route, counting the rest", async () => {
+  let now = NOW;
+  await using h = await harness({ routes: { r: route() }, now: () => now });
+  const rejections = () => h.logs.filter((line) => line.includes("rejected a request"));
+  for (let i = 0; i < 5; i++) {
+    const response = await h.post("r", "{}", { "x-hub-signature-256": `sha256=${"0".repeat(64)}` });
+    assert.equal(response.status, 401);
+    await response.body?.cancel();
+  }
+  assert.equal(rejections().length, 1);
+  now += 61_000;
+  await (await h.post("r", "{}")).body?.cancel();
+  assert.equal(rejections().length, 2);
+  assert.match(rejections()[1], /"more":4/);
+});
+
+Deno.test("the same delivery id while its first request is still served → 409 with Retry-After, then duplicate", async () => {
+  let open!: () => void;
+  const deliveryGate = new Promise<void>((resolve) => open = resolve);
+  await using h = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
+    deliveryGate,
+  });
+  const send = () => h.signed("r", { issue: { title: "T" } }, { "x-github-delivery": "d1" });
+  const first = send();
+  while (h.delivered.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  const meanwhile = await send();
+  assert.equal(meanwhile.status, 409);
+  assert.equal(meanwhile.headers.get("retry-after"), "10");
+  assert.match((await meanwhile.json()).error, /d1 is still being processed; retry later/);
+  open();
+  assert.equal((await first).status, 200);
+  assert.deepEqual(await (await send()).json(), { status: "duplicate", delivery_id: "d1" });
+  assert.equal(h.delivered.length, 1);
 });
 
 Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
