@@ -8,7 +8,7 @@
 import { isIP } from "node:net";
 import type { Command } from "@commander-js/extra-typings";
 import { parse as parseDotenv } from "dotenv";
-import { type Document, isScalar } from "yaml";
+import { type Document, isAlias, isNode, isScalar, visit } from "yaml";
 import { ConfigSource, loadConfig, parseBoolish, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile } from "../home/config_edit.ts";
 import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
@@ -16,6 +16,7 @@ import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
 import { checkSecret as checkSecretRule, generateSecret } from "../webhook/routes.ts";
 import {
+  dotenvLineOf,
   readWebhookSettings,
   WEBHOOK_DEFAULTS,
   webhookBaseUrl,
@@ -95,7 +96,7 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
     )
     .action(async (flags) => {
       const config = loadConfig({ env: io.env });
-      const current = currentChoices(config, io);
+      const current = currentChoices(config, io, flags);
       const fromFlags = choicesFromFlags(flags, current);
       const interactive = fromFlags === undefined && !flags.json && io.stdinIsTerminal &&
         io.prompter !== undefined;
@@ -125,30 +126,67 @@ interface CurrentSetup {
   host?: string;
   /** Whether a global secret exists, and where. */
   secretIn?: ".env" | "environment" | "config.yaml";
+  /** Malformed values of keys setup overwrites, as warnings saying so (the value is added). */
+  replaced: { key: string; warning: string }[];
 }
 
-function currentChoices(config: ResolvedConfig, io: CliIo): CurrentSetup {
+const ENABLED_KEY = "platforms.webhook.enabled";
+const PORT_KEY = "platforms.webhook.extra.port";
+const HOST_KEY = "platforms.webhook.extra.host";
+const SECRET_KEY = "platforms.webhook.extra.secret";
+
+function currentChoices(config: ResolvedConfig, io: CliIo, flags: SetupFlags): CurrentSetup {
+  const { source, secrets } = config;
+  // A malformed value of a key this run overwrites does not stop it: it is replaced, with a
+  // warning. Setup always writes enabled and port; host and the secret only when flags set them.
+  const owned: [string, (value: unknown) => boolean][] = [
+    [ENABLED_KEY, (value) => parseBoolish(value) !== undefined],
+    [
+      PORT_KEY,
+      (value) => checkPort(typeof value === "number" ? String(value) : `${value}`) === true,
+    ],
+  ];
+  if (flags.host !== undefined || flags.allInterfaces) {
+    owned.push([HOST_KEY, (value) => typeof value === "string"]);
+  }
+  if (flags.secret !== undefined || flags.generateSecret) {
+    owned.push([SECRET_KEY, (value) => typeof value === "string"]);
+  }
+  const replaced: CurrentSetup["replaced"] = [];
+  for (const [key, valid] of owned) {
+    const value = source.get(key);
+    if (value === undefined || value === null || valid(value)) continue;
+    const line = source.lineOf(key);
+    replaced.push({
+      key,
+      warning: `${key} in ${source.file}${line === undefined ? "" : `:${line}`} was ` +
+        `${JSON.stringify(value)}, which is not valid; replaced with`,
+    });
+  }
+  const replacing = replaced.map((item) => item.key);
   // A malformed setting is reported before anything is asked; the variables setup rewrites in
   // .env are left out, so a bad one there does not block the run that replaces it.
   const rewritten = Object.fromEntries(
     REWRITTEN_VARIABLES.filter((name) => config.secrets.source(name) === ".env")
       .map((name) => [name, ""]),
   );
-  readWebhookSettings(withChanges(config, io, rewritten));
-  const { source, secrets } = config;
-  const portValue = source.get("platforms.webhook.extra.port");
+  readWebhookSettings({ ...withChanges(config, io, rewritten), replacing });
+  const read = <T>(key: string, get: () => T): T | undefined =>
+    replacing.includes(key) ? undefined : get();
+  const portValue = read(PORT_KEY, () => source.get(PORT_KEY));
   const port = Number(portValue);
   return {
-    enabled: source.boolean("platforms.webhook.enabled") ?? false,
+    enabled: read(ENABLED_KEY, () => source.boolean(ENABLED_KEY)) ?? false,
     port: portValue !== undefined && portValue !== null && Number.isInteger(port)
       ? port
       : WEBHOOK_DEFAULTS.port,
-    host: source.string("platforms.webhook.extra.host")?.trim() || undefined,
+    host: read(HOST_KEY, () => source.string(HOST_KEY))?.trim() || undefined,
     secretIn: secrets.get("WEBHOOK_SECRET")?.trim()
       ? secrets.source("WEBHOOK_SECRET")
-      : source.string("platforms.webhook.extra.secret")?.trim()
+      : read(SECRET_KEY, () => source.string(SECRET_KEY))?.trim()
       ? "config.yaml"
       : undefined,
+    replaced,
   };
 }
 
@@ -296,6 +334,9 @@ function applyChoices(
     dotenv.WEBHOOK_SECRET = config.source.string("platforms.webhook.extra.secret")!.trim();
     secretOutcome = "moved to .env";
   } else if (!current.secretIn) secretOutcome = "none";
+  if (secretOutcome === "kept" || secretOutcome === "moved to .env") {
+    warnings.push(...keptSecretWarnings(config, current));
+  }
   // .env values override config.yaml: keep any there in step with the choices.
   const chosen = { WEBHOOK_ENABLED: String(choices.enabled), WEBHOOK_PORT: String(choices.port) };
   for (const name of REWRITTEN_VARIABLES) {
@@ -311,7 +352,14 @@ function applyChoices(
     }
     dotenv[name] = chosen[name];
   }
-  const edit = (doc: Document) => editWebhookSection(doc, choices, dotenv);
+  const newValue: Record<string, string> = {
+    [ENABLED_KEY]: String(choices.enabled),
+    [PORT_KEY]: String(choices.port),
+    [HOST_KEY]: choices.host === undefined ? "nothing (every interface)" : choices.host,
+    [SECRET_KEY]: `WEBHOOK_SECRET in ${paths.dotenv}`,
+  };
+  for (const { key, warning } of current.replaced) warnings.push(`${warning} ${newValue[key]}`);
+  const edit = (doc: Document) => void editWebhookSection(doc, choices, dotenv);
 
   // Everything is prepared and checked before the first write: a failure writes nothing.
   for (const [name, value] of Object.entries(dotenv)) {
@@ -328,8 +376,9 @@ function applyChoices(
       throw error;
     }
   }
+  refuseSharedAnchors(config.source);
   const edited = config.source.document.clone();
-  edit(edited);
+  warnings.push(...editWebhookSection(edited, choices, dotenv));
   const after = readWebhookSettings({
     ...withChanges(config, io, dotenv),
     source: ConfigSource.parse(paths.config, edited.toString()),
@@ -359,6 +408,55 @@ function applyChoices(
   return report(config, after, secretOutcome, warnings);
 }
 
+/**
+ * Warnings about a global secret setup keeps that breaks its own secret rules (too short, …),
+ * and about a `.env` line whose value a `#` cuts short (dotenv reads the rest as a comment).
+ * The secret itself is never printed.
+ */
+function keptSecretWarnings(config: ResolvedConfig, current: CurrentSetup): string[] {
+  const { paths, secrets, source } = config;
+  const warnings: string[] = [];
+  const fix = "Fix: `agent gateway setup --generate-secret` (or `--secret <new>`), then give " +
+    "the new secret to the senders of routes without their own";
+  let where: string;
+  let secret: string;
+  if (current.secretIn === "config.yaml") {
+    where = `${SECRET_KEY} in ${source.file}`;
+    secret = source.string(SECRET_KEY)?.trim() ?? "";
+  } else if (current.secretIn === ".env") {
+    const text = readTextIfExists(paths.dotenv) ?? "";
+    const line = dotenvLineOf(text, "WEBHOOK_SECRET");
+    where = `WEBHOOK_SECRET in ${paths.dotenv}${line === undefined ? "" : `:${line}`}`;
+    secret = secrets.get("WEBHOOK_SECRET")?.trim() ?? "";
+    const raw = line === undefined
+      ? undefined
+      : /=\s*(.*)$/.exec(text.split(/\r?\n/)[line - 1])?.[1].trim();
+    // `value # note` is a comment as meant; `abc#def` most likely is not.
+    if (raw !== undefined && !/^["'`]/.test(raw) && /^[^#\s]+#/.test(raw)) {
+      warnings.push(
+        `${where} has a '#' after ${raw.indexOf("#")} characters: .env reads the rest of the ` +
+          `line as a comment, so the secret in effect is only the part before it. Fix: quote ` +
+          `the value (WEBHOOK_SECRET="…") if the '#' belongs to it, or ` +
+          "`agent gateway setup --generate-secret`",
+      );
+    }
+  } else if (current.secretIn === "environment") {
+    where = "WEBHOOK_SECRET in the environment";
+    secret = secrets.get("WEBHOOK_SECRET")?.trim() ?? "";
+  } else {
+    return warnings;
+  }
+  const problem = checkSecret(secret);
+  if (problem !== true) {
+    warnings.push(
+      `the kept global secret (${where}) breaks setup's secret rules: ${
+        problem.replace(/ \(or let setup generate one with --generate-secret\)$/, "")
+      }. ${fix}`,
+    );
+  }
+  return warnings;
+}
+
 function report(
   config: ResolvedConfig,
   after: WebhookSettings,
@@ -379,16 +477,30 @@ function report(
 
 /**
  * Writes the choices into `platforms.webhook`. A section whose keys are all commented out reads
- * as null: it becomes a mapping (its comments kept) instead of stopping the YAML library.
- * Sections of another type never get here: {@linkcode readWebhookSettings} refuses them first.
+ * as null: it becomes a mapping (its comments kept) instead of stopping the YAML library. A
+ * section that is an alias (`extra: *defaults`) becomes a copy of the aliased mapping, so the
+ * edit lands here and not in the anchor other keys share. Sections of another type never get
+ * here: {@linkcode readWebhookSettings} refuses them first. Returns what it had to replace.
  */
 function editWebhookSection(
   doc: Document,
   choices: SetupChoices,
   dotenv: Record<string, string>,
-): void {
+): string[] {
+  const replaced: string[] = [];
   for (const path of [["platforms"], ["platforms", "webhook"], [...EXTRA]]) {
-    const node = doc.getIn(path, true);
+    let node = doc.getIn(path, true);
+    if (isAlias(node)) {
+      const target = node.resolve(doc);
+      const copy = isNode(target) ? target.clone() : doc.createNode(null);
+      (copy as { anchor?: string }).anchor = undefined; // the anchor stays on the original
+      doc.setIn(path, copy);
+      replaced.push(
+        `${path.join(".")} in config.yaml was an alias (*${node.source}); setup replaced it by ` +
+          `a copy of the mapping it pointed to, so its changes apply to ${path.join(".")} only`,
+      );
+      node = copy;
+    }
     if (!isScalar(node) || node.value !== null) continue;
     const mapping = doc.createNode({});
     const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
@@ -400,6 +512,30 @@ function editWebhookSection(
   if (choices.host === undefined) doc.deleteIn([...EXTRA, "host"]);
   else doc.setIn([...EXTRA, "host"], choices.host);
   if (dotenv.WEBHOOK_SECRET !== undefined) doc.deleteIn([...EXTRA, "secret"]);
+  return replaced;
+}
+
+/**
+ * A key setup edits that carries an anchor other keys alias (`extra: &d {...}` and
+ * `other: *d`) would change those keys too: refused, naming the key and the fix.
+ */
+function refuseSharedAnchors(source: ConfigSource): void {
+  const aliased = new Set<string>();
+  visit(source.document, { Alias: (_key, node) => void aliased.add(node.source) });
+  const paths = [["platforms"], ["platforms", "webhook"], [...EXTRA]];
+  for (const key of ["enabled"]) paths.push(["platforms", "webhook", key]);
+  for (const key of ["port", "host", "secret"]) paths.push([...EXTRA, key]);
+  for (const path of paths) {
+    const node = source.document.getIn(path, true);
+    if (!isNode(node) || !node.anchor || !aliased.has(node.anchor)) continue;
+    throw source.error(
+      path.join("."),
+      `it carries the anchor &${node.anchor} that other keys use (*${node.anchor}), so ` +
+        "setup's changes would apply to them too",
+      `move the anchor to a mapping setup does not edit, or write the values out at the ` +
+        `keys that use *${node.anchor}; then run setup again`,
+    );
+  }
 }
 
 /** `config` as it reads with `changes` made to `.env` (a blank value counts as unset). */

@@ -15,7 +15,9 @@ import {
   checkTelegramChat,
 } from "../delivery/identifiers.ts";
 import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
+import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
 import {
   checkSecret,
@@ -24,8 +26,10 @@ import {
   DELIVERY_TARGETS,
   type DeliveryTargetName,
   generateSecret,
+  isValidRouteName,
   normaliseRouteName,
   type Route,
+  routeFromRaw,
   splitList,
   type SubscriptionRecord,
 } from "../webhook/routes.ts";
@@ -73,9 +77,17 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         staticRoutes: settings.routes,
         report: (problem) => problems.push(problem),
       });
-      const dynamic = dynamicRoutes(records, config.paths.subscriptions);
-      const routes = [...settings.routes, ...dynamic.routes];
-      const rows = routes.map((route) => listRow(settings, route, table.get(route.name)));
+      const rows = [
+        ...settings.routes.map((route) => listRow(settings, route, table.get(route.name))),
+        // Every record is a row, an invalid one too: it may still be served (its last good
+        // version) by a running gateway, so it must not vanish from the list.
+        ...Object.entries(records).map(([name, record]) => {
+          const { route, problems } = checkRecord(config, name, record);
+          return problems.length > 0
+            ? invalidRow(settings, name, route, problems)
+            : listRow(settings, route!, table.get(name));
+        }),
+      ];
       if (options.json) {
         return printJson(io, {
           enabled: settings.enabled,
@@ -94,10 +106,11 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         const source = row.source === "static" ? " (static, config.yaml)" : "";
         const tag = row.status === "active" ? "" : ` [${row.status.replace("_", " ")}]`;
         io.out(`${row.name}${source}${tag}\n`);
-        io.out(`  url:     ${row.webhook_url}\n`);
+        if (row.webhook_url) io.out(`  url:     ${row.webhook_url}\n`);
         io.out(`  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}\n`);
         io.out(`  deliver: ${row.deliver}${row.deliver_only ? " (direct, no agent run)" : ""}\n`);
         if (row.status_reason) io.out(`  status:  ${row.status_reason}\n`);
+        for (const problem of row.problems) io.out(`  problem: ${problem}\n`);
         if (row.description) io.out(`  ${row.description}\n`);
       }
     });
@@ -123,8 +136,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--deliver-only", "send the rendered prompt to the target directly, with no agent run")
     .option("--json", "print one JSON document").action((rawName, options) => {
       const { config, settings } = load(io);
-      const name = normaliseRouteName(rawName);
-      if (name.startsWith("invalid")) throw new UsageError(name);
+      const name = routeName(rawName);
       if (settings.routes.some((route) => route.name === name)) {
         throw new CliError(
           `a static route named '${name}' is declared in ${config.paths.config} ` +
@@ -218,10 +230,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .argument("<name>", "subscription name").option("--json", "print one JSON document")
     .action((rawName, options) => {
       const { config } = load(io);
-      const name = normaliseRouteName(rawName);
+      const name = routeName(rawName);
       const staticAt = staticRouteLocation(config, name);
       const records = read(config);
-      if (name.startsWith("invalid") || !Object.hasOwn(records, name)) {
+      if (!Object.hasOwn(records, name)) {
         if (staticAt) {
           throw new CliError(
             `'${name}' is a static route at ${staticAt}, not a subscription; remove it there ` +
@@ -254,7 +266,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--payload <json>", "the JSON object to send (default: a small test event)")
     .option("--json", "print one JSON document").action(async (rawName, options) => {
       const { config, settings } = load(io);
-      const name = normaliseRouteName(rawName);
+      const name = routeName(rawName);
       const records = read(config);
       const route = [
         ...settings.routes,
@@ -265,7 +277,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       let payload: unknown = TEST_PAYLOAD;
       if (options.payload !== undefined) {
         try {
-          payload = JSON.parse(options.payload);
+          // Exact: a 19-digit id must reach the gateway as written, not rounded to a double.
+          payload = parseJsonExact(options.payload);
         } catch (error) {
           throw new UsageError(
             `--payload is not valid JSON: ${error instanceof Error ? error.message : error}`,
@@ -281,7 +294,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           `route '${name}' has no secret and no global secret is set (WEBHOOK_SECRET)`,
         );
       }
-      const body = JSON.stringify(payload);
+      const body = stringifyJsonExact(payload);
       const url = routeUrl(settings, name);
       let response: Response;
       try {
@@ -308,9 +321,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       if (options.json) {
         let parsed: unknown = text;
         try {
-          parsed = JSON.parse(text);
+          parsed = parseJsonExact(text);
         } catch { /* not JSON: keep the text */ }
-        return printJson(io, { url, status: response.status, body: parsed });
+        io.out(`${stringifyJsonExact({ url, status: response.status, body: parsed }, 2)}\n`);
+        return;
       }
       io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
     });
@@ -319,6 +333,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
 function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {
   const config = loadConfig({ env: io.env });
   return { config, settings: readWebhookSettings(config) };
+}
+
+/** The normalised name of a `<name>` argument; a name that breaks the rule is a usage error. */
+function routeName(rawName: string): string {
+  const result = normaliseRouteName(rawName);
+  if (!result.ok) throw new UsageError(result.error);
+  return result.name;
 }
 
 function read(config: ResolvedConfig): Record<string, SubscriptionRecord> {
@@ -360,9 +381,71 @@ function staticRouteLocation(config: ResolvedConfig, name: string): string | und
 }
 
 /** What the gateway does with a route: the same answer `list` prints. */
-type RouteStatus = "active" | "disabled" | "shadowed" | "not_served";
+type RouteStatus = "active" | "disabled" | "shadowed" | "not_served" | "invalid";
 
-function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | undefined) {
+/** The route of one subscription record, with the problems that keep the gateway from using it. */
+function checkRecord(
+  config: ResolvedConfig,
+  name: string,
+  record: SubscriptionRecord,
+): { route?: Route; problems: string[] } {
+  const file = config.paths.subscriptions;
+  const { problems } = dynamicRoutes({ [name]: record }, file);
+  const route = isValidRouteName(name) && isPlainObject(record)
+    ? routeFromRaw(name, record, "dynamic", `${file}: ${name}`).route
+    : undefined;
+  if (problems.length === 0 && route?.filters !== undefined) {
+    // The gateway's own filter check (refused regexes, unreadable in_file, …).
+    const where = `${file}: ${name}.filters`;
+    problems.push(...parseFilters(route.filters, where, { baseDir: config.paths.home }).problems);
+  }
+  return { route, problems };
+}
+
+const INVALID_REASON = "invalid: a running gateway keeps serving its last good version until " +
+  "the record is fixed (if it had one); a restarted gateway does not serve it";
+
+/** The row of a record the gateway cannot use, with as much of it as could be read. */
+function invalidRow(
+  settings: WebhookSettings,
+  name: string,
+  route: Route | undefined,
+  problems: string[],
+): ReturnType<typeof listRow> {
+  return {
+    name,
+    source: "dynamic",
+    webhook_url: isValidRouteName(name) ? routeUrl(settings, name) : null,
+    description: route?.description ?? "",
+    events: route?.events ?? [],
+    deliver: route?.deliver ?? "log",
+    deliver_only: route?.deliverOnly ?? false,
+    skills: route?.skills ?? [],
+    script: route?.script ?? null,
+    enabled: route?.enabled ?? true,
+    status: "invalid",
+    status_reason: INVALID_REASON,
+    problems,
+    created_at: route?.createdAt ?? null,
+  };
+}
+
+function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | undefined): {
+  name: string;
+  source: Route["source"];
+  webhook_url: string | null;
+  description: string;
+  events: string[];
+  deliver: string;
+  deliver_only: boolean;
+  skills: string[];
+  script: string | null;
+  enabled: boolean;
+  status: RouteStatus;
+  status_reason: string | null;
+  problems: string[];
+  created_at: string | null;
+} {
   let status: RouteStatus = "active";
   let reason: string | null = null;
   if (served?.source === route.source) {
@@ -395,6 +478,7 @@ function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | 
     enabled: route.enabled,
     status,
     status_reason: reason,
+    problems: [],
     created_at: route.createdAt ?? null,
   };
 }

@@ -68,6 +68,13 @@ export interface SubscriptionRecord {
 const NAME = /^[a-z0-9][a-z0-9_-]*$/;
 const MAX_NAME = 64;
 
+/** The outcome of {@linkcode normaliseRouteName}: the name, or what is wrong with it. */
+export type RouteNameResult = { ok: true; name: string } | { ok: false; error: string };
+
+/** What a route name may be, for messages. */
+export const ROUTE_NAME_RULE = `1 to ${MAX_NAME} lower-case letters, digits, '-' and '_', ` +
+  "starting with a letter or digit";
+
 /**
  * Normalises a subscription name: trimmed, lower-cased, spaces → `-`. Returns the name, or an
  * error message saying what is allowed.
@@ -76,17 +83,20 @@ const MAX_NAME = 64;
  * ```ts
  * import assert from "node:assert/strict";
  * import { normaliseRouteName } from "./routes.ts";
- * assert(normaliseRouteName(" GitHub Issues ") === "github-issues");
- * assert(normaliseRouteName("../x").startsWith("invalid"));
+ * assert.deepEqual(normaliseRouteName(" GitHub Issues "), { ok: true, name: "github-issues" });
+ * assert.deepEqual(normaliseRouteName("invalid-hooks"), { ok: true, name: "invalid-hooks" });
+ * assert.equal(normaliseRouteName("../x").ok, false);
  * ```
  */
-export function normaliseRouteName(raw: string): string {
+export function normaliseRouteName(raw: string): RouteNameResult {
   const name = raw.trim().toLowerCase().replace(/\s+/g, "-");
-  if (!NAME.test(name) || name.length > MAX_NAME) {
-    return `invalid subscription name ${JSON.stringify(raw)}: use 1 to ${MAX_NAME} lower-case ` +
-      "letters, digits, '-' and '_', starting with a letter or digit";
+  if (!isValidRouteName(name)) {
+    return {
+      ok: false,
+      error: `invalid subscription name ${JSON.stringify(raw)}: use ${ROUTE_NAME_RULE}`,
+    };
   }
-  return name;
+  return { ok: true, name };
 }
 
 /** Whether {@linkcode normaliseRouteName} accepted the name. */

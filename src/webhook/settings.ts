@@ -14,7 +14,13 @@ import {
 import { ConfigError } from "../home/errors.ts";
 import { readTextIfExists } from "../home/files.ts";
 import type { HomePaths } from "../home/paths.ts";
-import { type Route, routeFromRaw } from "./routes.ts";
+import {
+  isValidRouteName,
+  normaliseRouteName,
+  type Route,
+  ROUTE_NAME_RULE,
+  routeFromRaw,
+} from "./routes.ts";
 
 /** The webhook platform as configured. */
 export interface WebhookSettings {
@@ -62,6 +68,11 @@ const EXTRA = `${BASE}.extra`;
 export type WebhookConfig = Pick<ResolvedConfig, "source" | "secrets"> & {
   /** Where `.env` is, to name it (and the line) in the error of a malformed variable. */
   paths?: Pick<HomePaths, "dotenv">;
+  /**
+   * Keys of `config.yaml` about to be overwritten (by `agent gateway setup`): read as absent, so
+   * a malformed value there does not stop the run that replaces it.
+   */
+  replacing?: readonly string[];
 };
 
 /**
@@ -82,8 +93,11 @@ export type WebhookConfig = Pick<ResolvedConfig, "source" | "secrets"> & {
  * ```
  */
 export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
-  const { source, secrets } = config;
-  checkSections(source);
+  const { source: file, secrets } = config;
+  const replacing = new Set(config.replacing ?? []);
+  // Only the getters that read one key are wrapped; sections are checked on the file itself.
+  const source = replacing.size === 0 ? file : withoutKeys(file, replacing);
+  checkSections(file);
   const envEnabled = envBoolean(
     config,
     "WEBHOOK_ENABLED",
@@ -216,6 +230,23 @@ export function routeUrl(settings: { host?: string; port: number }, name: string
   return `${webhookBaseUrl(settings)}/webhooks/${name}`;
 }
 
+/** `source`, except that the keys of `replacing` read as absent. */
+function withoutKeys(source: ConfigSource, replacing: ReadonlySet<string>): ConfigSource {
+  return new Proxy(source, {
+    get(target, property) {
+      if (property === "get") {
+        return (key: string) => replacing.has(key) ? undefined : target.get(key);
+      }
+      if (property === "boolean" || property === "string") {
+        return (key: string) =>
+          replacing.has(key) ? undefined : target[property as "boolean" | "string"](key);
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string[] } {
   const raw = source.get(`${EXTRA}.routes`);
   if (raw === undefined || raw === null) return { routes: [], problems: [] };
@@ -231,6 +262,17 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
   for (const [name, value] of Object.entries(raw)) {
     const key = `${EXTRA}.routes.${name}`;
     const where = `${source.file}:${source.lineOf(key) ?? "?"} (${key})`;
+    if (!isValidRouteName(name)) {
+      // The name is the URL path segment: one that breaks the rule would be served at an
+      // escaped URL no sender is given (`/webhooks/My%20Route`).
+      const suggestion = normaliseRouteName(name);
+      problems.push(
+        `${where}: route name ${JSON.stringify(name)} is not valid, so the route is not ` +
+          `served. Fix: rename the key to ${ROUTE_NAME_RULE}` +
+          (suggestion.ok ? ` (e.g. ${suggestion.name})` : "") + ", and restart the gateway",
+      );
+      continue;
+    }
     const parsed = routeFromRaw(name, value, "static", where);
     problems.push(...parsed.problems);
     if (parsed.route && parsed.problems.length === 0) routes.push(parsed.route);
@@ -292,7 +334,7 @@ function variableError(
 }
 
 /** The 1-based line of the last assignment of `name` in dotenv text (the one that counts). */
-function dotenvLineOf(text: string, name: string): number | undefined {
+export function dotenvLineOf(text: string, name: string): number | undefined {
   const assignment = new RegExp(`^\\s*(?:export\\s+)?${name}(?:\\s*=|:\\s)`);
   let found: number | undefined;
   text.split(/\r?\n/).forEach((line, index) => {

@@ -191,7 +191,7 @@ Deno.test("list: routes with invalid filters are reported as the gateway reports
   };
   assert.deepEqual(doc.subscriptions.map((row) => [row.name, row.status]), [
     ["st", "not_served"],
-    ["ci", "not_served"],
+    ["ci", "invalid"],
   ]);
   const problems = gatewayProblems(h.home);
   assert.deepEqual(doc.problems, problems);
@@ -204,7 +204,8 @@ Deno.test("list: routes with invalid filters are reported as the gateway reports
 
   const text = await cli(h.home, ["webhook", "list"]);
   assert.match(text.stdout, /^st \(static, config\.yaml\) \[not served\]$/m);
-  assert.match(text.stdout, /^ci \[not served\]$/m);
+  assert.match(text.stdout, /^ci \[invalid\]$/m);
+  assert.match(text.stdout, /problem: .*ci\.filters: unknown key 'equal'/);
   assert.match(text.stdout, /status: +not served \(requests are answered 404\)/);
   for (const problem of problems) assert.ok(text.stderr.includes(`warning: ${problem}\n`), problem);
 });

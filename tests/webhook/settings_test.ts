@@ -878,6 +878,33 @@ Deno.test("readWebhookSettings: invalid static routes are left out and listed wi
   assert.equal(settings.port, WEBHOOK_DEFAULTS.port);
 });
 
+Deno.test("readWebhookSettings: a static route name that breaks the subscription name rule is not served", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:", // line 4
+    "  ok-1_x: {}", // 5
+    '  "My Route": {}', // 6
+    "  Deploy: {}", // 7
+    '  "a/b": {}', // 8
+    "  _hidden: {}", // 9
+  ));
+  assert.deepEqual(settings.routes.map((route) => route.name), ["ok-1_x"]);
+  const expected: [number, string, string][] = [
+    [6, "My Route", " (e.g. my-route)"],
+    [7, "Deploy", " (e.g. deploy)"],
+    [8, "a/b", ""],
+    [9, "_hidden", ""],
+  ];
+  assert.equal(settings.routeProblems.length, expected.length, settings.routeProblems.join("\n"));
+  for (const [i, [line, name, example]] of expected.entries()) {
+    assert.equal(
+      settings.routeProblems[i],
+      `${FILE}:${line} (${EXTRA}.routes.${name}): route name ${JSON.stringify(name)} is not ` +
+        "valid, so the route is not served. Fix: rename the key to 1 to 64 lower-case letters, " +
+        `digits, '-' and '_', starting with a letter or digit${example}, and restart the gateway`,
+    );
+  }
+});
+
 Deno.test("readWebhookSettings: static routes keep their order and are found by name", () => {
   const settings = settingsOf(extraYaml("routes:", "  b: {}", "  a: {prompt: hi}", "  c: {}"));
   assert.deepEqual(settings.routes.map((route) => route.name), ["b", "a", "c"]);
