@@ -9,11 +9,15 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile } from "../home/config_edit.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
+  InvalidStoredCountsError,
   type MetricsPackage,
+  MetricsStoreUnavailableError,
   type MetricsValidationError,
   openExistingUsageMetrics,
   openUsageMetrics,
+  type OutboxSendOutcome,
   type UsageMetrics,
+  type UsageMetricsOptions,
   validateEndpoint,
   validateMetricsPackage,
 } from "../metrics/mod.ts";
@@ -33,8 +37,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
 
   metrics.command("status").description("show consent, store location, counts and install id")
     .option("--json", "print one JSON document").action((options) => {
-      const config = loadConfig({ env: io.env });
-      const service = openExistingUsageMetrics(config, { now: io.now });
+      const config = loadMetricsConfig(io);
+      const service = openExisting(config, io);
       try {
         showStatus(io, config, service, options.json === true);
       } finally {
@@ -47,7 +51,10 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     .option("--endpoint <url>", "where packages are sent: https, or http on loopback")
     .option("--json", "print one JSON document")
     .action((options) => {
-      const config = loadConfig({ env: io.env });
+      // A new --endpoint replaces a bad one in config.yaml; otherwise the configured one must pass.
+      const config = options.endpoint === undefined
+        ? loadMetricsConfig(io)
+        : loadConfig({ env: io.env });
       const endpoint = options.endpoint ?? config.telemetry.endpoint;
       if (options.endpoint !== undefined) {
         const checked = validateEndpoint(options.endpoint);
@@ -83,11 +90,10 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("preview").description(
     "print the packages an export would build now (nothing is written)",
   ).option("--json", "print the exact packages as one JSON document").action((options) => {
-    const config = loadConfig({ env: io.env });
-    const service = openExistingUsageMetrics(config, { now: io.now });
+    const config = loadMetricsConfig(io);
+    const service = openExisting(config, io);
     try {
-      const packages = service?.preview() ?? [];
-      assertValid(packages);
+      const packages = storeGuard(() => service?.preview() ?? []);
       if (options.json) return printJson(io, { packages });
       if (packages.length === 0) {
         io.out(
@@ -108,15 +114,16 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     "build packages of everything recorded so far into the outbox (today included)",
   ).option("--out <dir>", "also copy the new packages to this folder")
     .option("--json", "print one JSON document").action(async (options) => {
-      const config = loadConfig({ env: io.env });
+      const config = loadMetricsConfig(io);
       // Check the copy target before anything is exported, so a bad --out loses nothing.
       const outDir = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
-      const service = openExistingUsageMetrics(config, { now: io.now });
+      const service = openExisting(config, io);
       try {
-        const built = service?.exportNow() ?? [];
-        assertValid(built.map((entry) => entry.package));
+        // Packages are validated before they are written: a failure writes and sends nothing.
+        const built = storeGuard(() => service?.exportNow() ?? []);
         const copies = outDir ? copyPackages(built, outDir) : [];
         const sent = service ? await sendWithProgress(io, service) : [];
+        if (sent.some((outcome) => outcome.status === "invalid")) state.exitCode = ExitCode.failed;
         if (options.json) {
           return printJson(io, {
             packages: built.map((entry, i) => ({
@@ -146,7 +153,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
 
   metrics.command("send").description("send outbox packages that are due to the endpoint now")
     .option("--json", "print one JSON document").action(async (options) => {
-      const config = loadConfig({ env: io.env });
+      const config = loadMetricsConfig(io);
       if (!config.telemetry.enabled) {
         const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
           ? ""
@@ -160,9 +167,10 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           "sending is off: run `agent metrics enable --send --endpoint <url>` to turn it on",
         );
       }
-      const service = openUsageMetrics(config, { now: io.now });
+      const service = openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure });
       try {
         const sent = await sendWithProgress(io, service);
+        if (sent.some((outcome) => outcome.status === "invalid")) state.exitCode = ExitCode.failed;
         if (options.json) return printJson(io, { sent });
         if (sent.length === 0) io.out("Nothing due to send.\n");
         reportSent(io, sent);
@@ -174,20 +182,34 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("validate").description(
     "check package files against the v2 schema (`-` reads stdin); exit 2 if any is invalid",
   ).argument("<files...>", "package files, or - for stdin")
-    .option("--json", "print one JSON document").action(async (files, options) => {
-      const results = [];
+    .option("--json", "print one JSON document: { valid, results: [{ file, valid, errors }] }")
+    .action(async (files, options) => {
+      const results: ValidationReport[] = [];
       for (const file of files) {
-        const text = file === "-" ? await io.readStdin() : readPackageFile(file);
-        results.push({ file, ...validateText(text) });
+        const read = file === "-" ? { text: await io.readStdin() } : readPackageFile(file);
+        results.push(
+          "text" in read
+            ? { file, ...validateText(read.text) }
+            : { file, valid: false, errors: [read.error], unreadable: read.unreadable },
+        );
       }
       const allValid = results.every((result) => result.valid);
-      state.exitCode = allValid ? ExitCode.ok : ExitCode.usage;
+      state.exitCode = results.some((result) => result.unreadable)
+        ? ExitCode.failed
+        : allValid
+        ? ExitCode.ok
+        : ExitCode.usage;
       if (options.json) {
-        return printJson(io, files.length === 1 ? results[0] : { valid: allValid, results });
+        return printJson(io, {
+          valid: allValid,
+          results: results.map(({ file, valid, errors }) => ({ file, valid, errors })),
+        });
       }
       for (const result of results) {
         if (result.valid) io.out(`${result.file}: valid agent.shared_metrics.v2 package\n`);
-        else {
+        else if (result.errors[0].rule === "file") {
+          io.err(`agent: ${result.file}: ${result.errors[0].message}\n`);
+        } else {
           io.out(
             `${result.file}: invalid (${result.errors.length} error${
               result.errors.length === 1 ? "" : "s"
@@ -251,7 +273,7 @@ function showStatus(
   io.out(`Sending:       ${t.send ? `on, to ${t.endpoint}` : "off"}\n`);
   io.out(`Store:         ${config.paths.metricsDb}${summary ? "" : " (not created)"}\n`);
   if (summary) {
-    io.out(`Install id:    ${summary.installId} (local only, never sent in v2)\n`);
+    io.out(`Install id:    ${summary.installId} (random, this home only; in every package)\n`);
     io.out(`Pending:       ${summary.pendingEvents} events in ${summary.pendingRows} counters\n`);
     const p = summary.packages;
     io.out(
@@ -310,10 +332,17 @@ async function sendWithProgress(io: CliIo, service: UsageMetrics) {
   return await service.sendDue();
 }
 
-function reportSent(io: CliIo, sent: Awaited<ReturnType<UsageMetrics["sendDue"]>>): void {
+function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
   for (const outcome of sent) {
     if (outcome.status === "sent") io.out(`Sent ${outcome.packageId}\n`);
-    else if (outcome.status === "rejected") {
+    else if (outcome.status === "invalid") {
+      io.out(`Not sent ${outcome.packageId}: the file does not validate\n`);
+      io.err(
+        `agent: ${outcome.file}: not sent, it does not validate against agent.shared_metrics.v2 ` +
+          `(${outcome.reason}). It was moved to ${outcome.movedTo} and is never sent. ` +
+          "Fix: look at it, then delete it (or run `agent metrics reset` to start over)\n",
+      );
+    } else if (outcome.status === "rejected") {
       io.out(
         `Rejected ${outcome.packageId} by the endpoint (HTTP ${outcome.httpStatus}); it will not be retried\n`,
       );
@@ -352,34 +381,83 @@ function copyPackages(built: { package: MetricsPackage; path: string }[], dir: s
   });
 }
 
-function assertValid(packages: MetricsPackage[]): void {
-  for (const pkg of packages) {
-    const result = validateMetricsPackage(pkg);
-    if (!result.valid) {
-      throw new CliError(
-        `internal error: a built package does not validate (${
-          result.errors[0].message
-        }); please report this`,
+/**
+ * `loadConfig` plus the rules the metrics commands need at load: a configured endpoint must pass
+ * the same check as `metrics enable --endpoint` (a ConfigError naming config.yaml, line and key).
+ */
+function loadMetricsConfig(io: CliIo): ResolvedConfig {
+  const config = loadConfig({ env: io.env });
+  const endpoint = config.telemetry.endpoint;
+  if (endpoint !== undefined) {
+    const checked = validateEndpoint(endpoint);
+    if (!checked.ok) {
+      throw config.source.error(
+        ENDPOINT_KEY,
+        checked.reason.replace(/\.$/, ""),
+        "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
+          "`agent metrics enable --endpoint <url>`",
       );
     }
   }
+  return config;
 }
 
-function readPackageFile(file: string): string {
+const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
+
+/** Opens the existing store for a metrics command; a damaged file is exit 1 naming the fix. */
+function openExisting(config: ResolvedConfig, io: CliIo): UsageMetrics | undefined {
+  return storeGuard(() => openExistingUsageMetrics(config, { now: io.now }));
+}
+
+/** Store problems the user can fix become one-line CLI errors (exit 1), not stack traces. */
+function storeGuard<T>(work: () => T): T {
   try {
-    return Deno.readTextFileSync(file);
+    return work();
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) throw new UsageError(`${file}: no such file`);
-    if (error instanceof Deno.errors.IsADirectory) {
-      throw new UsageError(`${file}: is a folder, not a package file`);
+    if (
+      error instanceof MetricsStoreUnavailableError || error instanceof InvalidStoredCountsError
+    ) {
+      throw new CliError(error.message);
     }
-    throw new CliError(`${file}: cannot read (${error instanceof Error ? error.message : error})`);
+    throw error;
   }
 }
 
-function validateText(
-  text: string,
-): { valid: true } | { valid: false; errors: MetricsValidationError[] } {
+const storeFailure: UsageMetricsOptions["onStoreUnavailable"] = (error) => {
+  throw new CliError(error.message);
+};
+
+/** One file's answer in `metrics validate` (`errors` is empty when valid). */
+interface ValidationReport {
+  file: string;
+  valid: boolean;
+  errors: MetricsValidationError[];
+  /** The file could not be read for a reason other than missing or a folder (exit 1). */
+  unreadable?: boolean;
+}
+
+/** The file's text, or why it cannot be checked (rule `file`, pointer `""`). */
+function readPackageFile(
+  file: string,
+): { text: string } | { error: MetricsValidationError; unreadable: boolean } {
+  const problem = (message: string, unreadable = false) => ({
+    error: { pointer: "", rule: "file", message, value: null },
+    unreadable,
+  });
+  try {
+    return { text: Deno.readTextFileSync(file) };
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return problem("no such file; check the path (or pass - to read stdin)");
+    }
+    if (error instanceof Deno.errors.IsADirectory) {
+      return problem("is a folder, not a package file; name the .json files in it");
+    }
+    return problem(`cannot read (${error instanceof Error ? error.message : error})`, true);
+  }
+}
+
+function validateText(text: string): { valid: boolean; errors: MetricsValidationError[] } {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -396,7 +474,7 @@ function validateText(
     };
   }
   const result = validateMetricsPackage(value);
-  if (result.valid) return result;
+  if (result.valid) return { valid: true, errors: [] };
   // JSON has no undefined: report a missing value as null so every error has the same keys.
   return { valid: false, errors: result.errors.map((e) => ({ ...e, value: e.value ?? null })) };
 }

@@ -49,9 +49,16 @@ export class MetricsFlusher {
     SENDING.set(
       this.#metrics,
       previous.then(() =>
-        this.#metrics.sendDue({ signal: this.#abort.signal }).catch((error) =>
-          this.#warn("sending usage metrics failed", error)
-        )
+        this.#metrics.sendDue({ signal: this.#abort.signal }).then((outcomes) => {
+          for (const outcome of outcomes) {
+            if (outcome.status !== "invalid") continue;
+            this.#warn(
+              `usage-metrics package ${outcome.file} was not sent`,
+              `it does not validate (${outcome.reason}); it was moved to ${outcome.movedTo}` +
+                " and is never sent; delete it once you have looked at it",
+            );
+          }
+        }).catch((error) => this.#warn("sending usage metrics failed", error))
       ),
     );
   }

@@ -24,17 +24,21 @@ import { createHash } from "node:crypto";
 import type { ResolvedConfig, TelemetrySettings } from "../home/config.ts";
 import type { HomePaths } from "../home/paths.ts";
 import type { MetricsPackage, MetricsResource, SkillProvenance } from "./contract.ts";
+import { dirname } from "node:path";
+import { ensurePrivateDir } from "../home/files.ts";
 import {
   outboxFile,
   packageDueDays,
   previewPackages,
   pruneExports,
+  rejectedFile,
   writePackages,
 } from "./packager.ts";
 import { disabledRecorder, type MetricsRecorder, StoreRecorder } from "./recorder.ts";
 import { currentResource } from "./resource.ts";
+import { validateMetricsPackage } from "./schema.ts";
 import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
-import { MetricsStore } from "./store.ts";
+import { MetricsStore, MetricsStoreUnavailableError } from "./store.ts";
 
 export * from "./contract.ts";
 export { MetricsContractError, type MetricsEvent, type ToolSource } from "./events.ts";
@@ -46,6 +50,27 @@ export {
   validateMetricsPackage,
 } from "./schema.ts";
 export { type SendOutcome, validateEndpoint } from "./sender.ts";
+export { InvalidStoredCountsError } from "./packager.ts";
+export { MetricsStoreUnavailableError } from "./store.ts";
+
+/**
+ * An outbox file that failed the v2 schema right before sending (edited or damaged on disk). It
+ * was not sent: it was moved to `outbox/rejected/` and its package marked rejected, so later
+ * sends skip it.
+ */
+export interface InvalidOutboxFile {
+  packageId: string;
+  status: "invalid";
+  /** The outbox file that was checked. */
+  file: string;
+  /** Where it is now. */
+  movedTo: string;
+  /** The first schema error (it names the JSON pointer), or why it is not JSON. */
+  reason: string;
+}
+
+/** What happened to one due outbox package in {@linkcode UsageMetrics.sendDue}. */
+export type OutboxSendOutcome = SendOutcome | InvalidOutboxFile;
 
 /** Options of {@linkcode openUsageMetrics}; all injectable for tests. */
 export interface UsageMetricsOptions {
@@ -55,6 +80,21 @@ export interface UsageMetricsOptions {
   resource?: MetricsResource;
   /** Recorder flush delay in ms (default 500; 0 writes every event at once). */
   flushDelayMs?: number;
+  /**
+   * What {@linkcode openUsageMetrics} does when the store cannot be opened. Default: warn once
+   * per store file on stderr and go on without metrics, so recording never stops a run. The
+   * CLI's metrics commands pass a function that throws instead.
+   */
+  onStoreUnavailable?: (error: MetricsStoreUnavailableError) => void;
+}
+
+/** Store files already warned about in this process (warn once, not once per run). */
+const WARNED_STORES = new Set<string>();
+
+function warnOnce(error: MetricsStoreUnavailableError): void {
+  if (WARNED_STORES.has(error.path)) return;
+  WARNED_STORES.add(error.path);
+  console.error(`warning: usage metrics are skipped: ${error.message}`);
 }
 
 /** The usage-metrics service of one `<home>`. */
@@ -120,26 +160,47 @@ export class UsageMetrics {
 
   /**
    * Sends the outbox packages that are due to the configured endpoint and records each outcome.
+   * Every file is validated against the v2 schema right before sending; one that fails is not
+   * sent but moved to `outbox/rejected/` and reported as `invalid`.
    * Does nothing unless `send` is on. Never throws for network or HTTP failures.
    */
-  async sendDue(options: Omit<SenderOptions, "endpoint" | "now"> = {}): Promise<SendOutcome[]> {
+  async sendDue(
+    options: Omit<SenderOptions, "endpoint" | "now"> = {},
+  ): Promise<OutboxSendOutcome[]> {
     const store = this.#store;
     const endpoint = this.settings.endpoint;
     if (!store || !this.settings.send || !endpoint) return [];
+    const outbox = this.#paths.metricsOutbox;
     const due = store.duePackages(this.#now());
     const outgoing = [];
+    const invalid: InvalidOutboxFile[] = [];
     for (const record of due) {
+      const file = outboxFile(outbox, record.packageId);
+      let body: string;
       try {
-        const body = Deno.readTextFileSync(outboxFile(this.#paths.metricsOutbox, record.packageId));
-        outgoing.push({ packageId: record.packageId, body });
+        body = Deno.readTextFileSync(file);
       } catch {
         store.recordSendOutcome(record.packageId, {
           state: "rejected",
           detail: "outbox file missing",
         }, this.#now());
+        continue;
       }
+      const reason = outboxFileProblem(body, record.packageId);
+      if (reason === undefined) {
+        outgoing.push({ packageId: record.packageId, body });
+        continue;
+      }
+      const movedTo = rejectedFile(outbox, record.packageId);
+      ensurePrivateDir(dirname(movedTo));
+      Deno.renameSync(file, movedTo);
+      store.recordSendOutcome(record.packageId, {
+        state: "rejected",
+        detail: "invalid outbox file, moved to outbox/rejected/",
+      }, this.#now());
+      invalid.push({ packageId: record.packageId, status: "invalid", file, movedTo, reason });
     }
-    if (outgoing.length === 0) return [];
+    if (outgoing.length === 0) return invalid;
     const outcomes = await sendPackages(outgoing, { ...options, endpoint, now: this.#now });
     for (const outcome of outcomes) {
       const nowMs = this.#now();
@@ -159,7 +220,7 @@ export class UsageMetrics {
         );
       }
     }
-    return outcomes;
+    return [...invalid, ...outcomes];
   }
 
   /**
@@ -198,6 +259,22 @@ export class UsageMetrics {
   }
 }
 
+/** Why an outbox file must not be sent, or `undefined` when it is a valid package of `id`. */
+function outboxFileProblem(body: string, packageId: string): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    return `not valid JSON (${error instanceof Error ? error.message : String(error)})`;
+  }
+  const result = validateMetricsPackage(value);
+  if (!result.valid) {
+    return result.errors[0].message.replace(/\.$/, "");
+  }
+  const id = (value as { package_id: string }).package_id;
+  return id === packageId ? undefined : `/package_id: ${id} is not the file's package ${packageId}`;
+}
+
 function parseSkillUse(text: string | undefined): { uses: number; digest: string } | undefined {
   if (text === undefined) return undefined;
   try {
@@ -209,19 +286,29 @@ function parseSkillUse(text: string | undefined): { uses: number; digest: string
 
 /**
  * Opens the usage-metrics service of `config`'s `<home>`. Without consent nothing is opened or
- * created and the recorder is disabled.
+ * created and the recorder is disabled. A store that cannot be opened (a damaged file) also
+ * gives a disabled service, after {@linkcode UsageMetricsOptions.onStoreUnavailable}.
  */
 export function openUsageMetrics(
   config: ResolvedConfig,
   options: UsageMetricsOptions = {},
 ): UsageMetrics {
-  const store = config.telemetry.enabled ? MetricsStore.open(config.paths.metricsDb) : undefined;
+  let store: MetricsStore | undefined;
+  if (config.telemetry.enabled) {
+    try {
+      store = MetricsStore.open(config.paths.metricsDb);
+    } catch (error) {
+      if (!(error instanceof MetricsStoreUnavailableError)) throw error;
+      (options.onStoreUnavailable ?? warnOnce)(error);
+    }
+  }
   return new UsageMetrics(config.telemetry, config.paths, store, options);
 }
 
 /**
  * Opens an existing store regardless of consent (for status, preview and export of data already
- * collected), or returns `undefined` when none exists. Never creates one.
+ * collected), or returns `undefined` when none exists. Never creates one. Throws
+ * {@linkcode MetricsStoreUnavailableError} when the file cannot be opened.
  */
 export function openExistingUsageMetrics(
   config: ResolvedConfig,

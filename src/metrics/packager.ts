@@ -15,6 +15,7 @@ import {
   SCHEMA_VERSION,
 } from "./contract.ts";
 import { utcDay } from "./recorder.ts";
+import { type MetricsValidationError, validateMetricsPackage } from "./schema.ts";
 import { DAY_MS, type MetricsStore, type PendingDelta } from "./store.ts";
 
 /** Exported packages older than this are pruned. */
@@ -29,7 +30,32 @@ export interface PackagingOptions {
 }
 
 /**
- * The packages the pending deltas would make now, without writing anything.
+ * A package built from the store does not validate against the v2 schema: the store holds a
+ * counter this version never writes (changed by hand or by another program). Nothing was
+ * written or marked packaged.
+ */
+export class InvalidStoredCountsError extends Error {
+  /** The store file. */
+  readonly store: string;
+  /** The schema errors of the first package that failed. */
+  readonly errors: MetricsValidationError[];
+
+  constructor(store: string, errors: MetricsValidationError[]) {
+    const first = errors[0];
+    super(
+      `the metrics store ${store} holds counts the agent.shared_metrics.v2 schema rejects ` +
+        `(${first.message.replace(/\.$/, "")}); nothing was packaged, written or sent. ` +
+        "Fix: run `agent metrics reset` to delete the store and start over",
+    );
+    this.name = "InvalidStoredCountsError";
+    this.store = store;
+    this.errors = errors;
+  }
+}
+
+/**
+ * The packages the pending deltas would make now, without writing anything. Throws
+ * {@linkcode InvalidStoredCountsError} when one would not validate.
  *
  * @example
  * ```ts
@@ -43,7 +69,9 @@ export interface PackagingOptions {
  */
 export function previewPackages(store: MetricsStore, options: PackagingOptions): MetricsPackage[] {
   const installId = store.installId();
-  return groupDeltas(store, options).map((group) => toPackage(group, installId, options.nowMs));
+  return groupDeltas(store, options).map((group) =>
+    checked(store, toPackage(group, installId, options.nowMs))
+  );
 }
 
 /** Options of {@linkcode writePackages}. */
@@ -56,7 +84,9 @@ export interface WritePackagesOptions extends PackagingOptions {
 
 /**
  * Packages every pending delta (see {@linkcode PackagingOptions.includeToday}) into outbox files
- * and marks it packaged, atomically. Returns the packages written.
+ * and marks it packaged, atomically. Returns the packages written. Every package is validated
+ * before anything is written: when one fails ({@linkcode InvalidStoredCountsError}) no file is
+ * written and nothing is marked packaged.
  */
 export function writePackages(
   store: MetricsStore,
@@ -68,9 +98,12 @@ export function writePackages(
     return store.transaction(() => {
       removeOrphanFiles(store, options.outbox);
       const installId = store.installId();
+      const built = groupDeltas(store, options).map((group) => ({
+        group,
+        pkg: checked(store, toPackage(group, installId, options.nowMs)),
+      }));
       const packages: MetricsPackage[] = [];
-      for (const group of groupDeltas(store, options)) {
-        const pkg = toPackage(group, installId, options.nowMs);
+      for (const { group, pkg } of built) {
         const path = outboxFile(options.outbox, pkg.package_id);
         writeFileAtomic(path, JSON.stringify(pkg, null, 2) + "\n");
         written.push(path);
@@ -116,13 +149,21 @@ export function packageDueDays(
 export function pruneExports(store: MetricsStore, outbox: string, nowMs: number): string[] {
   const cutoff = nowMs - RETENTION_DAYS * DAY_MS;
   const removed = store.prune(cutoff, utcDay(cutoff));
-  for (const id of removed) removeIfPresent(outboxFile(outbox, id));
+  for (const id of removed) {
+    removeIfPresent(outboxFile(outbox, id));
+    removeIfPresent(rejectedFile(outbox, id));
+  }
   return removed;
 }
 
 /** The outbox file of a package. */
 export function outboxFile(outbox: string, packageId: string): string {
   return join(outbox, `${packageId}.json`);
+}
+
+/** Where an outbox file that failed validation before sending is moved: `outbox/rejected/`. */
+export function rejectedFile(outbox: string, packageId: string): string {
+  return join(outbox, "rejected", `${packageId}.json`);
 }
 
 interface DeltaGroup {
@@ -144,6 +185,12 @@ function groupDeltas(store: MetricsStore, options: PackagingOptions): DeltaGroup
     current.rows.push(row);
   }
   return groups;
+}
+
+function checked(store: MetricsStore, pkg: MetricsPackage): MetricsPackage {
+  const result = validateMetricsPackage(pkg);
+  if (!result.valid) throw new InvalidStoredCountsError(store.path, result.errors);
+  return pkg;
 }
 
 function toPackage(group: DeltaGroup, installId: string, nowMs: number): MetricsPackage {

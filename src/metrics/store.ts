@@ -47,6 +47,23 @@ export interface PackageRecord {
 
 const SCHEMA_VERSION = 1;
 
+/** The store file exists but cannot be opened; the message names the file and the fix. */
+export class MetricsStoreUnavailableError extends Error {
+  /** The store file. */
+  readonly path: string;
+
+  constructor(path: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `the metrics store ${path} cannot be opened (${reason}). Fix: run \`agent metrics reset\` ` +
+        "to delete it and start a new one, or move the file aside to keep it",
+      { cause },
+    );
+    this.name = "MetricsStoreUnavailableError";
+    this.path = path;
+  }
+}
+
 /**
  * The store of one `<home>`. Open it only after consent: opening creates the database.
  *
@@ -75,9 +92,17 @@ export class MetricsStore implements Disposable {
     );
   }
 
-  /** Opens (creating when missing) the store at `path`; its folder is made 0700, files 0600. */
+  /**
+   * Opens (creating when missing) the store at `path`; its folder is made 0700, files 0600.
+   * Throws {@linkcode MetricsStoreUnavailableError} when the file cannot be used (damaged, not a
+   * database, from a newer version, unreadable).
+   */
   static open(path: string): MetricsStore {
-    return new MetricsStore(path, openPrivateDatabase(path, SCHEMA));
+    try {
+      return new MetricsStore(path, openPrivateDatabase(path, SCHEMA));
+    } catch (error) {
+      throw new MetricsStoreUnavailableError(path, error);
+    }
   }
 
   /** Whether a store exists at `path` (without creating one). */

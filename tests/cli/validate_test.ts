@@ -38,8 +38,7 @@ Deno.test("a valid package file is exit 0 and 'valid'; validate touches no <home
     assert.equal(result.stderr, "");
 
     const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"]);
-    assert.equal(doc.valid, true);
-    assert.equal(doc.errors, undefined);
+    assert.deepEqual(doc, { valid: true, results: [{ file, valid: true, errors: [] }] });
     assert.deepEqual(filesIn(h.home), []);
   } finally {
     await Deno.remove(work, { recursive: true });
@@ -57,21 +56,25 @@ Deno.test("an invalid package is exit 2 naming each JSON pointer and rule", asyn
   assert.doesNotMatch(result.stdout, /: valid /);
 });
 
-Deno.test("validate --json reports { valid, errors: [{ pointer, rule, message, value }] }", async () => {
+Deno.test("validate --json reports { valid, results: [{ file, valid, errors: [{ pointer, rule, message, value }] }] }", async () => {
   await using h = await tempHome();
   const file = writeJson(h.home, "bad.json", invalidPackage());
   const doc = await cliJson(h.home, ["metrics", "validate", "--json", file], 2);
   assert.equal(doc.valid, false);
-  assert.ok(Array.isArray(doc.errors));
+  assert.equal(doc.results.length, 1);
+  const [result] = doc.results;
+  assert.equal(result.file, file);
+  assert.equal(result.valid, false);
+  assert.ok(Array.isArray(result.errors));
   const byPointer = Object.fromEntries(
-    doc.errors.map((e: { pointer: string }) => [e.pointer, e]),
+    result.errors.map((e: { pointer: string }) => [e.pointer, e]),
   );
   assert.deepEqual(Object.keys(byPointer).sort(), ["/hostname", "/resource/os_family"]);
   assert.equal(byPointer["/hostname"].rule, "additionalProperties");
   assert.equal(byPointer["/hostname"].value, "my-laptop");
   assert.equal(byPointer["/resource/os_family"].rule, "enum");
   assert.equal(byPointer["/resource/os_family"].value, "beos");
-  for (const error of doc.errors) {
+  for (const error of result.errors) {
     assert.deepEqual(Object.keys(error).sort(), ["message", "pointer", "rule", "value"]);
     assert.equal(typeof error.message, "string");
     assert.ok(error.message.includes(error.pointer));
@@ -85,9 +88,10 @@ Deno.test("validate reports a bad metric value and a bad counter in metrics[]", 
   const file = writeJson(h.home, "zero.json", pkg);
   const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
   assert.equal(doc.valid, false);
+  const { errors } = doc.results[0];
   assert.ok(
-    doc.errors.some((e: { pointer: string }) => e.pointer.startsWith("/metrics/1")),
-    JSON.stringify(doc.errors),
+    errors.some((e: { pointer: string }) => e.pointer.startsWith("/metrics/1")),
+    JSON.stringify(errors),
   );
 });
 
@@ -132,9 +136,13 @@ Deno.test("`-` reads the package from stdin", async () => {
     stdin: JSON.stringify(invalidPackage()),
   });
   assert.equal(bad.code, 2);
-  const doc = parseOneJson(bad.stdout) as { valid: boolean; errors: { pointer: string }[] };
+  const doc = parseOneJson(bad.stdout) as {
+    valid: boolean;
+    results: { file: string; errors: { pointer: string }[] }[];
+  };
   assert.equal(doc.valid, false);
-  assert.ok(doc.errors.some((e) => e.pointer === "/hostname"));
+  assert.equal(doc.results[0].file, "-");
+  assert.ok(doc.results[0].errors.some((e) => e.pointer === "/hostname"));
 });
 
 Deno.test("a file that is not JSON is exit 2 'not valid JSON'", async () => {
@@ -148,9 +156,10 @@ Deno.test("a file that is not JSON is exit 2 'not valid JSON'", async () => {
 
   const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
   assert.equal(doc.valid, false);
-  assert.equal(doc.errors.length, 1);
-  assert.equal(doc.errors[0].rule, "json");
-  assert.match(doc.errors[0].message, /not valid JSON/);
+  const { errors } = doc.results[0];
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0].rule, "json");
+  assert.match(errors[0].message, /not valid JSON/);
 
   const empty = await cli(h.home, ["metrics", "validate", "-"], { stdin: "" });
   assert.equal(empty.code, 2);
@@ -166,9 +175,12 @@ Deno.test("a missing file is exit 2 naming it", async () => {
   assert.match(result.stderr, /no such file/);
   assert.equal(result.stdout, "");
 
+  // With --json a missing file is a result like any other (one shape for any number of files).
   const doc = await cliJson(h.home, ["metrics", "validate", missing, "--json"], 2);
-  assert.ok(doc.error.message.includes(missing));
-  assert.equal(doc.error.exit_code, 2);
+  assert.equal(doc.valid, false);
+  assert.equal(doc.results[0].file, missing);
+  assert.equal(doc.results[0].errors[0].rule, "file");
+  assert.match(doc.results[0].errors[0].message, /no such file/);
 });
 
 Deno.test("a directory is exit 2 naming it", async () => {
@@ -191,9 +203,15 @@ Deno.test("e2e: validate reads a piped package from stdin; a missing file exits 
     stdin: JSON.stringify(invalidPackage()),
   });
   assert.equal(bad.code, 2, bad.stderr);
-  const doc = parseOneJson(bad.stdout) as { valid: boolean; errors: { rule: string }[] };
+  const doc = parseOneJson(bad.stdout) as {
+    valid: boolean;
+    results: { errors: { rule: string }[] }[];
+  };
   assert.equal(doc.valid, false);
-  assert.deepEqual(doc.errors.map((e) => e.rule).sort(), ["additionalProperties", "enum"]);
+  assert.deepEqual(doc.results[0].errors.map((e) => e.rule).sort(), [
+    "additionalProperties",
+    "enum",
+  ]);
 
   const missing = await spawnCli(h.home, ["metrics", "validate", join(h.home, "x.json")]);
   assert.equal(missing.code, 2);

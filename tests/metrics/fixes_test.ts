@@ -1,0 +1,104 @@
+/**
+ * Reported metrics bugs, at the library level: the packager validates before it writes (also on
+ * the automatic path the gateway and agent runs take), a damaged store never stops a run, and the
+ * background flusher reports an outbox file it refused to send.
+ */
+import assert from "node:assert/strict";
+import { loadConfig } from "../../src/home/config.ts";
+import { MetricsFlusher } from "../../src/metrics/flusher.ts";
+import {
+  InvalidStoredCountsError,
+  type MetricsStoreUnavailableError,
+  openUsageMetrics,
+} from "../../src/metrics/mod.ts";
+import { packageDueDays, writePackages } from "../../src/metrics/packager.ts";
+import { StoreRecorder } from "../../src/metrics/recorder.ts";
+import { listFiles, RESOURCE, tempStore, TestClock } from "./_helpers.ts";
+
+const noEnv = () => undefined;
+
+Deno.test("a package that would not validate is never written or marked, on any path", async () => {
+  await using t = await tempStore();
+  const clock = new TestClock("2026-11-20T08:00:00.000Z");
+  const recorder = new StoreRecorder(t.store, RESOURCE, { now: clock.now });
+  recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
+  recorder.close();
+  const [good] = t.store.pendingDeltas({});
+  t.store.addCounters([{ ...good, name: "agent.bogus.count", dimensions: "{}", count: 1 }]);
+  const before = t.store.pendingDeltas({});
+  clock.set("2026-11-21T09:00:00.000Z");
+
+  assert.throws(
+    () => writePackages(t.store, { outbox: t.outbox, nowMs: clock.ms, includeToday: true }),
+    (error: unknown) =>
+      error instanceof InvalidStoredCountsError && error.store === t.store.path &&
+      /agent metrics reset/.test(error.message),
+  );
+  // The automatic run (after a task, gateway flush) follows the same rule.
+  assert.throws(() => packageDueDays(t.store, t.outbox, clock.ms), InvalidStoredCountsError);
+  assert.deepEqual(listFiles(t.outbox), []);
+  assert.deepEqual(t.store.pendingDeltas({}), before);
+  assert.deepEqual(t.store.packageIds(), new Set());
+  assert.equal(t.store.getMeta("last_packaging_day"), undefined);
+});
+
+Deno.test("a damaged store degrades openUsageMetrics to a disabled service and reports it", async () => {
+  const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
+  try {
+    Deno.writeTextFileSync(
+      `${home}/config.yaml`,
+      "telemetry:\n  shared_metrics:\n    enabled: true\n",
+    );
+    Deno.mkdirSync(`${home}/telemetry/shared_metrics`, { recursive: true });
+    Deno.writeTextFileSync(`${home}/telemetry/shared_metrics/metrics.sqlite3`, "not sqlite");
+    const problems: MetricsStoreUnavailableError[] = [];
+    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
+      onStoreUnavailable: (error) => problems.push(error),
+    });
+    assert.equal(metrics.enabled, false);
+    metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
+    metrics.recordSkillLoad("a-skill", "digest");
+    assert.deepEqual(metrics.packageDue(), []);
+    assert.deepEqual(await metrics.sendDue(), []);
+    metrics.close();
+    assert.equal(problems.length, 1);
+    assert.match(problems[0].message, /metrics\.sqlite3 cannot be opened .*agent metrics reset/);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("the background flusher warns about an outbox file it refused to send", async () => {
+  const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
+  try {
+    Deno.writeTextFileSync(
+      `${home}/config.yaml`,
+      "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+        "    endpoint: http://127.0.0.1:9/v2\n",
+    );
+    const clock = new TestClock("2026-11-20T08:00:00.000Z");
+    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
+      now: clock.now,
+      resource: RESOURCE,
+      flushDelayMs: 0,
+    });
+    metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
+    clock.set("2026-11-21T09:00:00.000Z");
+    const [{ path }] = metrics.exportNow();
+    Deno.writeTextFileSync(path, '{"prompt":"my private prompt text"}');
+    const warnings: string[] = [];
+    const flusher = new MetricsFlusher(
+      metrics,
+      (what, error) => warnings.push(`${what}: ${error}`),
+    );
+    flusher.flush();
+    await flusher.settle(1_000);
+    metrics.close();
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.ok(warnings[0].includes(path), warnings[0]);
+    assert.match(warnings[0], /was not sent.*does not validate.*rejected/);
+    assert.deepEqual(listFiles(`${home}/telemetry/shared_metrics/outbox`), ["rejected"]);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
