@@ -4,8 +4,8 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { isMap } from "yaml";
-import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
+import { Document, isMap } from "yaml";
+import { ConfigSource, isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile } from "../home/config_edit.ts";
 import {
   formatIssue,
@@ -15,6 +15,7 @@ import {
   type McpServerConfig,
   McpServerError,
   type McpTransportKind,
+  parseMcpServers,
   type ServerState,
   StderrLog,
 } from "../mcp/mod.ts";
@@ -29,7 +30,7 @@ import {
   visible,
 } from "../mcp/deeplink.ts";
 import { homedir } from "node:os";
-import { basename, isAbsolute, join } from "node:path";
+import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../home/files.ts";
 import { AGENT_VERSION } from "../version.ts";
@@ -56,7 +57,9 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         "mcp__<server>__<tool>. Stdio servers' stderr goes to <home>/logs/mcp-stderr.log.",
     );
 
-  mcp.command("list").description("connect to every configured server and show its status")
+  mcp.command("list").alias("ls").description(
+    "connect to every configured server and show its status",
+  )
     .option("--json", "print one JSON document").action(async (options) => {
       const session = McpSession.open(io);
       try {
@@ -102,15 +105,18 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           const tools = session.manager.tools();
           const ok = server.status === "connected";
           if (!ok) state.exitCode = 1;
+          const configWarnings = session.warningsOf(name);
           if (options.json) {
             return printJson(io, {
               ok,
               ...server,
+              warnings: [...configWarnings, ...server.warnings],
               enabled: config.enabled,
               totalMs,
               tools: tools.map(toolRow),
             });
           }
+          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
           if (!ok) {
             io.err(`${server.error}\n`);
             return;
@@ -194,7 +200,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       }
       const session = McpSession.open(io);
       try {
-        await session.start([session.server(name)]);
+        const config = session.server(name);
+        // On stderr, also with --json: stdout holds the tool's result only.
+        for (const warning of session.warningsOf(name)) io.err(`warning: ${warning}\n`);
+        await session.start([config]);
         const [server] = session.manager.servers();
         if (server.status !== "connected") {
           throw new CliError(server.error ?? `MCP server '${name}' is ${server.status}`);
@@ -264,6 +273,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       if (!options.command === !options.url) {
         throw new UsageError("give exactly one of --command or --url");
       }
+      refuseMisfitOptions(options);
       const entry: Record<string, unknown> = {};
       if (options.command) {
         entry.command = options.command;
@@ -276,13 +286,24 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       }
       if (options.disabled) entry.enabled = false;
       const config = loadConfig({ env: io.env });
+      const file = config.paths.config;
+      const servers = config.source.get("mcp_servers");
+      if (servers !== undefined && servers !== null && !isPlainObject(servers)) {
+        throw new UsageError(notAMapping(config, servers));
+      }
       if (hasServer(config, name)) {
         throw new CliError(
-          `MCP server '${name}' already exists in ${config.paths.config}; remove it first (agent mcp remove ${name})`,
+          `MCP server '${name}' already exists in ${file}; remove it first (agent mcp remove ${name})`,
         );
       }
-      editConfigFile(config.paths.config, (doc) => {
-        if (!isMap(doc.get("mcp_servers"))) doc.set("mcp_servers", doc.createNode({}));
+      checkNewEntry(config, name, entry);
+      editConfigFile(file, (doc) => {
+        const current = doc.get("mcp_servers");
+        if (current === undefined || current === null) {
+          doc.set("mcp_servers", doc.createNode({}));
+        } else if (!isMap(current)) {
+          throw new UsageError(`mcp_servers in ${file} is not a mapping; nothing was written`);
+        }
         doc.setIn(["mcp_servers", name], doc.createNode(entry));
       });
       const reloaded = loadConfig({ env: io.env });
@@ -439,8 +460,20 @@ class McpSession {
     });
   }
 
+  /** Loads config.yaml; an `mcp_servers` that is not a mapping is a usage error. */
   static open(io: CliIo): McpSession {
-    return new McpSession(io, loadConfig({ env: io.env }));
+    const session = new McpSession(io, loadConfig({ env: io.env }));
+    const broken = session.issues.find((issue) =>
+      issue.server === "" && issue.severity === "error"
+    );
+    if (broken) throw new UsageError(formatIssue(broken, session.config.paths.config));
+    return session;
+  }
+
+  /** The config warnings of server `name` (an unknown key, an unset variable …), formatted. */
+  warningsOf(name: string): string[] {
+    return this.issues.filter((issue) => issue.server === name && issue.severity === "warning")
+      .map((issue) => formatIssue(issue, this.config.paths.config));
   }
 
   /** The configured server `name`, or a usage error that lists the valid names. */
@@ -522,6 +555,80 @@ function loginSummary(outcome: LoginOutcome, config: McpServerConfig): string {
     ? " (the client metadata document was refused, so registration was used)"
     : "";
   return `logged in with ${client}${refused}; tokens are in ${outcome.tokensFile}.`;
+}
+
+/** The options of `mcp add` that belong to the other kind of server. */
+const STDIO_OPTIONS = [["arg", "--arg"], ["env", "--env"]] as const;
+const HTTP_OPTIONS = [["header", "--header"], ["transport", "--transport"]] as const;
+
+/** Refuses options that do not apply to the kind of server being added (never drops them). */
+function refuseMisfitOptions(
+  options: { command?: string; arg: string[]; env: string[]; header: string[]; transport?: string },
+): void {
+  const given = (key: "arg" | "env" | "header" | "transport") => {
+    const value = options[key];
+    return Array.isArray(value) ? value.length > 0 : value !== undefined;
+  };
+  const misfits = (options.command ? HTTP_OPTIONS : STDIO_OPTIONS).filter(([key]) => given(key))
+    .map(([, flag]) => flag);
+  if (misfits.length === 0) return;
+  const which = `${misfits.join(" and ")} ${misfits.length > 1 ? "apply" : "applies"}`;
+  throw new UsageError(
+    options.command
+      ? `${which} to remote servers (--url) only, and this one is a local server (--command); remove ${
+        misfits.join(" and ")
+      }, or add the server with --url instead`
+      : `${which} to local servers (--command) only, and this one is a remote server (--url); remove ${
+        misfits.join(" and ")
+      }, or add the server with --command instead`,
+  );
+}
+
+/** The `mcp add` option that set an entry key, for error messages. */
+const OPTION_OF_KEY: Record<string, string> = {
+  command: "--command",
+  args: "--arg",
+  env: "--env",
+  url: "--url",
+  headers: "--header",
+  transport: "--transport",
+  enabled: "--disabled",
+};
+
+/**
+ * Runs a new entry through the same checks as `config.yaml` (with the same `${...}` values)
+ * before anything is written; an error is a usage error naming the option and the fix.
+ */
+function checkNewEntry(config: ResolvedConfig, name: string, entry: Record<string, unknown>): void {
+  const text = new Document({ mcp_servers: { [name]: entry } }).toString({ lineWidth: 0 });
+  const { issues } = parseMcpServers(ConfigSource.parse(config.paths.config, text), {
+    lookup: (variable) => config.secrets.get(variable),
+    userHome: homedir(),
+    workspaceFolder: Deno.cwd(),
+    pathSeparator: sep,
+  });
+  const errors = issues.filter((issue) => issue.severity === "error");
+  if (errors.length === 0) return;
+  const described = errors.map((issue) => {
+    const option = OPTION_OF_KEY[issue.key.split(".")[0]];
+    const path = ["mcp_servers", name, issue.key].filter((part) => part !== "").join(".");
+    return `${option ? `${option}: ` : ""}${path}: ${issue.message}`;
+  });
+  throw new UsageError(
+    `not adding MCP server '${name}': ${
+      described.join("; ")
+    }; nothing was written to ${config.paths.config}`,
+  );
+}
+
+/** The error for an `mcp_servers` that is there but not a mapping of names to entries. */
+function notAMapping(config: ResolvedConfig, value: unknown): string {
+  const line = config.source.lineOf("mcp_servers");
+  const where = line === undefined ? config.paths.config : `${config.paths.config}:${line}`;
+  const got = Array.isArray(value) ? "a list" : JSON.stringify(value);
+  return `${where}: mcp_servers must be a mapping of server names to entries, got ${got}; ` +
+    "replace it with `mcp_servers:` followed by indented `<name>:` entries (or delete the line), " +
+    "then run the command again; nothing was written";
 }
 
 function hasServer(config: ResolvedConfig, name: string): boolean {

@@ -28,6 +28,8 @@ import { samplingCapability, type SamplingResult } from "./sampling.ts";
 import { McpServerError, messageOf } from "./errors.ts";
 import { type HttpAccess, httpAccessFor, preflight, unreachable } from "./http.ts";
 import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
+import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
+import { DiagnosedStdioClientTransport } from "./_stdio.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
@@ -239,9 +241,20 @@ async function attemptConnect(
     );
     return { client, transport };
   } catch (error) {
+    // Read before closing: closing stops the child, which would be its exit status then.
+    const diagnosis = transport instanceof DiagnosedStdioClientTransport
+      ? transport.diagnosis()
+      : undefined;
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
-    throw classifyConnectError(config, error, deadline);
+    const failure = classifyConnectError(config, error, deadline, diagnosis);
+    if (!diagnosis || failure.message.endsWith(diagnosis)) throw failure;
+    throw new McpServerError(
+      config.name,
+      failure.kind,
+      `${failure.message.replace(/^MCP server '[^']*': /, "")}: ${diagnosis}`,
+      { cause: failure.cause ?? failure },
+    );
   }
 }
 
@@ -253,7 +266,7 @@ function makeTransport(
 ): Transport {
   if (kind === "stdio") {
     const env = childEnvironment(config, options);
-    const transport = new StdioClientTransport({
+    const transport = new DiagnosedStdioClientTransport({
       ...ownSessionLaunch(config.command!, config.args ?? [], env.PATH),
       env,
       stderr: "pipe",
@@ -273,7 +286,7 @@ function makeTransport(
     fetch: access!.fetch,
   };
   if (kind === "sse") return new SSEClientTransport(url, http);
-  return new StreamableHTTPClientTransport(url, http);
+  return new WatchedStreamableHTTPClientTransport(url, http);
 }
 
 /** The `authProvider` and `fetch` of an `auth: oauth` server's transport. */
@@ -371,7 +384,12 @@ function liveConnection(
     if (closed) return;
     closed = true;
     dispose();
-    if (!closing) { for (const listener of listeners) listener("the connection was closed"); }
+    const reason = attempt.transport instanceof WatchedStreamableHTTPClientTransport
+      ? attempt.transport.lostReason
+      : undefined;
+    if (!closing) {
+      for (const listener of listeners) listener(reason ?? "the connection was closed");
+    }
   };
   return {
     config,
@@ -425,6 +443,7 @@ function classifyConnectError(
   config: McpServerConfig,
   error: unknown,
   deadline?: AbortSignal,
+  diagnosis?: string,
 ): McpServerError {
   if (error instanceof McpServerError) return error;
   const oauth = oauthFailure(config, error);
@@ -486,8 +505,10 @@ function classifyConnectError(
     return unreachable(config, error);
   }
   if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
-    const where = config.transport === "stdio"
-      ? " (the process exited; see logs/mcp-stderr.log)"
+    const where = diagnosis
+      ? `: ${diagnosis}`
+      : config.transport === "stdio"
+      ? " (the process closed its stdout; see logs/mcp-stderr.log)"
       : "";
     return new McpServerError(
       name,

@@ -133,7 +133,9 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
       name: "garbage-stdio",
       fields: { ...stdioCommand([], GARBAGE_STDIO_FIXTURE), connect_timeout: 2 },
       kind: "timeout",
-      message: "MCP server 'garbage-stdio': no answer within connect_timeout (2 s)",
+      message: "MCP server 'garbage-stdio': no answer within connect_timeout (2 s): the server " +
+        'printed output that is not JSON-RPC on stdout, first: "Starting server v0.0.1 ... ready!" ' +
+        "(stdout must carry only MCP messages; a server logs to stderr)",
       withinMs: 2_000 + SLACK_MS,
     },
     {
@@ -147,8 +149,11 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
       name: "exits-at-once",
       fields: { ...stdioCommand(["--tools", "nope"]), connect_timeout: fast },
       kind: "closed",
-      message:
-        "MCP server 'exits-at-once': the connection closed during the handshake (the process exited; see logs/mcp-stderr.log)",
+      message: new RegExp(
+        "^MCP server 'exits-at-once': the connection closed during the handshake: the process " +
+          "exited with code 2; its last stderr lines: .*unknown tool 'nope'.* \\(all of it in " +
+          "logs/mcp-stderr\\.log\\)$",
+      ),
       withinMs: SLACK_MS,
     },
     {

@@ -615,6 +615,80 @@ Deno.test("a server dying mid-call: the write-capable call is not retried, the s
   assert.equal(textOf(await h.manager.callTool("mcp__steady__echo", { message: "c" })), "Echo: c");
 });
 
+/**
+ * A Streamable HTTP proxy in front of `upstream` that resolves `callStarted` once the server has
+ * begun answering a `tools/call` POST (its response headers arrived): the call is then with the
+ * server, and killing the server interrupts that response stream.
+ */
+function callWatchingProxy(upstream: string) {
+  let started: () => void = () => {};
+  const callStarted = new Promise<void>((resolve) => started = resolve);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const body = req.method === "POST" ? await req.text() : undefined;
+    const target = new URL(upstream);
+    const url = new URL(req.url);
+    target.search = url.search;
+    try {
+      const answer = await fetch(target, {
+        method: req.method,
+        headers: req.headers,
+        body,
+      });
+      if (body?.includes('"tools/call"')) started();
+      return new Response(answer.body, { status: answer.status, headers: answer.headers });
+    } catch {
+      return new Response("upstream gone", { status: 502 });
+    }
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/mcp`,
+    callStarted,
+    close: () => server.shutdown(),
+  };
+}
+
+// The 2025 era answers a call on an SSE stream opened at once (the 2026 era answers with JSON,
+// whose loss is a failed fetch, reported at once already).
+Deno.test("a Streamable HTTP server killed mid-call fails the call at once, not after its timeout", async () => {
+  await using server = await startHttpFixture([
+    "--transport",
+    "http",
+    "--era",
+    "legacy",
+    "--tools",
+    "hang,echo",
+  ]);
+  const proxy = callWatchingProxy(server.url);
+  try {
+    await using h = new Harness({ reconnect: false });
+    await h.manager.start([serverEntry("remote", { url: proxy.url, timeout: 20 })]);
+    assert.equal(h.state("remote").status, "connected", JSON.stringify(h.state("remote")));
+
+    const call = h.manager.callTool("mcp__remote__hang");
+    call.catch(() => {});
+    await proxy.callStarted;
+    const killed = performance.now();
+    server.process.kill("SIGKILL");
+    await rejectsWith(
+      call,
+      "remote",
+      "closed",
+      /the connection was lost during tool 'hang'.*not retried because the tool may have side effects/,
+    );
+    const elapsed = performance.now() - killed;
+    assert.ok(elapsed < 10_000, `the loss was noticed ${elapsed} ms after the kill (timeout 20 s)`);
+    const lost = await h.waitForEvent(
+      (e) => e.server === "remote" && e.type === "lost",
+      3_000,
+      "lost",
+    );
+    assert.match((lost as { reason: string }).reason, /response stream .* without answering/);
+    assert.equal(h.state("remote").status, "failed");
+  } finally {
+    await proxy.close();
+  }
+});
+
 Deno.test("a one-shot manager marks a crashed server failed; its tools then answer with a clear error", async () => {
   await using h = new Harness({ reconnect: false });
   await h.manager.start([fixture("crashy", ["--tools", "crash,echo"])]);

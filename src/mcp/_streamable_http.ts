@@ -1,0 +1,94 @@
+/**
+ * Streamable HTTP that notices a dead server during a call. The SDK answers a request whose
+ * response stream (the POST's SSE stream) ends or breaks without the answer only with
+ * `onerror`, so the call would wait for its whole `timeout`. Stdio and SSE report such a loss at
+ * once; this makes Streamable HTTP do the same: the transport is closed, and the SDK then fails
+ * every pending request with `ConnectionClosed`.
+ *
+ * @module
+ */
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type RequestId,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+
+type SendOptions = Parameters<StreamableHTTPClientTransport["send"]>[1];
+type MessageHandler = NonNullable<StreamableHTTPClientTransport["onmessage"]>;
+
+/**
+ * A {@linkcode StreamableHTTPClientTransport} that closes itself when the response stream of a
+ * request ends without that request's answer (after the SDK's own resumption attempts), since
+ * the answer can then never arrive. Requests whose sender watches the stream end itself (a
+ * `subscriptions/listen` stream) and requests cancelled by the client are left alone.
+ */
+export class WatchedStreamableHTTPClientTransport extends StreamableHTTPClientTransport {
+  /** Requests sent over this transport whose answer has not arrived yet. */
+  readonly #awaiting = new Set<RequestId>();
+  #wrapped: MessageHandler | undefined;
+  #lost: string | undefined;
+
+  /** Why the transport closed itself, if it did. */
+  get lostReason(): string | undefined {
+    return this.#lost;
+  }
+
+  override async send(
+    message: JSONRPCMessage | JSONRPCMessage[],
+    options?: SendOptions,
+  ): Promise<void> {
+    this.#watchAnswers();
+    const messages = Array.isArray(message) ? message : [message];
+    for (const one of messages) {
+      if (isJSONRPCNotification(one) && one.method === "notifications/cancelled") {
+        const id = (one.params as { requestId?: RequestId } | undefined)?.requestId;
+        if (id !== undefined) this.#awaiting.delete(id); // a cancelled request gets no answer
+      }
+    }
+    const ids = messages.filter(isJSONRPCRequest).map((one) => one.id);
+    if (ids.length === 0 || options?.onRequestStreamEnd || options?.resumptionToken) {
+      return await super.send(message, options);
+    }
+    for (const id of ids) this.#awaiting.add(id);
+    try {
+      await super.send(message, {
+        ...options,
+        onRequestStreamEnd: () => {
+          const unanswered = ids.filter((id) => this.#awaiting.has(id));
+          for (const id of ids) this.#awaiting.delete(id);
+          if (unanswered.length > 0) {
+            this.#closeLost("the server closed the response stream of a request without answering");
+          }
+        },
+      });
+    } catch (error) {
+      for (const id of ids) this.#awaiting.delete(id); // the SDK rejects these requests itself
+      throw error;
+    }
+  }
+
+  /** Wraps the protocol's message handler (set by `Client.connect`) to see answers arrive. */
+  #watchAnswers(): void {
+    const current = this.onmessage;
+    if (!current || current === this.#wrapped) return;
+    const wrapped: MessageHandler = (message) => {
+      if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+        if (message.id !== undefined) this.#awaiting.delete(message.id);
+      }
+      current(message);
+    };
+    this.#wrapped = wrapped;
+    this.onmessage = wrapped;
+  }
+
+  #closeLost(reason: string): void {
+    if (this.#lost !== undefined) return;
+    this.#lost = reason;
+    this.onerror?.(new Error(reason));
+    this.close().catch(() => {});
+  }
+}

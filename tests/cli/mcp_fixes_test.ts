@@ -1,0 +1,199 @@
+/**
+ * `agent mcp` fixes from a QA pass: `add` refuses what it cannot write faithfully (a bad URL, an
+ * `mcp_servers` that is not a mapping, options of the other server kind), `test` and `call` show
+ * the config warnings, `ls` lists, a broken `mcp_servers` is a usage error, and a stdio server
+ * that prints junk or crashes at start says so.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { GARBAGE_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
+import { cli, cliJson, type CliResult, tempHome } from "./_helpers.ts";
+import { denoEnv, writeConfig, yamlValue } from "./_mcp_helpers.ts";
+
+function expectCode(result: CliResult, code: number): void {
+  assert.equal(result.code, code, `exit code\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+}
+
+/** Reads a file, or `undefined` when it does not exist. */
+function readIfExists(file: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+Deno.test("mcp add: a url that is not http(s) exits 2 naming --url, and writes nothing", async () => {
+  await using home = await tempHome();
+  for (const url of ["notaurl", "ftp://a"]) {
+    const result = await cli(home.home, ["mcp", "add", "x", "--url", url]);
+    expectCode(result, 2);
+    assert.match(
+      result.stderr,
+      /not adding MCP server 'x': --url: mcp_servers\.x\.url: url must be/,
+    );
+    assert.match(result.stderr, /http:\/\/ or https:\/\//);
+    assert.match(result.stderr, /nothing was written/);
+    assert.equal(result.stdout, "");
+    assert.equal(readIfExists(home.config), undefined, "no config.yaml was created");
+  }
+  const doc = await cliJson(home.home, ["mcp", "add", "x", "--url", "ftp://a", "--json"], 2);
+  assert.match(doc.error.message, /--url: mcp_servers\.x\.url/);
+  assert.equal(readIfExists(home.config), undefined);
+});
+
+Deno.test("mcp add: an mcp_servers that is not a mapping exits 2 naming file, line and fix; nothing written", async () => {
+  await using home = await tempHome();
+  for (const value of ["5 # five", "[a, b]"]) {
+    const text = `# mine\nmodel:\n  default: gpt-4o\nmcp_servers: ${value}\n`;
+    writeConfig(home.home, text);
+    const result = await cli(home.home, ["mcp", "add", "foo", "--command", "echo"]);
+    expectCode(result, 2);
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `${home.config}:4: mcp_servers must be a mapping of server names to entries, got (5|a list)`,
+      ),
+    );
+    assert.match(result.stderr, /replace it with `mcp_servers:`/);
+    assert.equal(Deno.readTextFileSync(home.config), text, `config.yaml for ${value} unchanged`);
+  }
+});
+
+Deno.test("mcp add: options of the other server kind exit 2 naming them; nothing written", async () => {
+  await using home = await tempHome();
+  const stdio = await cli(home.home, [
+    "mcp",
+    "add",
+    "a",
+    "--command",
+    "echo",
+    "--header",
+    "X=1",
+    "--transport",
+    "sse",
+  ]);
+  expectCode(stdio, 2);
+  assert.match(stdio.stderr, /--header and --transport apply to remote servers \(--url\) only/);
+  const http = await cli(home.home, [
+    "mcp",
+    "add",
+    "b",
+    "--url",
+    "https://example.com/mcp",
+    "--env",
+    "A=1",
+    "--arg",
+    "foo",
+  ]);
+  expectCode(http, 2);
+  assert.match(http.stderr, /--arg and --env apply to local servers \(--command\) only/);
+  assert.equal(readIfExists(home.config), undefined);
+});
+
+/** A stdio fixture entry with a `header:` typo and an unset `${MCP_TOKEN}`. */
+function warnedConfig(home: string, command: { command: string; args: string[] }): string {
+  return writeConfig(
+    home,
+    [
+      "mcp_servers:",
+      "  warned:",
+      `    command: ${yamlValue(command.command)}`,
+      `    args: ${yamlValue(command.args)}`,
+      "    env: { TOKEN: '${MCP_TOKEN}' }",
+      "    header: { X: '1' }",
+      "",
+    ].join("\n"),
+  );
+}
+
+Deno.test("mcp test and mcp call show the entry's config warnings, also when they fail", async () => {
+  await using home = await tempHome();
+  const config = warnedConfig(home.home, stdioCommand(["--tools", "echo"]));
+  const env = denoEnv();
+  const typo = new RegExp(`warning: ${config}:6: mcp_servers\\.warned\\.header: .*did you mean`);
+
+  const tested = await cli(home.home, ["mcp", "test", "warned"], { env });
+  expectCode(tested, 0);
+  assert.match(tested.stderr, typo);
+  assert.match(tested.stderr, /MCP_TOKEN/);
+  const doc = await cliJson(home.home, ["mcp", "test", "warned", "--json"], 0, { env });
+  assert.ok(doc.warnings.some((w: string) => /header: .*did you mean/.test(w)), doc.warnings);
+  assert.ok(doc.warnings.some((w: string) => /MCP_TOKEN/.test(w)), doc.warnings);
+
+  warnedConfig(home.home, { command: "/nonexistent/agent-test-server", args: [] });
+  const failedTest = await cli(home.home, ["mcp", "test", "warned"], { env });
+  expectCode(failedTest, 1);
+  assert.match(failedTest.stderr, typo);
+  const failedDoc = await cliJson(home.home, ["mcp", "test", "warned", "--json"], 1, { env });
+  assert.ok(failedDoc.warnings.some((w: string) => /MCP_TOKEN/.test(w)), failedDoc.warnings);
+  const failedCall = await cli(home.home, ["mcp", "call", "warned", "echo"], { env });
+  expectCode(failedCall, 1);
+  assert.match(failedCall.stderr, typo);
+  assert.match(failedCall.stderr, /MCP_TOKEN/);
+  assert.match(failedCall.stderr, /cannot start command/);
+});
+
+Deno.test("mcp ls is mcp list", async () => {
+  await using home = await tempHome();
+  const listed = await cli(home.home, ["mcp", "ls"]);
+  expectCode(listed, 0);
+  assert.match(listed.stdout, /^No MCP servers configured/);
+});
+
+Deno.test("mcp list with an mcp_servers list exits 2 naming config.yaml and the line", async () => {
+  await using home = await tempHome();
+  writeConfig(home.home, "model:\n  default: gpt-4o\nmcp_servers: [a, b]\n");
+  const listed = await cli(home.home, ["mcp", "list"]);
+  expectCode(listed, 2);
+  assert.equal(listed.stdout, "");
+  assert.match(
+    listed.stderr,
+    new RegExp(`${home.config}:3: mcp_servers: mcp_servers must be a mapping of server names`),
+  );
+  const doc = await cliJson(home.home, ["mcp", "list", "--json"], 2);
+  assert.match(doc.error.message, /mcp_servers must be a mapping/);
+  expectCode(await cli(home.home, ["mcp", "tools"]), 2);
+});
+
+Deno.test("a stdio server printing junk or crashing at start says so: first junk line, exit code, stderr", async () => {
+  await using home = await tempHome();
+  const crasher = join(home.home, "crash.ts");
+  Deno.writeTextFileSync(
+    crasher,
+    'console.error("starting up");\nconsole.error("Error: cannot open /nowhere/db");\nDeno.exit(3);\n',
+  );
+  const junk = stdioCommand([], GARBAGE_STDIO_FIXTURE);
+  writeConfig(
+    home.home,
+    [
+      "mcp_servers:",
+      "  junk:",
+      `    command: ${yamlValue(junk.command)}`,
+      `    args: ${yamlValue(junk.args)}`,
+      "    connect_timeout: 2",
+      "  crash:",
+      `    command: ${yamlValue(Deno.execPath())}`,
+      `    args: ${yamlValue(["run", "--quiet", crasher])}`,
+      "",
+    ].join("\n"),
+  );
+  const env = denoEnv();
+  const junkTest = await cli(home.home, ["mcp", "test", "junk"], { env });
+  expectCode(junkTest, 1);
+  assert.match(
+    junkTest.stderr,
+    /MCP server 'junk': no answer within connect_timeout \(2 s\): the server printed output that is not JSON-RPC on stdout, first: "Starting server v0\.0\.1 \.\.\. ready!"/,
+  );
+
+  const crashTest = await cli(home.home, ["mcp", "test", "crash"], { env });
+  expectCode(crashTest, 1);
+  assert.match(crashTest.stderr, /MCP server 'crash': .*the process exited with code 3/);
+  assert.match(
+    crashTest.stderr,
+    /its last stderr lines: "starting up" \| "Error: cannot open \/nowhere\/db"/,
+  );
+  const log = Deno.readTextFileSync(join(home.home, "logs", "mcp-stderr.log"));
+  assert.match(log, /\[crash\] Error: cannot open \/nowhere\/db/);
+});
