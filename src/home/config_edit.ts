@@ -6,15 +6,16 @@
 import { parseDocument } from "yaml";
 import type { Document } from "yaml";
 import { ConfigSource } from "./config.ts";
-import { readTextIfExists, writeFileAtomic } from "./files.ts";
+import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
 /** The first lines of a `config.yaml` the service creates. */
 export const NEW_CONFIG_HEADER =
   "# Agent service configuration (see README.md for every section).\n";
 
 /**
- * Applies `edit` to the YAML document of `file` and writes it back atomically (mode 0600).
- * A missing file is created. A file that does not parse is left untouched and the
+ * Applies `edit` to the YAML document of `file` and writes it back atomically (mode 0600), under
+ * the edit lock of its folder ({@linkcode withEditLock}), so that two commands editing it at once (`agent
+ * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created. A file that does not parse is left untouched and the
  * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown.
  *
  * @example
@@ -30,6 +31,10 @@ export const NEW_CONFIG_HEADER =
  * ```
  */
 export function editConfigFile(file: string, edit: (document: Document) => void): void {
+  withEditLock(file, () => editUnlocked(file, edit));
+}
+
+function editUnlocked(file: string, edit: (document: Document) => void): void {
   const original = readTextIfExists(file);
   ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
   const text = original ?? NEW_CONFIG_HEADER;

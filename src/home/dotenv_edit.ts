@@ -5,7 +5,7 @@
  * @module
  */
 import { parse } from "dotenv";
-import { readTextIfExists, writeFileAtomic } from "./files.ts";
+import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
 /** Characters a value may hold without quotes. */
 const PLAIN_VALUE = /^[A-Za-z0-9_\-.~+/=:@%,]*$/;
@@ -51,6 +51,10 @@ export function dotenvLine(name: string, value: string): string {
  * ```
  */
 export function setDotenvValues(file: string, values: Readonly<Record<string, string>>): void {
+  withEditLock(file, () => setUnlocked(file, values));
+}
+
+function setUnlocked(file: string, values: Readonly<Record<string, string>>): void {
   const original = readTextIfExists(file) ?? "";
   const lines = original === "" ? [] : original.replace(/\r?\n$/, "").split(/\r?\n/);
   const pending = new Map(Object.entries(values).map(([name, value]) => [name, value]));

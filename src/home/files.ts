@@ -80,6 +80,44 @@ export function writeFileAtomic(
 }
 
 /**
+ * Runs `work` while holding an exclusive lock on the folder of `file`, so that read-modify-write
+ * edits of `file` by several processes (two `agent` commands at once, say) take turns instead of
+ * one overwriting the other's change. The lock is `flock` on the folder itself: no lock file is
+ * left behind, and a process killed while holding it releases it. Within one process a nested
+ * call for the same folder runs at once (it already holds the lock). Readers need no lock when
+ * every write is an atomic rename ({@linkcode writeFileAtomic}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { withEditLock } from "./files.ts";
+ * const dir = await Deno.makeTempDir();
+ * assert.equal(withEditLock(`${dir}/config.yaml`, () => 42), 42);
+ * assert.deepEqual([...Deno.readDirSync(dir)], []); // nothing written
+ * ```
+ */
+export function withEditLock<T>(file: string, work: () => T): T {
+  const dir = dirname(file);
+  if (lockedFolders.has(dir)) return work();
+  ensurePrivateDir(dir);
+  const lock = Deno.openSync(dir, { read: true });
+  try {
+    lock.lockSync(true);
+    lockedFolders.add(dir);
+    try {
+      return work();
+    } finally {
+      lockedFolders.delete(dir);
+    }
+  } finally {
+    lock.close(); // closing releases the lock
+  }
+}
+
+/** Folders this process holds the edit lock of. */
+const lockedFolders = new Set<string>();
+
+/**
  * Re-asserts mode 0600 on `path` if it exists (secrets must stay private even when another tool
  * rewrote the file).
  *

@@ -7,13 +7,11 @@
  *
  * @module
  */
-import { dirname } from "node:path";
 import { isPlainObject } from "../home/config.ts";
 import {
-  ensurePrivateDir,
-  PRIVATE_FILE_MODE,
   readTextIfExists,
   restrictFileMode,
+  withEditLock,
   writeFileAtomic,
 } from "../home/files.ts";
 import { isValidRouteName, type Route, routeFromRaw, type SubscriptionRecord } from "./routes.ts";
@@ -74,11 +72,9 @@ export function writeSubscriptions(
 }
 
 /**
- * Reads the records, lets `change` edit them, and writes them back, all under an exclusive lock
- * on `<file>.lock` (created 0600 next to the file and kept: removing it would let a waiting
- * process lock a file nobody else sees). Other processes doing the same wait their turn, so
- * parallel `agent webhook subscribe` runs all keep their records. Readers need no lock: every
- * write is an atomic rename. When `change` throws, or the file is corrupt, nothing is written.
+ * Reads the records, lets `change` edit them, and writes them back, all under the edit lock
+ * of its folder ({@linkcode withEditLock}): parallel `agent webhook subscribe` runs all keep their records.
+ * When `change` throws, or the file is corrupt, nothing is written.
  *
  * @param file `<home>/webhook_subscriptions.json`.
  * @param change Edits the records in place; its result is returned.
@@ -106,22 +102,12 @@ export function updateSubscriptions<T>(
   file: string,
   change: (records: Record<string, SubscriptionRecord>) => T,
 ): T {
-  ensurePrivateDir(dirname(file));
-  const lock = Deno.openSync(`${file}.lock`, {
-    read: true,
-    write: true,
-    create: true,
-    mode: PRIVATE_FILE_MODE,
-  });
-  try {
-    lock.lockSync(true);
+  return withEditLock(file, () => {
     const records = readSubscriptions(file);
     const result = change(records);
     writeSubscriptions(file, records);
     return result;
-  } finally {
-    lock.close(); // closing releases the lock
-  }
+  });
 }
 
 /**

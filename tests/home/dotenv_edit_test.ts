@@ -474,3 +474,27 @@ Deno.test("setDotenvValues: any allowed value reads back, other variables unchan
     );
   });
 });
+
+Deno.test("setDotenvValues: processes setting different names at once keep every value", async () => {
+  await withTempDir(async (dir) => {
+    const file = join(dir, ".env");
+    const module = new URL("../../src/home/dotenv_edit.ts", import.meta.url).href;
+    const names = Array.from({ length: 8 }, (_, i) => `NAME_${i}`);
+    const results = await Promise.all(names.map((name) =>
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `import { setDotenvValues } from ${JSON.stringify(module)};` +
+          `setDotenvValues(${JSON.stringify(file)}, { ${name}: "value-${name}" });`,
+        ],
+        stdout: "null",
+        stderr: "piped",
+      }).output()
+    ));
+    for (const result of results) {
+      assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
+    }
+    const parsed = parse(Deno.readTextFileSync(file));
+    assert.deepEqual(parsed, Object.fromEntries(names.map((name) => [name, `value-${name}`])));
+  });
+});

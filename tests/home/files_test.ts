@@ -6,6 +6,7 @@ import {
   PRIVATE_FILE_MODE,
   readTextIfExists,
   restrictFileMode,
+  withEditLock,
   writeFileAtomic,
 } from "../../src/home/files.ts";
 import { modeOf, namesIn, withTempDir } from "./_helpers.ts";
@@ -219,5 +220,28 @@ Deno.test("readTextIfExists: content, undefined when missing, other errors throw
     assert.equal(readTextIfExists(join(dir, "no", "such", "dir", "x")), undefined);
     // A folder where a file is expected is a real problem, not "missing".
     assert.throws(() => readTextIfExists(dir));
+  });
+});
+
+Deno.test("withEditLock: other processes wait while it is held; a nested call runs at once; nothing is left", async () => {
+  await withTempDir((dir) => {
+    /** Exit code of another process trying to take the lock: 0 taken, 3 busy. */
+    const otherProcessTries = () =>
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `const lock = Deno.openSync(${JSON.stringify(dir)}, { read: true });` +
+          "if (!lock.tryLockSync(true)) Deno.exit(3);",
+        ],
+      }).outputSync().code;
+    const order: string[] = [];
+    withEditLock(join(dir, "config.yaml"), () => {
+      order.push("outer");
+      assert.equal(otherProcessTries(), 3, "held while editing");
+      withEditLock(join(dir, ".env"), () => order.push("inner"));
+    });
+    assert.deepEqual(order, ["outer", "inner"]);
+    assert.equal(otherProcessTries(), 0, "released after");
+    assert.deepEqual(namesIn(dir), [], "no lock file is left");
   });
 });
