@@ -4,6 +4,8 @@
  * @module
  */
 import { Command, CommanderError } from "@commander-js/extra-typings";
+import { loadConfig } from "../home/config.ts";
+import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
@@ -67,12 +69,32 @@ function buildProgram(io: CliIo, state: CommandState): Command {
       "\nExit codes: 0 ok, 1 the operation failed, 2 usage or validation error.\n" +
         "Commands that list or create things take --json (one JSON document on stdout).",
     );
+  program.hook("preAction", (_program, command) => {
+    // `gateway run` logs these itself (to logs/gateway.log as well as stderr).
+    if (command.name() === "run" && command.parent?.name() === "gateway") return;
+    warnAboutUnknownKeys(io);
+  });
   addMetricsCommands(program, io, state);
   addMcpCommands(program, io, state);
   addAgentCommands(program, io, state);
   addWebhookCommands(program, io, state);
   addGatewayCommands(program, io);
   return program;
+}
+
+/**
+ * Prints a warning for each key of `config.yaml` that nothing reads (a misspelled section or
+ * option is otherwise silently ignored). A config that does not load is left to the command,
+ * which reports it with its own exit code.
+ */
+function warnAboutUnknownKeys(io: CliIo): void {
+  let warnings: string[];
+  try {
+    warnings = unknownConfigKeyWarnings(loadConfig({ env: io.env }).source);
+  } catch {
+    return;
+  }
+  for (const warning of warnings) io.err(`warning: ${warning}\n`);
 }
 
 function reportError(io: CliIo, error: unknown, json: boolean): number {

@@ -11,6 +11,7 @@ import { readAgentSettings } from "../agent/settings.ts";
 import { defaultApiBaseUrl, deliver, type DeliveryContext } from "../delivery/mod.ts";
 import { dirname } from "node:path";
 import type { ResolvedConfig } from "../home/config.ts";
+import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import { ensurePrivateDir } from "../home/files.ts";
 import { logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
@@ -116,6 +117,7 @@ export class Gateway {
     const env = options.env ?? ((name: string) => Deno.env.get(name));
     const settings = readWebhookSettings(config);
     const agent = readAgentSettings(config);
+    for (const warning of unknownConfigKeyWarnings(config.source)) log.warn(warning);
     for (const problem of settings.routeProblems) log.error(problem);
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {

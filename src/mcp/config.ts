@@ -16,6 +16,7 @@
 import { createHash } from "node:crypto";
 import { type ConfigSource, isPlainObject, parseBoolish } from "../home/config.ts";
 import { expandTilde } from "../home/paths.ts";
+import { unknownKeyMessage } from "../home/suggest.ts";
 import { substituteDeep, type SubstitutionContext, unresolvedPlaceholders } from "./substitute.ts";
 import { clientMetadataUrlProblem, DEFAULT_CLIENT_METADATA_URL } from "./oauth/metadata_url.ts";
 
@@ -269,7 +270,6 @@ const PROTOCOLS: readonly ProtocolMode[] = ["auto", "stateless", "legacy"];
 /** `transport` values that mean the default, Streamable HTTP. */
 const STREAMABLE_HTTP_NAMES = ["http", "streamable-http", "streamable_http", "streamablehttp"];
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
-const MAX_SUGGESTION_DISTANCE = 3;
 
 /**
  * Parses `mcp_servers` from `source`. Each entry is substituted ({@linkcode substituteDeep}
@@ -1176,46 +1176,6 @@ function reportUnresolved(
       reportUnresolved(item, [...path, key], context, issues);
     }
   }
-}
-
-function unknownKeyMessage(key: string, valid: readonly string[]): string {
-  const suggestion = closestKey(key, valid);
-  return suggestion === undefined
-    ? `unknown key \`${key}\` is ignored; remove it or check its spelling`
-    : `unknown key \`${key}\` is ignored; did you mean \`${suggestion}\`?`;
-}
-
-/**
- * The valid key closest to `key` (case-insensitive Levenshtein), when it is within 3 edits, or
- * when one is a prefix of the other (at least 3 characters). A distance equal to the key's own
- * length is never suggested: `foo` is 3 edits from `env` but nothing like it.
- */
-function closestKey(key: string, valid: readonly string[]): string | undefined {
-  const typed = key.toLowerCase();
-  let best: { key: string; distance: number } | undefined;
-  for (const candidate of valid) {
-    const distance = levenshtein(typed, candidate);
-    const prefix = Math.min(typed.length, candidate.length) >= 3 &&
-      (candidate.startsWith(typed) || typed.startsWith(candidate));
-    const close = distance <= MAX_SUGGESTION_DISTANCE && distance < typed.length;
-    if ((close || prefix) && (best === undefined || distance < best.distance)) {
-      best = { key: candidate, distance };
-    }
-  }
-  return best?.key;
-}
-
-function levenshtein(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min(previous[j] + 1, current[j - 1] + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length];
 }
 
 /** `sha256:<hex>` of the canonical JSON of `entry` (sorted keys at every level). */

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { isPlainObject } from "../home/config.ts";
+import { closestKey } from "../home/suggest.ts";
 import { standardWebhookSignature } from "./signatures.ts";
 
 /** Where a message goes after a run (or directly, with `deliver_only`). */
@@ -177,6 +178,16 @@ export function routeFromRaw(
   if (!isPlainObject(raw)) {
     return { problems: [`${where}: expected a mapping of route settings`] };
   }
+  // A misspelled key must not quietly widen the route: `evnts` would accept every event,
+  // `filter` every payload.
+  for (const key of Object.keys(raw)) {
+    if ((ROUTE_KEYS as readonly string[]).includes(key)) continue;
+    const suggestion = closestKey(key, ROUTE_KEYS);
+    problems.push(
+      `${where}.${key}: \`${key}\` is not a route setting; ` +
+        (suggestion ? `did you mean \`${suggestion}\`?` : `use ${ROUTE_KEYS.join(", ")}`),
+    );
+  }
   const text = (key: string, fallback = ""): string => {
     const value = raw[key];
     if (value === undefined || value === null) return fallback;
@@ -235,6 +246,22 @@ export function routeFromRaw(
   }
   return problems.length > 0 && !route ? { problems } : { route, problems };
 }
+
+/** The keys of a route (a subscription record or a static route), in the README's order. */
+const ROUTE_KEYS = [
+  "description",
+  "events",
+  "secret",
+  "prompt",
+  "skills",
+  "deliver",
+  "deliver_extra",
+  "deliver_only",
+  "script",
+  "enabled",
+  "filters",
+  "created_at",
+] as const;
 
 /** The description a subscription gets when none is given. */
 export function defaultDescription(name: string): string {

@@ -8,12 +8,13 @@ import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts"
 import { tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
-Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1 and a refused route are warned about on stderr", async () => {
+Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a misspelled key are warned about on stderr", async () => {
   await using h = await tempHome();
   writeGatewayConfig(h.home, {
     webhook: {
       host: "127.0.0.1",
       routes: { slow: { filters: [{ field: "title", regex: "(a+)+$" }] } },
+      rate_limt: 5,
     },
   });
   const gateway = await startGateway(h.home, {
@@ -59,10 +60,15 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1 and a refused route are wa
     lines.includes("error: route 'slow' is not served until its filters are fixed"),
     stderr,
   );
+  const misspelled = `warning: ${join(h.home, "config.yaml")}:7: ` +
+    "platforms.webhook.extra.rate_limt: unknown key `rate_limt` is ignored; did you mean " +
+    "`rate_limit`?";
+  assert.equal(lines.filter((line) => line === misspelled).length, 1, stderr);
   // Only warnings and errors, as plain text: no info lines, no JSON.
   assert.doesNotMatch(stderr, /gateway listening on|gateway stopped|"level"|@timestamp/i);
   // The log file still gets everything.
   const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
   assert.match(log, /INSECURE_NO_AUTH is on/);
+  assert.match(log, /unknown key `rate_limt` is ignored/);
   assert.match(log, /gateway listening on/);
 });

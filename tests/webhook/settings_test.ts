@@ -964,3 +964,25 @@ Deno.test("routeUrl: from resolved settings (config host and WEBHOOK_PORT)", () 
     "http://localhost:7000/webhooks/x",
   );
 });
+
+Deno.test("readWebhookSettings: a misspelled route key keeps the route from being served, naming the key it meant", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:",
+    "  stripe:",
+    "    secret: static-secret-0123456789",
+    "    evnts: [payment_intent.succeeded]",
+    "    filter: {field: type, equals: x}",
+    "    colour: blue",
+    "  ok:",
+    "    secret: static-secret-0123456789",
+    "    events: [push]",
+  ));
+  assert.deepEqual(settings.routes.map((route) => route.name), ["ok"]);
+  const where = `${FILE}:5 (${EXTRA}.routes.stripe)`;
+  assert.deepEqual(settings.routeProblems, [
+    `${where}.evnts: \`evnts\` is not a route setting; did you mean \`events\`?`,
+    `${where}.filter: \`filter\` is not a route setting; did you mean \`filters\`?`,
+    `${where}.colour: \`colour\` is not a route setting; use description, events, secret, ` +
+    "prompt, skills, deliver, deliver_extra, deliver_only, script, enabled, filters, created_at",
+  ]);
+});

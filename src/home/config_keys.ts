@@ -1,0 +1,129 @@
+/**
+ * The keys of `config.yaml` this service reads, so that a misspelled one (`mcp_server:`,
+ * `model.temprature`) is reported instead of silently ignored.
+ *
+ * @module
+ */
+import { type ConfigSource, isPlainObject } from "./config.ts";
+import { unknownKeyMessage } from "./suggest.ts";
+
+/**
+ * A mapping's known keys: each is a leaf (`true`, any value), a mapping checked in turn, or
+ * `"free"`, a mapping whose keys are names the user chooses (servers, routes) and which is
+ * checked where it is read.
+ */
+interface KeyTree {
+  readonly [key: string]: true | "free" | KeyTree;
+}
+
+const PLATFORM_TARGET: KeyTree = { extra: { api_base_url: true } };
+
+/** Every key read from `config.yaml`, in the order the README documents them. */
+const KNOWN_KEYS: KeyTree = {
+  mcp_servers: "free",
+  model: {
+    default: true,
+    provider: true,
+    base_url: true,
+    api_key_env: true,
+    temperature: true,
+    max_tokens: true,
+    max_retries: true,
+    timeout_seconds: true,
+  },
+  agent: { max_iterations: true, run_timeout_seconds: true, system_prompt: true },
+  approvals: { gateway: true, timeout_seconds: true },
+  platforms: {
+    webhook: {
+      enabled: true,
+      extra: {
+        port: true,
+        host: true,
+        secret: true,
+        rate_limit: { requests: true, window_seconds: true },
+        max_body_bytes: true,
+        script_timeout_seconds: true,
+        script_sandbox: true,
+        idempotency_ttl_seconds: true,
+        delivery_attempts: true,
+        delivery_retry_seconds: true,
+        routes: "free",
+      },
+    },
+    telegram: PLATFORM_TARGET,
+    discord: PLATFORM_TARGET,
+    slack: PLATFORM_TARGET,
+    github_comment: PLATFORM_TARGET,
+    gitlab_comment: PLATFORM_TARGET,
+  },
+  telemetry: { shared_metrics: { enabled: true, send: true, endpoint: true } },
+};
+
+/** A key of `config.yaml` that nothing reads. */
+export interface UnknownConfigKey {
+  /** Dotted path of the key, e.g. `model.temprature`. */
+  key: string;
+  /** 1-based line of the key in the file. */
+  line?: number;
+  /** What is wrong, with the closest known key when there is one. */
+  message: string;
+}
+
+/**
+ * The keys of `source` that no part of the service reads, at every level it knows (the entries
+ * of `mcp_servers` and of `routes` are checked where they are read). Nothing is refused: an
+ * unknown key is ignored, and this says so.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "./config.ts";
+ * import { unknownConfigKeys } from "./config_keys.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "mcp_server:\n  fs: {command: x}\n");
+ * assert.deepEqual(unknownConfigKeys(source), [{
+ *   key: "mcp_server",
+ *   line: 1,
+ *   message: "unknown key `mcp_server` is ignored; did you mean `mcp_servers`?",
+ * }]);
+ * ```
+ */
+export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
+  const found: UnknownConfigKey[] = [];
+  const visit = (value: Record<string, unknown>, known: KeyTree, path: string[]) => {
+    for (const [key, child] of Object.entries(value)) {
+      const keyPath = [...path, key].join(".");
+      const expected = Object.hasOwn(known, key) ? known[key] : undefined;
+      if (expected === undefined) {
+        found.push({
+          key: keyPath,
+          line: source.lineOf(keyPath),
+          message: unknownKeyMessage(key, Object.keys(known)),
+        });
+      } else if (typeof expected === "object" && isPlainObject(child)) {
+        visit(child, expected, [...path, key]);
+      }
+    }
+  };
+  visit(source.data, KNOWN_KEYS, []);
+  return found;
+}
+
+/**
+ * {@linkcode unknownConfigKeys} as warning lines: `<file>:<line>: <key>: <message>`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "./config.ts";
+ * import { unknownConfigKeyWarnings } from "./config_keys.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "model:\n  temprature: 0.2\n");
+ * assert.deepEqual(unknownConfigKeyWarnings(source), [
+ *   "/h/config.yaml:2: model.temprature: unknown key `temprature` is ignored; did you mean `temperature`?",
+ * ]);
+ * ```
+ */
+export function unknownConfigKeyWarnings(source: ConfigSource): string[] {
+  return unknownConfigKeys(source).map(({ key, line, message }) =>
+    `${source.file}${line === undefined ? "" : `:${line}`}: ${key}: ${message}`
+  );
+}

@@ -1,0 +1,45 @@
+/**
+ * Every command and `config.yaml`: commands that change it (or `.env`) take turns under the edit
+ * lock of `<home>`, so that run at once each keeps its change (before, the last writer's copy of
+ * the file won); a key nothing reads is warned about on stderr (before, silently ignored).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { cli, parseOneJson, spawnCli, tempHome } from "./_helpers.ts";
+
+Deno.test("parallel mcp add and metrics enable processes keep every change to config.yaml", async () => {
+  await using h = await tempHome();
+  const names = Array.from({ length: 8 }, (_, i) => `s${i + 1}`);
+  const results = await Promise.all([
+    ...names.map((name) =>
+      spawnCli(h.home, ["mcp", "add", name, "--url", `http://127.0.0.1:9/${name}`])
+    ),
+    spawnCli(h.home, ["metrics", "enable"]),
+  ]);
+  for (const result of results) assert.equal(result.code, 0, result.stderr);
+  const config = parseYaml(Deno.readTextFileSync(join(h.home, "config.yaml")));
+  assert.deepEqual(Object.keys(config.mcp_servers).sort(), names);
+  assert.equal(config.telemetry.shared_metrics.enabled, true);
+  assert(!Deno.readDirSync(h.home).some((entry) => entry.name.endsWith(".lock")), "no lock file");
+});
+
+Deno.test("a misspelled config key is a warning on stderr naming file, line, key and the likely fix; --json stdout stays one document", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(file, "telemetry:\n  shared_metrics:\n    enabeld: true\n");
+  const result = await cli(h.home, ["metrics", "status", "--json"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(parseOneJson(result.stdout).enabled, false); // the misspelled key did nothing
+  assert.equal(
+    result.stderr,
+    `warning: ${file}:3: telemetry.shared_metrics.enabeld: unknown key \`enabeld\` is ignored; ` +
+      "did you mean `enabled`?\n",
+  );
+  // A file that does not load is reported once, by the command itself.
+  Deno.writeTextFileSync(file, "model: [\n");
+  const broken = await cli(h.home, ["metrics", "status"]);
+  assert.equal(broken.code, 2);
+  assert.equal(broken.stderr.match(/invalid YAML/g)?.length, 1, broken.stderr);
+  assert.doesNotMatch(broken.stderr, /warning:/);
+});
