@@ -6,7 +6,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { join, resolve } from "node:path";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { editConfigFile } from "../home/config_edit.ts";
+import { editConfigFile, prepareSections } from "../home/config_edit.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
   InvalidStoredCountsError,
@@ -65,7 +65,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           "--send needs an endpoint: pass --endpoint <url> (https, or http on loopback)",
         );
       }
-      editConfigFile(config.paths.config, (doc) => {
+      editConfigFile(config.paths.config, (doc, source) => {
+        prepareSections(doc, source, CONSENT_SECTION);
         doc.setIn(["telemetry", "shared_metrics", "enabled"], true);
         if (options.send) doc.setIn(["telemetry", "shared_metrics", "send"], true);
         if (options.endpoint !== undefined) {
@@ -78,7 +79,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("disable").description("opt out: stop collecting and sending (data is kept)")
     .option("--json", "print one JSON document").action((options) => {
       const config = loadConfig({ env: io.env });
-      editConfigFile(config.paths.config, (doc) => {
+      editConfigFile(config.paths.config, (doc, source) => {
+        prepareSections(doc, source, CONSENT_SECTION);
         doc.setIn(["telemetry", "shared_metrics", "enabled"], false);
         if (doc.hasIn(["telemetry", "shared_metrics", "send"])) {
           doc.setIn(["telemetry", "shared_metrics", "send"], false);
@@ -403,6 +405,8 @@ function loadMetricsConfig(io: CliIo): ResolvedConfig {
 }
 
 const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
+/** Where `enable` and `disable` write the consent keys. */
+const CONSENT_SECTION = ["telemetry", "shared_metrics"];
 
 /** Opens the existing store for a metrics command; a damaged file is exit 1 naming the fix. */
 function openExisting(config: ResolvedConfig, io: CliIo): UsageMetrics | undefined {

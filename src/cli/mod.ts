@@ -17,7 +17,8 @@ import { addWebhookCommands } from "./webhook.ts";
 
 /**
  * Runs `agent` with `argv` (without the program name) and returns the exit code: 0 ok,
- * 1 operation failed, 2 usage or validation error.
+ * 1 operation failed, 2 usage or validation error. A leading `--` (as `deno task agent -- …`
+ * passes it) is dropped.
  *
  * @example
  * ```ts
@@ -28,6 +29,9 @@ import { addWebhookCommands } from "./webhook.ts";
  * ```
  */
 export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {
+  // `deno task agent -- metrics status --json` passes the `--` on; to commander it would end the
+  // options before the command name, turning every later option into an argument.
+  if (argv[0] === "--") argv = argv.slice(1);
   const wantsJson = argv.includes("--json");
   const state = { exitCode: ExitCode.ok as number };
   const program = buildProgram(io, state);
@@ -97,6 +101,17 @@ function warnAboutUnknownKeys(io: CliIo): void {
   for (const warning of warnings) io.err(`warning: ${warning}\n`);
 }
 
+/** Errors of the machine's files, not of this program. */
+const FILESYSTEM_ERRORS = [
+  Deno.errors.NotFound,
+  Deno.errors.PermissionDenied,
+  Deno.errors.NotCapable,
+  Deno.errors.AlreadyExists,
+  Deno.errors.IsADirectory,
+  Deno.errors.NotADirectory,
+  Deno.errors.FilesystemLoop,
+];
+
 function reportError(io: CliIo, error: unknown, json: boolean): number {
   const exitCode = error instanceof CliError
     ? error.exitCode
@@ -116,9 +131,11 @@ function reportError(io: CliIo, error: unknown, json: boolean): number {
     io.out(JSON.stringify({ error: detail }, null, 2) + "\n");
   } else {
     io.err(`agent: ${message}\n`);
-    if (!(error instanceof CliError) && !(error instanceof ConfigError) && error instanceof Error) {
-      io.err(`${error.stack ?? ""}\n`);
-    }
+    // A stack helps with a bug, not with a file that is a folder or cannot be read (Deno's
+    // message names the operation and the path).
+    const expected = error instanceof CliError || error instanceof ConfigError ||
+      FILESYSTEM_ERRORS.some((kind) => error instanceof kind);
+    if (!expected && error instanceof Error) io.err(`${error.stack ?? ""}\n`);
   }
   return exitCode;
 }

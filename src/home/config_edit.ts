@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { parseDocument } from "yaml";
+import { isAlias, isMap, isScalar, isSeq, parseDocument } from "yaml";
 import type { Document } from "yaml";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
@@ -30,22 +30,82 @@ export const NEW_CONFIG_HEADER =
  * assert(text.includes("# mine") && text.includes("# keep") && text.includes("enabled: true"));
  * ```
  */
-export function editConfigFile(file: string, edit: (document: Document) => void): void {
+export function editConfigFile(
+  file: string,
+  edit: (document: Document, source: ConfigSource) => void,
+): void {
   withEditLock(file, () => editUnlocked(file, edit));
 }
 
-function editUnlocked(file: string, edit: (document: Document) => void): void {
+function editUnlocked(
+  file: string,
+  edit: (document: Document, source: ConfigSource) => void,
+): void {
   const original = readTextIfExists(file);
-  ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
+  const source = ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
   const text = original ?? NEW_CONFIG_HEADER;
   const document = parseDocument(text);
-  edit(document);
+  edit(document, source);
   const printed = document.toString({
     lineWidth: 0, // never re-wrap long values
     flowCollectionPadding: usesFlowPadding(text), // `[a, b]` or `[ a, b ]`, as the file does
     indentSeq: !usesUnindentedSequences(text),
   });
   writeFileAtomic(file, keepTrailingCommentSpacing(text, printed));
+}
+
+/**
+ * Readies the sections of `path` (`["telemetry", "shared_metrics"]`) for keys to be set in them:
+ * a missing section is left to `setIn`, which creates it; a null one (say all its keys are
+ * commented out) becomes an empty mapping that keeps its comments. A section holding anything
+ * else (a string, a list, an alias) is a {@linkcode ConfigError} naming it: setting a key there
+ * would fail or throw the value away.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { editConfigFile, prepareSections } from "./config_edit.ts";
+ * const file = `${await Deno.makeTempDir()}/config.yaml`;
+ * Deno.writeTextFileSync(file, "telemetry:\n  # shared_metrics: {enabled: false}\n");
+ * editConfigFile(file, (doc, source) => {
+ *   prepareSections(doc, source, ["telemetry", "shared_metrics"]);
+ *   doc.setIn(["telemetry", "shared_metrics", "enabled"], true);
+ * });
+ * assert.match(Deno.readTextFileSync(file), /# shared_metrics[^\n]*\n\s*shared_metrics:\n\s+enabled: true/);
+ * ```
+ */
+export function prepareSections(
+  doc: Document,
+  source: ConfigSource,
+  path: readonly string[],
+): void {
+  for (let depth = 1; depth <= path.length; depth++) {
+    const prefix = path.slice(0, depth);
+    const node = doc.getIn(prefix, true);
+    if (node === undefined || isMap(node)) continue;
+    if (isScalar(node) && node.value === null) {
+      const mapping = doc.createNode({});
+      const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
+      if (comments) mapping.commentBefore = comments;
+      doc.setIn(prefix, mapping);
+      continue;
+    }
+    const key = prefix.join(".");
+    throw source.error(
+      key,
+      isAlias(node)
+        ? `it is an alias (*${node.source}), so this change would not stay in ${key}`
+        : `expected a mapping of settings, got ${describeNode(node)}`,
+      `write ${key} as a mapping of its settings (key: value lines indented under it), or ` +
+        "remove it; then run the command again",
+    );
+  }
+}
+
+function describeNode(node: unknown): string {
+  if (isSeq(node)) return "a list";
+  const value = isScalar(node) ? node.value : node;
+  return `${typeof value} ${JSON.stringify(value)}`;
 }
 
 /** Whether the file pads flow collections (`{ a: 1 }`, `[ x ]`); new files do not. */

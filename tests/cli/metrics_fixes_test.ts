@@ -187,3 +187,35 @@ Deno.test("validate reports every file, missing ones as errors, in one JSON shap
   });
   assert.match(two.results[1].errors[0].message, /no such file/);
 });
+
+Deno.test("enable and disable on a telemetry section that is not a mapping: null becomes one, anything else is exit 2 naming the key (no stack)", async () => {
+  await using h = await tempHome();
+  // A section whose keys are all commented out reads as null: it is filled in, comments kept.
+  Deno.writeTextFileSync(h.config, "telemetry:\n  # shared_metrics: {enabled: false}\n");
+  await enable(h.home);
+  assert.equal((await status(h.home)).enabled, true);
+  assert.match(Deno.readTextFileSync(h.config), /# shared_metrics: \{enabled: false\}/);
+  for (
+    const [yaml, key, line, got] of [
+      ['telemetry: "x"\n', "telemetry", 1, 'got string "x"'],
+      ["telemetry:\n  shared_metrics: [1]\n", "telemetry.shared_metrics", 2, "got a list"],
+      [
+        "base: &b {enabled: true}\ntelemetry:\n  shared_metrics: *b\n",
+        "telemetry.shared_metrics",
+        3,
+        "it is an alias (*b)",
+      ],
+    ] as const
+  ) {
+    Deno.writeTextFileSync(h.config, yaml);
+    for (const command of ["enable", "disable"]) {
+      const result = await cli(h.home, ["metrics", command]);
+      assert.equal(result.code, 2, `${command} on ${yaml}: ${result.stderr}`);
+      assert.ok(result.stderr.includes(`${h.config}:${line} (key ${key}): `), result.stderr);
+      assert.ok(result.stderr.includes(got), result.stderr);
+      assert.match(result.stderr, /Fix: write .* as a mapping/);
+      assert.doesNotMatch(result.stderr, NO_STACK);
+      assert.equal(Deno.readTextFileSync(h.config), yaml, "nothing written");
+    }
+  }
+});

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import manifest from "../../deno.json" with { type: "json" };
-import { cli, filesIn, spawnCli, tempHome } from "./_helpers.ts";
+import { cli, filesIn, spawnCli, spawnDeno, tempHome } from "./_helpers.ts";
 
 Deno.test("--help lists every command group and the exit codes, exit 0", async () => {
   await using h = await tempHome();
@@ -99,4 +99,14 @@ Deno.test("e2e: the real CLI prints help, version, and exit codes", async () => 
   assert.equal(login.code, 2);
   assert.match(login.stderr, /no MCP server 'server'/);
   assert.deepEqual(filesIn(h.home), []);
+});
+
+Deno.test("the README's `deno task agent -- <command> --option` form works: the `--` deno task passes on is dropped", async () => {
+  await using h = await tempHome();
+  const result = await spawnDeno(["task", "agent", "--", "metrics", "status", "--json"], h.home);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(JSON.parse(result.stdout).enabled, false);
+  const help = await cli(h.home, ["--", "mcp", "--help"]);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /Usage: agent mcp/);
 });
