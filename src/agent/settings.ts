@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ConfigSource, ResolvedConfig } from "../home/config.ts";
+import { type ConfigSource, isPlainObject, type ResolvedConfig } from "../home/config.ts";
 import { ConfigError } from "../home/errors.ts";
 import type { SecretScope } from "../home/secrets.ts";
 
@@ -161,6 +161,18 @@ export function readModelSettings(
   secrets: SecretScope,
   dotenv = "<home>/.env",
 ): ModelSettings {
+  const section = source.get("model");
+  if (section !== undefined && section !== null && !isPlainObject(section)) {
+    throw source.error(
+      "model",
+      `expected a mapping of model settings, got ${
+        Array.isArray(section) ? "a list" : `${typeof section} ${JSON.stringify(section)}`
+      }`,
+      typeof section === "string"
+        ? `write it as \`model: {default: ${JSON.stringify(section)}}\` (and provider/base_url)`
+        : "write it as `model: {default: <model id>, provider: <provider>}`",
+    );
+  }
   const model = source.string("model.default")?.trim();
   if (!model) {
     throw source.error(

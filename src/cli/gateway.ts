@@ -51,13 +51,19 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       "subscriptions (agent webhook subscribe) are picked up without a restart.",
   ).action(async () => {
     let config = loadConfig({ env: io.env });
-    if (bootstrap(config, io)) config = loadConfig({ env: io.env });
-    const settings = readWebhookSettings(config);
+    if (writeStarterConfig(config, io)) config = loadConfig({ env: io.env });
+    let settings = readWebhookSettings(config);
     if (!settings.enabled) {
+      // Before anything is written to .env: a gateway that does not start changes nothing.
+      const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
       throw new CliError(
-        `the webhook platform is not enabled (${settings.enabledBy}). Set platforms.webhook.enabled: ` +
-          `true in ${config.paths.config}, or WEBHOOK_ENABLED=true`,
+        `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
+          `${config.paths.config}, or WEBHOOK_ENABLED=true`,
       );
+    }
+    if (generateGlobalSecret(config, io)) {
+      config = loadConfig({ env: io.env });
+      settings = readWebhookSettings(config);
     }
     // Warnings and errors (no secret for a route, INSECURE_NO_AUTH, no model …) also on stderr:
     // someone starting the gateway at a terminal should not have to read the log to see them.
@@ -94,23 +100,25 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
   });
 }
 
-/** Writes the starter files on a fresh home; true when it did. */
-function bootstrap(config: ResolvedConfig, io: CliIo): boolean {
-  let wrote = false;
-  if (readTextIfExists(config.paths.config) === undefined) {
-    writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
-    io.out(`Created ${config.paths.config} (webhook platform enabled on port 8644).\n`);
-    wrote = true;
-  }
-  // Only when no global secret is set anywhere (a generated WEBHOOK_SECRET would override
-  // platforms.webhook.extra.secret), and not when INSECURE_NO_AUTH asks for secretless routes.
+/** Writes the starter `config.yaml` on a fresh home; true when it did. */
+function writeStarterConfig(config: ResolvedConfig, io: CliIo): boolean {
+  if (readTextIfExists(config.paths.config) !== undefined) return false;
+  writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
+  io.out(`Created ${config.paths.config} (webhook platform enabled on port 8644).\n`);
+  return true;
+}
+
+/**
+ * Generates WEBHOOK_SECRET in `.env` when no global secret is set anywhere (a generated one would
+ * override platforms.webhook.extra.secret), unless INSECURE_NO_AUTH asks for secretless routes;
+ * true when it did.
+ */
+function generateGlobalSecret(config: ResolvedConfig, io: CliIo): boolean {
   const settings = readWebhookSettings(config);
-  if (!settings.secret && !acceptsUnsigned(settings)) {
-    setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
-    io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
-    wrote = true;
-  }
-  return wrote;
+  if (settings.secret || acceptsUnsigned(settings)) return false;
+  setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
+  io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
+  return true;
 }
 
 function untilSignal(io: CliIo): Promise<void> {

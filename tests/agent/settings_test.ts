@@ -118,6 +118,23 @@ Deno.test("readAgentSettings: approvals.gateway deny is accepted", () => {
 
 // --- no model ------------------------------------------------------------------------------
 
+Deno.test("a model section that is not a mapping is a problem at `model` showing the mapping form", () => {
+  for (
+    const [yaml, got, fix] of [
+      ["model: gpt-4o\n", 'got string "gpt-4o"', 'model: {default: "gpt-4o"}'],
+      ["model: [a, b]\n", "got a list", "model: {default: <model id>"],
+    ]
+  ) {
+    const problem = agentSettings(yaml).modelProblem;
+    assert.ok(problem instanceof ConfigError, yaml);
+    assert.equal(problem.location.key, "model");
+    assert.equal(problem.location.line, 1);
+    assert.ok(problem.message.includes(got), problem.message);
+    assert.ok(problem.message.includes(fix), problem.message);
+    assert.doesNotMatch(problem.message, /no model is configured/);
+  }
+});
+
 Deno.test("no model.default: readAgentSettings does not throw, modelProblem says what to add", () => {
   for (const yaml of ["", "model:\n  provider: ollama\n", "model:\n  default: '   '\n"]) {
     const settings = agentSettings(yaml);

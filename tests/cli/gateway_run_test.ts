@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts";
-import { tempHome } from "./_helpers.ts";
+import { cli, tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
 Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a misspelled key are warned about on stderr", async () => {
@@ -71,4 +71,19 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a mis
   assert.match(log, /INSECURE_NO_AUTH is on/);
   assert.match(log, /unknown key `rate_limt` is ignored/);
   assert.match(log, /gateway listening on/);
+});
+
+Deno.test("gateway run on a home whose config does not enable webhooks stops at once and writes nothing", async () => {
+  await using h = await tempHome();
+  const config = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(config, "# webhooks: later\n");
+  const result = await cli(h.home, ["gateway", "run"]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.equal(
+    result.stderr,
+    `agent: the webhook platform is not enabled. Set platforms.webhook.enabled: true in ${config}, ` +
+      "or WEBHOOK_ENABLED=true\n",
+  );
+  assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
+  assert.equal(Deno.readTextFileSync(config), "# webhooks: later\n");
 });
