@@ -79,6 +79,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       });
       const rows = [
         ...settings.routes.map((route) => listRow(settings, route, table.get(route.name))),
+        // A static route with problems is not served, but it is still in config.yaml.
+        ...unservedStaticRoutes(config, settings).map(({ name, route, problems }) =>
+          invalidRow(settings, name, route, problems, "static")
+        ),
         // Every record is a row, an invalid one too: it may still be served (its last good
         // version) by a running gateway, so it must not vanish from the list.
         ...Object.entries(records).map(([name, record]) => {
@@ -137,10 +141,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--json", "print one JSON document").action((rawName, options) => {
       const { config, settings } = load(io);
       const name = routeName(rawName);
-      if (settings.routes.some((route) => route.name === name)) {
+      // Also while that route has problems (and is not served): once fixed, it would shadow the
+      // subscription.
+      const staticAt = staticRouteLocation(config, name);
+      if (staticAt) {
         throw new CliError(
-          `a static route named '${name}' is declared in ${config.paths.config} ` +
-            "(platforms.webhook.extra.routes); a subscription cannot replace it. Choose another name.",
+          `a static route named '${name}' is declared at ${staticAt}; a subscription cannot ` +
+            "replace it. Choose another name.",
           2,
         );
       }
@@ -402,8 +409,33 @@ function checkRecord(
   return { route, problems };
 }
 
-const INVALID_REASON = "invalid: a running gateway keeps serving its last good version until " +
-  "the record is fixed (if it had one); a restarted gateway does not serve it";
+const INVALID_REASON = {
+  dynamic: "invalid: a running gateway keeps serving its last good version until the record " +
+    "is fixed (if it had one); a restarted gateway does not serve it",
+  static: "invalid: not served (answered 404) until it is fixed in config.yaml and the gateway " +
+    "restarted",
+};
+
+/**
+ * The static routes of config.yaml the gateway does not serve because of their problems, with
+ * as much of each as could be read.
+ */
+function unservedStaticRoutes(
+  config: ResolvedConfig,
+  settings: WebhookSettings,
+): { name: string; route?: Route; problems: string[] }[] {
+  const raw = config.source.get("platforms.webhook.extra.routes");
+  if (!isPlainObject(raw)) return [];
+  const served = new Set(settings.routes.map((route) => route.name));
+  return Object.entries(raw).filter(([name]) => !served.has(name)).map(([name, value]) => {
+    const key = `(platforms.webhook.extra.routes.${name})`;
+    return {
+      name,
+      route: routeFromRaw(name, value, "static", key).route,
+      problems: settings.routeProblems.filter((problem) => problem.includes(key)),
+    };
+  });
+}
 
 /** The row of a record the gateway cannot use, with as much of it as could be read. */
 function invalidRow(
@@ -411,10 +443,11 @@ function invalidRow(
   name: string,
   route: Route | undefined,
   problems: string[],
+  source: Route["source"] = "dynamic",
 ): ReturnType<typeof listRow> {
   return {
     name,
-    source: "dynamic",
+    source,
     webhook_url: isValidRouteName(name) ? routeUrl(settings, name) : null,
     description: route?.description ?? "",
     events: route?.events ?? [],
@@ -424,7 +457,7 @@ function invalidRow(
     script: route?.script ?? null,
     enabled: route?.enabled ?? true,
     status: "invalid",
-    status_reason: INVALID_REASON,
+    status_reason: INVALID_REASON[source],
     problems,
     created_at: route?.createdAt ?? null,
   };

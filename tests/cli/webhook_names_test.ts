@@ -120,7 +120,7 @@ Deno.test("list shows every record; an invalid one is a row saying what a gatewa
   assert.doesNotMatch(text.stdout, /not served \(requests are answered 404\)/);
 });
 
-Deno.test("list leaves out a static route with a bad name and reports it", async () => {
+Deno.test("list shows a static route with a bad name as invalid, without a URL, and reports it", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(
     join(h.home, "config.yaml"),
@@ -129,13 +129,16 @@ Deno.test("list leaves out a static route with a bad name and reports it", async
   const listed = await cli(h.home, ["webhook", "list", "--json"]);
   assert.equal(listed.code, 0, listed.stderr);
   const doc = parseOneJson(listed.stdout);
-  assert.deepEqual((doc.subscriptions as Record<string, unknown>[]).map((row) => row.name), [
-    "ok",
+  const rows = doc.subscriptions as Record<string, unknown>[];
+  assert.deepEqual(rows.map((row) => [row.name, row.status]), [
+    ["ok", "active"],
+    ["My Route", "invalid"],
   ]);
-  assert.match(
-    String((doc.problems as string[])[0]),
-    /:5 \(platforms\.webhook\.extra\.routes\.My Route\): route name "My Route" is not valid.* \(e\.g\. my-route\)/,
-  );
+  assert.equal(rows[1].webhook_url, null);
+  const badName =
+    /:5 \(platforms\.webhook\.extra\.routes\.My Route\): route name "My Route" is not valid.* \(e\.g\. my-route\)/;
+  assert.match(String((doc.problems as string[])[0]), badName);
+  assert.match(String((rows[1].problems as string[])[0]), badName);
   const text = await cli(h.home, ["webhook", "list"]);
-  assert.doesNotMatch(text.stdout, /My%20Route|My Route/);
+  assert.doesNotMatch(text.stdout, /My%20Route/);
 });

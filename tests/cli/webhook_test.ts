@@ -91,6 +91,37 @@ Deno.test("a subscription cannot take the name of a static route", async () => {
   assert.match(removed.stderr, /static route/);
 });
 
+Deno.test("a static route with problems: list shows it as invalid, and a subscription cannot take its name (fixed, it would shadow it)", async () => {
+  await using h = await tempHome();
+  const config = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(
+    config,
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        stripe:\n" +
+      '          secret: static-secret-0123456789\n          deliver_only: "yes"\n',
+  );
+  const result = await cli(h.home, ["webhook", "subscribe", "stripe"]);
+  assert.equal(result.code, 2, result.stderr);
+  assert.ok(
+    result.stderr.includes(
+      `a static route named 'stripe' is declared at ${config}:6 ` +
+        "(platforms.webhook.extra.routes.stripe); a subscription cannot replace it",
+    ),
+    result.stderr,
+  );
+  assert.throws(() => Deno.statSync(join(h.home, "webhook_subscriptions.json")));
+  // `list` keeps showing it, as invalid, with its problem.
+  const listed = await cli(h.home, ["webhook", "list", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  const [row] = JSON.parse(listed.stdout).subscriptions;
+  assert.equal(row.name, "stripe");
+  assert.equal(row.source, "static");
+  assert.equal(row.status, "invalid");
+  assert.match(row.status_reason, /not served .* until it is fixed in config\.yaml/);
+  assert.deepEqual(row.problems, [
+    `${config}:6 (platforms.webhook.extra.routes.stripe).deliver_only: expected true or false`,
+  ]);
+});
+
 Deno.test("list: says when the platform is off; --json lists static and dynamic routes without secrets", async () => {
   await using h = await tempHome();
   const empty = await cli(h.home, ["webhook", "list"]);
