@@ -278,10 +278,10 @@ function showStatus(
     io.out(`Install id:    ${summary.installId} (random, this home only; in every package)\n`);
     io.out(`Pending:       ${summary.pendingEvents} events in ${summary.pendingRows} counters\n`);
     const p = summary.packages;
+    const exported = p.pending + p.sent + p.rejected;
     io.out(
-      `Exported:      ${
-        p.pending + p.sent + p.rejected
-      } packages (${p.sent} sent, ${p.pending} unsent, ${p.rejected} rejected)\n`,
+      `Exported:      ${exported} package${exported === 1 ? "" : "s"} ` +
+        `(${p.sent} sent, ${p.pending} unsent, ${p.rejected} rejected)\n`,
     );
   }
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);

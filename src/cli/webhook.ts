@@ -183,6 +183,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         extra[key] = pair.slice(at + 1);
       }
       if (options.deliverChatId !== undefined) extra.chat_id = options.deliverChatId;
+      if (options.events !== undefined && splitList(options.events).length === 0) {
+        // An empty list accepts every event: that must be said by leaving the option out.
+        throw new UsageError(
+          `--events ${JSON.stringify(options.events)} names no event; leave --events out to ` +
+            "accept every event",
+        );
+      }
       const warnings = checkDeliverExtra(deliver as DeliveryTargetName, extra, config);
       const { record, previous } = update(config, (records) => {
         const previous = records[name];
@@ -232,7 +239,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     });
 
   webhook.command("remove").alias("rm").description(
-    "remove a subscription (a static route of config.yaml is removed there)",
+    "remove a subscription (a static route stays: edit config.yaml to remove it)",
   )
     .argument("<name>", "subscription name").option("--json", "print one JSON document")
     .action((rawName, options) => {

@@ -156,7 +156,7 @@ Deno.test("export --json writes valid outbox files; status shows 0 pending; re-e
   assert.deepEqual(after.packages, { pending: 1, sent: 0, rejected: 0 });
   const human = await cli(h.home, ["metrics", "status"]);
   assert.match(human.stdout, /^Pending: +0 events in 0 counters$/m);
-  assert.match(human.stdout, /^Exported: +1 packages \(0 sent, 1 unsent, 0 rejected\)$/m);
+  assert.match(human.stdout, /^Exported: +1 package \(0 sent, 1 unsent, 0 rejected\)$/m);
 
   const second = await cliJson(h.home, ["metrics", "export", "--json"]);
   assert.deepEqual(second, { packages: [], sent: [] });

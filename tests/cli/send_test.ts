@@ -123,7 +123,7 @@ Deno.test("an endpoint answering 400 rejects the package, and it is not retried"
   assert.equal(again.stdout, "Nothing due to send.\n");
   assert.equal(collector.received.length, 1, "a rejected package is never sent again");
   const human = await cli(h.home, ["metrics", "status"]);
-  assert.match(human.stdout, /^Exported: +1 packages \(0 sent, 0 unsent, 1 rejected\)$/m);
+  assert.match(human.stdout, /^Exported: +1 package \(0 sent, 0 unsent, 1 rejected\)$/m);
 });
 
 Deno.test("send to an endpoint that is down defers the package (exit 0, kept pending)", async () => {

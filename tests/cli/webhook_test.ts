@@ -227,3 +227,13 @@ Deno.test("test: POSTs a signed test event to the running listener and prints it
     inbox.close();
   }
 });
+
+Deno.test("subscribe --events with no event name is a usage error (leaving it out means all events)", async () => {
+  await using h = await tempHome();
+  for (const events of ["", ",,", " , "]) {
+    const result = await cli(h.home, ["webhook", "subscribe", "ci", "--events", events]);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /names no event; leave --events out to accept every event/);
+  }
+  assert.throws(() => Deno.statSync(join(h.home, "webhook_subscriptions.json")));
+});
