@@ -65,7 +65,9 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       try {
         await session.start(session.servers);
         const rows = [...session.manager.servers(), ...session.invalidServers()];
-        if (options.json) return printJson(io, { servers: rows, issues: session.issues });
+        if (options.json) {
+          return printJson(io, { servers: rows.map(serverRow), issues: session.issues });
+        }
         session.printIssues();
         if (rows.length === 0) {
           io.out(
@@ -109,10 +111,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           if (options.json) {
             return printJson(io, {
               ok,
-              ...server,
+              ...serverRow(server),
               warnings: [...configWarnings, ...server.warnings],
               enabled: config.enabled,
-              totalMs,
+              total_ms: totalMs,
               tools: tools.map(toolRow),
             });
           }
@@ -188,7 +190,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
   mcp.command("call").description("call one tool of one server and print the result")
     .argument("<name>", "server name").argument("<tool>", "tool name (original or mcp__… name)")
     .option("--args <json>", "arguments as a JSON object", "{}")
-    .option("--json", "print the whole result as JSON").action(async (name, toolArg, options) => {
+    .option(
+      "--json",
+      "print the whole result as JSON: the MCP CallToolResult, keys as the protocol names them (isError, structuredContent)",
+    ).action(async (name, toolArg, options) => {
       let args: unknown;
       try {
         args = JSON.parse(options.args);
@@ -255,7 +260,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       collect,
       [] as string[],
     )
-    .option("--transport <kind>", "sse for servers that only speak the old HTTP+SSE transport")
+    .option(
+      "--transport <kind>",
+      "http (Streamable HTTP, the default) or sse for servers that only speak the old HTTP+SSE transport",
+    )
     .option("--disabled", "add it with enabled: false")
     .option("--json", "print one JSON document")
     .addHelpText(
@@ -323,7 +331,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       (name, options) => {
         const config = loadConfig({ env: io.env });
         if (!hasServer(config, name)) {
-          throw new CliError(`no MCP server '${name}' in ${config.paths.config}`);
+          const servers = config.source.get("mcp_servers");
+          throw noSuchServer(config, name, isPlainObject(servers) ? Object.keys(servers) : []);
         }
         editConfigFile(config.paths.config, (doc) => doc.deleteIn(["mcp_servers", name]));
         if (options.json) return printJson(io, { removed: name });
@@ -476,20 +485,23 @@ class McpSession {
       .map((issue) => formatIssue(issue, this.config.paths.config));
   }
 
-  /** The configured server `name`, or a usage error that lists the valid names. */
+  /**
+   * The configured server `name`, or a usage error that lists the valid names. For an invalid
+   * entry the error is its first config error, after its warnings on stderr (a misspelled key is
+   * often why the entry is invalid).
+   */
   server(name: string, options: { allowDisabled?: boolean } = {}): McpServerConfig {
     const found = this.servers.find((server) => server.name === name);
     if (!found) {
       const invalid = this.issues.find((issue) =>
         issue.server === name && issue.severity === "error"
       );
-      if (invalid) throw new UsageError(formatIssue(invalid, this.config.paths.config));
-      const names = this.servers.map((server) => server.name).join(", ");
-      throw new UsageError(
-        `no MCP server '${name}' in ${this.config.paths.config}${
-          names ? ` (configured: ${names})` : ""
-        }`,
-      );
+      if (invalid) {
+        // On stderr also with --json: the error document has no place for them.
+        for (const warning of this.warningsOf(name)) this.#io.err(`warning: ${warning}\n`);
+        throw new UsageError(formatIssue(invalid, this.config.paths.config));
+      }
+      throw noSuchServer(this.config, name, this.servers.map((server) => server.name));
     }
     if (!found.enabled && !options.allowDisabled) {
       throw new CliError(`MCP server '${name}' has enabled: false in ${this.config.paths.config}`);
@@ -607,12 +619,20 @@ function checkNewEntry(config: ResolvedConfig, name: string, entry: Record<strin
     workspaceFolder: Deno.cwd(),
     pathSeparator: sep,
   });
-  const errors = issues.filter((issue) => issue.severity === "error");
+  // config.yaml falls back to Streamable HTTP on an unknown transport (a warning); a value typed
+  // as --transport is a mistake, so it is refused like an error.
+  const badTransport = (issue: McpConfigIssue) => issue.key === "transport";
+  const errors = issues.filter((issue) => issue.severity === "error" || badTransport(issue));
   if (errors.length === 0) return;
   const described = errors.map((issue) => {
     const option = OPTION_OF_KEY[issue.key.split(".")[0]];
     const path = ["mcp_servers", name, issue.key].filter((part) => part !== "").join(".");
-    return `${option ? `${option}: ` : ""}${path}: ${issue.message}`;
+    const message = badTransport(issue)
+      ? `unknown transport ${
+        JSON.stringify(entry.transport)
+      }; use http (Streamable HTTP, the default) or sse (servers that only speak the old HTTP+SSE transport)`
+      : issue.message;
+    return `${option ? `${option}: ` : ""}${path}: ${message}`;
   });
   throw new UsageError(
     `not adding MCP server '${name}': ${
@@ -634,6 +654,32 @@ function notAMapping(config: ResolvedConfig, value: unknown): string {
 function hasServer(config: ResolvedConfig, name: string): boolean {
   const servers = config.source.get("mcp_servers");
   return typeof servers === "object" && servers !== null && Object.hasOwn(servers, name);
+}
+
+/** The usage error for a server name that is not in config.yaml, listing the names that are. */
+function noSuchServer(config: ResolvedConfig, name: string, names: string[]): UsageError {
+  return new UsageError(
+    `no MCP server '${name}' in ${config.paths.config}${
+      names.length > 0 ? ` (configured: ${names.join(", ")})` : ""
+    }`,
+  );
+}
+
+/** A server's state as `--json` prints it: snake_case keys, like every other document. */
+function serverRow(server: ServerState) {
+  return {
+    name: server.name,
+    status: server.status,
+    transport: server.transport,
+    era: server.era,
+    protocol_version: server.protocolVersion,
+    server_info: server.serverInfo,
+    connect_ms: server.connectMs,
+    tool_count: server.toolCount,
+    error: server.error,
+    warnings: server.warnings,
+    pid: server.pid,
+  };
 }
 
 function toolRow(

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GARBAGE_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
-import { cli, cliJson, type CliResult, tempHome } from "./_helpers.ts";
+import { cli, cliJson, type CliResult, parseOneJson, tempHome } from "./_helpers.ts";
 import { denoEnv, writeConfig, yamlValue } from "./_mcp_helpers.ts";
 
 function expectCode(result: CliResult, code: number): void {
@@ -196,4 +196,155 @@ Deno.test("a stdio server printing junk or crashing at start says so: first junk
   );
   const log = Deno.readTextFileSync(join(home.home, "logs", "mcp-stderr.log"));
   assert.match(log, /\[crash\] Error: cannot open \/nowhere\/db/);
+});
+
+/** The object keys of a JSON value, at every depth, that are not snake_case. */
+function camelKeys(value: unknown, path = ""): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => camelKeys(item, `${path}[${i}]`));
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, item]) => [
+    ...(/^[a-z0-9_]+$/.test(key) ? [] : [`${path}.${key}`]),
+    ...camelKeys(item, `${path}.${key}`),
+  ]);
+}
+
+Deno.test("mcp list --json and mcp test --json use snake_case keys, like every other command", async () => {
+  await using home = await tempHome();
+  const server = stdioCommand(["--tools", "echo"]);
+  writeConfig(
+    home.home,
+    [
+      "mcp_servers:",
+      "  fx:",
+      `    command: ${yamlValue(server.command)}`,
+      `    args: ${yamlValue(server.args)}`,
+      "  bad:",
+      "    comand: echo",
+      "",
+    ].join("\n"),
+  );
+  const env = denoEnv();
+  const listed = await cliJson(home.home, ["mcp", "list", "--json"], 0, { env });
+  assert.deepEqual(camelKeys(listed), []);
+  const [fx, bad] = listed.servers;
+  assert.equal(fx.status, "connected");
+  assert.equal(typeof fx.protocol_version, "string");
+  assert.equal(fx.server_info.name, "agent-fixture");
+  assert.equal(typeof fx.connect_ms, "number");
+  assert.equal(fx.tool_count, 1);
+  assert.equal(bad.status, "invalid");
+  assert.equal(bad.tool_count, 0);
+
+  const tested = await cliJson(home.home, ["mcp", "test", "fx", "--json"], 0, { env });
+  assert.deepEqual(camelKeys(tested), []);
+  assert.equal(tested.ok, true);
+  assert.equal(tested.protocol_version, fx.protocol_version);
+  assert.equal(tested.server_info.name, "agent-fixture");
+  assert.equal(tested.tool_count, 1);
+  assert.ok(tested.total_ms >= tested.connect_ms, JSON.stringify(tested));
+  assert.equal(tested.tools[0].original_name, "echo");
+
+  // `mcp call --json` prints the MCP CallToolResult as the protocol names it, and says so.
+  const help = await cli(home.home, ["mcp", "call", "--help"]);
+  assert.match(help.stdout, /CallToolResult/);
+  assert.match(help.stdout, /isError, structuredContent/);
+});
+
+Deno.test("mcp test and mcp call show an invalid entry's warnings (a misspelled command) before its error", async () => {
+  await using home = await tempHome();
+  const config = writeConfig(home.home, "mcp_servers:\n  fx:\n    comand: echo\n");
+  const hint = new RegExp(
+    `warning: ${config}:3: mcp_servers\\.fx\\.comand: unknown key \`comand\` is ignored; did you mean \`command\`\\?`,
+  );
+  for (
+    const argv of [
+      ["mcp", "test", "fx"],
+      ["mcp", "test", "fx", "--json"],
+      ["mcp", "call", "fx", "echo"],
+      ["mcp", "call", "fx", "echo", "--json"],
+    ]
+  ) {
+    const result = await cli(home.home, argv);
+    expectCode(result, 2);
+    assert.match(result.stderr, hint, argv.join(" "));
+    if (argv.includes("--json")) {
+      // The warnings go to stderr; stdout stays the one error document.
+      const doc = parseOneJson(result.stdout) as { error: { message: string; exit_code: number } };
+      assert.match(
+        doc.error.message,
+        /mcp_servers\.fx: the server has neither `command` nor `url`/,
+      );
+      assert.equal(doc.error.exit_code, 2);
+    } else {
+      assert.match(result.stderr, /agent: .*the server has neither `command` nor `url`/);
+      assert.equal(result.stdout, "");
+    }
+  }
+});
+
+Deno.test("mcp add: an unknown --transport exits 2 naming the valid values; nothing written", async () => {
+  await using home = await tempHome();
+  const argv = ["mcp", "add", "t2", "--url", "https://x.example", "--transport", "bogus"];
+  const result = await cli(home.home, argv);
+  expectCode(result, 2);
+  assert.match(
+    result.stderr,
+    /not adding MCP server 't2': --transport: mcp_servers\.t2\.transport: unknown transport "bogus"; use http \(Streamable HTTP, the default\) or sse/,
+  );
+  assert.match(result.stderr, /nothing was written/);
+  assert.equal(result.stdout, "");
+  assert.equal(readIfExists(home.config), undefined, "no config.yaml was created");
+  const doc = await cliJson(home.home, [...argv, "--json"], 2);
+  assert.match(doc.error.message, /unknown transport "bogus"; use http .* or sse/);
+  assert.equal(readIfExists(home.config), undefined);
+
+  // The values config.yaml accepts are still written as given.
+  for (const [name, transport] of [["s", "sse"], ["h", "http"], ["sh", "streamable-http"]]) {
+    const added = await cli(home.home, [
+      "mcp",
+      "add",
+      name,
+      "--url",
+      "https://x.example",
+      "--transport",
+      transport,
+    ]);
+    expectCode(added, 0);
+    assert.equal(added.stderr, "");
+  }
+  assert.ok(
+    Deno.readTextFileSync(home.config).includes(
+      "  s:\n    url: https://x.example\n    transport: sse\n",
+    ),
+  );
+});
+
+Deno.test("mcp remove of an unknown server exits 2, listing the configured names; nothing changed", async () => {
+  await using home = await tempHome();
+  const text = "mcp_servers:\n  a:\n    command: echo\n  broken:\n    comand: echo\n";
+  writeConfig(home.home, text);
+  const removed = await cli(home.home, ["mcp", "remove", "nope"]);
+  expectCode(removed, 2);
+  assert.equal(
+    removed.stderr,
+    `agent: no MCP server 'nope' in ${home.config} (configured: a, broken)\n`,
+  );
+  const doc = await cliJson(home.home, ["mcp", "rm", "nope", "--json"], 2);
+  assert.equal(doc.error.exit_code, 2);
+  assert.match(doc.error.message, /^no MCP server 'nope' in .* \(configured: a, broken\)$/);
+  assert.equal(Deno.readTextFileSync(home.config), text);
+
+  // The same message as the commands that connect.
+  const tested = await cli(home.home, ["mcp", "test", "nope"]);
+  expectCode(tested, 2);
+  assert.match(
+    tested.stderr,
+    new RegExp(`no MCP server 'nope' in ${home.config} \\(configured: a\\)`),
+  );
+
+  // A fresh home has no names to list.
+  await using fresh = await tempHome();
+  const none = await cli(fresh.home, ["mcp", "remove", "nope"]);
+  expectCode(none, 2);
+  assert.equal(none.stderr, `agent: no MCP server 'nope' in ${fresh.config}\n`);
 });

@@ -124,14 +124,14 @@ Deno.test("mcp list --json: one document with servers and issues", async () => {
   assert.equal(local.status, "connected");
   assert.equal(local.transport, "stdio");
   assert.equal(local.era, "legacy");
-  assert.equal(local.protocolVersion, "2025-11-25");
-  assert.equal(local.toolCount, 7);
-  assert.equal(typeof local.connectMs, "number");
+  assert.equal(local.protocol_version, "2025-11-25");
+  assert.equal(local.tool_count, 7);
+  assert.equal(typeof local.connect_ms, "number");
   assert.deepEqual(local.warnings, []);
   assert.equal(byName.get("remote")?.transport, "http");
   assert.equal(byName.get("remote")?.status, "connected");
   assert.equal(byName.get("broken")?.status, "failed");
-  assert.equal(byName.get("broken")?.toolCount, 0);
+  assert.equal(byName.get("broken")?.tool_count, 0);
   assert.match(String(byName.get("broken")?.error), /^MCP server 'broken': cannot start command/);
   assert.equal(byName.get("off")?.status, "disabled");
   assert.equal(byName.get("invalid")?.status, "invalid");
@@ -187,9 +187,9 @@ Deno.test("mcp test <name>: era, protocol version, timings and tools", async () 
   assert.equal(doc.status, "connected");
   assert.equal(doc.transport, "http");
   assert.equal(doc.era, "legacy");
-  assert.equal(doc.protocolVersion, "2025-11-25");
-  assert.equal(typeof doc.connectMs, "number");
-  assert.ok(doc.totalMs >= doc.connectMs);
+  assert.equal(doc.protocol_version, "2025-11-25");
+  assert.equal(typeof doc.connect_ms, "number");
+  assert.ok(doc.total_ms >= doc.connect_ms);
   assert.deepEqual(doc.tools, [{
     name: "mcp__remote__echo",
     server: "remote",
@@ -501,7 +501,7 @@ Deno.test("mcp add on a fresh home creates config.yaml", async () => {
   assert.deepEqual(config.mcp_servers, { everything: { command: "npx", args: ["-y"] } });
 });
 
-Deno.test("mcp remove / rm: removes only that entry and keeps comments; unknown exits 1", async () => {
+Deno.test("mcp remove / rm: removes only that entry and keeps comments; unknown exits 2", async () => {
   await using fx = await fixtureHome();
   const removed = await fx.run(["mcp", "remove", "broken"]);
   expectCode(removed, 0);
@@ -519,10 +519,13 @@ Deno.test("mcp remove / rm: removes only that entry and keeps comments; unknown 
   assert.equal(config.model.default, "gpt-4o");
 
   const unknown = await fx.run(["mcp", "remove", "broken"]);
-  expectCode(unknown, 1);
-  assert.equal(unknown.stderr, `agent: no MCP server 'broken' in ${fx.config}\n`);
-  const unknownJson = await fx.json(["mcp", "rm", "nope", "--json"], 1);
-  assert.equal(unknownJson.error.exit_code, 1);
+  expectCode(unknown, 2);
+  assert.equal(
+    unknown.stderr,
+    `agent: no MCP server 'broken' in ${fx.config} (configured: local, remote, off)\n`,
+  );
+  const unknownJson = await fx.json(["mcp", "rm", "nope", "--json"], 2);
+  assert.equal(unknownJson.error.exit_code, 2);
   assert.equal(Deno.readTextFileSync(fx.config), text);
 });
 
@@ -563,13 +566,13 @@ Deno.test("end to end: server-everything over stdio and Streamable HTTP through 
 
   expectCode(listJson, 0);
   const doc = parseOneJson(listJson.stdout) as {
-    servers: Array<{ name: string; status: string; toolCount: number }>;
+    servers: Array<{ name: string; status: string; tool_count: number }>;
   };
   assert.deepEqual(doc.servers.map((server) => [server.name, server.status]), [
     ["everything", "connected"],
     ["everything-http", "connected"],
   ]);
-  assert.ok(doc.servers.every((server) => server.toolCount > 4));
+  assert.ok(doc.servers.every((server) => server.tool_count > 4));
 
   expectCode(tools, 0);
   const toolRows = tableRows(tools.stdout).slice(1);
