@@ -8,9 +8,9 @@
 import { isIP } from "node:net";
 import type { Command } from "@commander-js/extra-typings";
 import { parse as parseDotenv } from "dotenv";
-import { type Document, isAlias, isNode, isScalar, visit } from "yaml";
+import { type Document, isAlias, isNode, visit } from "yaml";
 import { ConfigSource, loadConfig, parseBoolish, type ResolvedConfig } from "../home/config.ts";
-import { editConfigFile } from "../home/config_edit.ts";
+import { editConfigFile, fillNullSection } from "../home/config_edit.ts";
 import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
 import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
@@ -489,7 +489,7 @@ function editWebhookSection(
 ): string[] {
   const replaced: string[] = [];
   for (const path of [["platforms"], ["platforms", "webhook"], [...EXTRA]]) {
-    let node = doc.getIn(path, true);
+    const node = doc.getIn(path, true);
     if (isAlias(node)) {
       const target = node.resolve(doc);
       const copy = isNode(target) ? target.clone() : doc.createNode(null);
@@ -499,13 +499,8 @@ function editWebhookSection(
         `${path.join(".")} in config.yaml was an alias (*${node.source}); setup replaced it by ` +
           `a copy of the mapping it pointed to, so its changes apply to ${path.join(".")} only`,
       );
-      node = copy;
     }
-    if (!isScalar(node) || node.value !== null) continue;
-    const mapping = doc.createNode({});
-    const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
-    if (comments) mapping.commentBefore = comments;
-    doc.setIn(path, mapping);
+    fillNullSection(doc, path); // the copy too, when the alias pointed at a null
   }
   doc.setIn(["platforms", "webhook", "enabled"], choices.enabled);
   doc.setIn([...EXTRA, "port"], choices.port);

@@ -83,13 +83,7 @@ export function prepareSections(
     const prefix = path.slice(0, depth);
     const node = doc.getIn(prefix, true);
     if (node === undefined || isMap(node)) continue;
-    if (isScalar(node) && node.value === null) {
-      const mapping = doc.createNode({});
-      const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
-      if (comments) mapping.commentBefore = comments;
-      doc.setIn(prefix, mapping);
-      continue;
-    }
+    if (fillNullSection(doc, prefix)) continue;
     const key = prefix.join(".");
     throw source.error(
       key,
@@ -100,6 +94,32 @@ export function prepareSections(
         "remove it; then run the command again",
     );
   }
+}
+
+/**
+ * Turns the section at `path` into an empty mapping when it is null (say all its keys are
+ * commented out), keeping its comments; true when it did. Setting a key under a null section
+ * would otherwise stop the YAML library.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseDocument } from "yaml";
+ * import { fillNullSection } from "./config_edit.ts";
+ * const doc = parseDocument("telemetry: # later\n");
+ * assert(fillNullSection(doc, ["telemetry"]));
+ * doc.setIn(["telemetry", "send"], false);
+ * assert.match(doc.toString(), /# later/);
+ * ```
+ */
+export function fillNullSection(doc: Document, path: readonly string[]): boolean {
+  const node = doc.getIn(path, true);
+  if (!isScalar(node) || node.value !== null) return false;
+  const mapping = doc.createNode({});
+  const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
+  if (comments) mapping.commentBefore = comments;
+  doc.setIn(path, mapping);
+  return true;
 }
 
 function describeNode(node: unknown): string {
