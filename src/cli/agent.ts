@@ -44,7 +44,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         const lines = io.stdinIsTerminal ? new LineReader(stdinOf(io)) : undefined;
         const session = await openSession(io, config, approvalsFor(io, config, lines));
         try {
-          printMcpProblems(io, session, config);
+          const problems = mcpProblems(session, config);
+          for (const line of problems) io.err(`${line}\n`);
           const result = await cancellable(io, (signal) =>
             session.run(prompt, {
               skills: splitList(options.skills),
@@ -52,7 +53,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
               onEvent: io.stderrIsTerminal && !options.json ? progress(io) : undefined,
             }));
           if (result.endReason !== "completed") state.exitCode = 1;
-          if (options.json) return printJson(io, runJson(result));
+          if (options.json) return printJson(io, runJson(result, problems));
           for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
           if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
@@ -103,7 +104,7 @@ async function chat(
     }. ` +
       "Type /help for commands, /exit to leave.\n",
   );
-  printMcpProblems(io, session, config);
+  for (const line of mcpProblems(session, config)) io.err(`${line}\n`);
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
   const stopListening = io.onInterrupt?.(() => {
@@ -256,15 +257,19 @@ function approvalsFor(
   );
 }
 
-function printMcpProblems(io: CliIo, session: AgentSession, config: ResolvedConfig): void {
-  for (const issue of session.mcpIssues) {
-    io.err(`${issue.severity}: ${formatIssue(issue, config.paths.config)}\n`);
-  }
-  for (const server of session.manager.servers()) {
-    if (server.error && server.status !== "connected") {
-      io.err(`warning: ${server.error}; its tools are not available\n`);
-    }
-  }
+/**
+ * The session's MCP problems, one line each as stderr shows them: an invalid `mcp_servers`
+ * entry (`error: <file>:<line>: …`, the server is skipped) or a server that did not connect.
+ */
+function mcpProblems(session: AgentSession, config: ResolvedConfig): string[] {
+  return [
+    ...session.mcpIssues.map((issue) =>
+      `${issue.severity}: ${formatIssue(issue, config.paths.config)}`
+    ),
+    ...session.manager.servers()
+      .filter((server) => server.error && server.status !== "connected")
+      .map((server) => `warning: ${server.error}; its tools are not available`),
+  ];
 }
 
 /** Runs `work` with Ctrl-C wired to cancel it. */
@@ -335,7 +340,8 @@ function progress(io: CliIo): (event: RunEvent) => void {
   };
 }
 
-function runJson(result: RunResult) {
+/** `run --json`'s document; `warnings` starts with the MCP problems (`warning: ` dropped). */
+function runJson(result: RunResult, mcpLines: string[]) {
   return {
     answer: result.answer,
     end_reason: result.endReason,
@@ -352,7 +358,10 @@ function runJson(result: RunResult) {
     model_calls: result.modelCalls,
     retries: result.retries,
     duration_ms: Math.round(result.timings.totalMs),
-    warnings: result.warnings,
+    warnings: [
+      ...mcpLines.map((line) => line.replace(/^warning: /, "")),
+      ...result.warnings,
+    ],
   };
 }
 

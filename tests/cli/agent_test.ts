@@ -539,6 +539,37 @@ Deno.test("run: configuration and connection errors name the key, variable or fi
   });
 });
 
+Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; the run goes on", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, {
+    baseUrl: model.baseUrl,
+    extra: {
+      mcp_servers: {
+        gone: { command: join(home.home, "no-such-server"), connect_timeout: 5 },
+        broken: { timeout: 30 },
+        fx: fixture("echo"),
+      },
+    },
+  });
+
+  const text = await agentRun(home.home, ["hi"]);
+  expectCode(text, 0);
+  assert.equal(text.stdout, "reply to hi\n");
+  assert.match(text.stderr, /^error: .*config\.yaml:\d+: mcp_servers\.broken/m);
+  assert.match(text.stderr, /^warning: .*gone.*; its tools are not available$/m);
+  assert.ok(!/fx/.test(text.stderr), text.stderr);
+
+  const json = await agentRun(home.home, ["hi", "--json"]);
+  expectCode(json, 0);
+  assert.equal(json.json!.answer, "reply to hi");
+  const warnings = json.json!.warnings as string[];
+  assert.equal(warnings.length, 2, warnings.join("\n"));
+  assert.match(warnings[0], /^error: .*config\.yaml:\d+: mcp_servers\.broken/);
+  assert.match(warnings[1], /^[^:]*gone.*; its tools are not available$/);
+  assert.ok(toolNames(model.requests.at(-1)!).includes("mcp__fx__echo"));
+});
+
 Deno.test("run: agent.max_iterations ends a run whose model keeps calling tools (exit 1)", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({
