@@ -94,6 +94,11 @@ export interface McpConnection {
   readonly pid: number | undefined;
   /** Whether the connection was lost or closed. */
   readonly closed: boolean;
+  /**
+   * Why a stdio server went away, as a clause for an error message: its exit status and last
+   * stderr lines, or stray stdout output (`undefined` when nothing is known or not stdio).
+   */
+  diagnosis(): string | undefined;
   /** Calls `listener` once when the connection goes away (not on {@linkcode close}). */
   onLost(listener: (reason: string) => void): void;
   /** Closes the connection (and stops a stdio child: stdin, SIGTERM, SIGKILL). */
@@ -404,6 +409,11 @@ function liveConnection(
       : undefined,
     get closed() {
       return closed;
+    },
+    diagnosis() {
+      return attempt.transport instanceof DiagnosedStdioClientTransport
+        ? attempt.transport.diagnosis()
+        : undefined;
     },
     onLost(listener) {
       listeners.push(listener);

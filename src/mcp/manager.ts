@@ -422,7 +422,7 @@ class ServerSlot {
         { timeout: timeoutMs, signal },
       ) as CallToolResult;
     } catch (error) {
-      const failure = this.#callError(tool, error, signal);
+      const failure = this.#callError(tool, error, signal, connection);
       // A dropped session may be retried for a read-only tool only: a write may have happened.
       if (
         failure.kind === "closed" && tool.readOnly && onRetry !== false && !this.#stopped &&
@@ -442,6 +442,7 @@ class ServerSlot {
     tool: RegisteredTool,
     error: unknown,
     signal: AbortSignal | undefined,
+    connection: McpConnection,
   ): McpServerError {
     const name = this.config.name;
     if (error instanceof McpServerError) return error;
@@ -462,12 +463,18 @@ class ServerSlot {
       );
     }
     if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
-      const hint = this.config.transport === "stdio" ? "; see logs/mcp-stderr.log" : "";
+      // The transport closes on the child's `close`, after its `exit`: the status is known here.
+      const diagnosis = connection.diagnosis();
+      const why = diagnosis
+        ? `: ${diagnosis}`
+        : ` (the server may have crashed${
+          this.config.transport === "stdio" ? "; see logs/mcp-stderr.log" : ""
+        })`;
       const retry = tool.readOnly ? "" : "; not retried because the tool may have side effects";
       return new McpServerError(
         name,
         "closed",
-        `the connection was lost during tool '${tool.originalName}' (the server may have crashed${hint})${retry}`,
+        `the connection was lost during tool '${tool.originalName}'${why}${retry}`,
         { cause: error },
       );
     }

@@ -352,26 +352,31 @@ Deno.test("a server that crashes or hangs mid-call fails that call only", async 
       assert.equal(state.status, "connected", `${state.name}: ${state.error}`);
     }
 
-    await t.step("stdio crash: the connection is lost, the call is not replayed", async () => {
-      const started = performance.now();
-      const error = await manager.callTool("mcp__crashy__crash").then(
-        () => assert.fail("crash answered"),
-        (error: unknown) => error,
-      );
-      assert.ok(error instanceof McpServerError, String(error));
-      assert.equal(error.server, "crashy");
-      assert.equal(error.kind, "closed");
-      assert.equal(
-        error.message,
-        "MCP server 'crashy': the connection was lost during tool 'crash' (the server may have " +
-          "crashed; see logs/mcp-stderr.log); not retried because the tool may have side effects",
-      );
-      assert.ok(performance.now() - started < SLACK_MS);
-      const crashy = manager.servers().find((state) => state.name === "crashy")!;
-      assert.equal(crashy.status, "failed");
-      assert.match(crashy.error ?? "", /^MCP server 'crashy': /);
-      await stillWorks();
-    });
+    await t.step(
+      "stdio crash: the connection is lost with the exit code and last stderr lines, the call is not replayed",
+      async () => {
+        const started = performance.now();
+        const error = await manager.callTool("mcp__crashy__crash").then(
+          () => assert.fail("crash answered"),
+          (error: unknown) => error,
+        );
+        assert.ok(error instanceof McpServerError, String(error));
+        assert.equal(error.server, "crashy");
+        assert.equal(error.kind, "closed");
+        assert.equal(
+          error.message,
+          "MCP server 'crashy': the connection was lost during tool 'crash': the process exited " +
+            'with code 1; its last stderr lines: "fixture: serving era dual over stdio" | ' +
+            '"fixture: crash tool called, exiting with code 1" (all of it in logs/mcp-stderr.log); ' +
+            "not retried because the tool may have side effects",
+        );
+        assert.ok(performance.now() - started < SLACK_MS);
+        const crashy = manager.servers().find((state) => state.name === "crashy")!;
+        assert.equal(crashy.status, "failed");
+        assert.match(crashy.error ?? "", /^MCP server 'crashy': /);
+        await stillWorks();
+      },
+    );
 
     await t.step("HTTP crash: the call fails naming server and tool", async () => {
       const error = await manager.callTool("mcp__crashy_http__crash").then(
