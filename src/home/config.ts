@@ -72,11 +72,26 @@ export class ConfigSource {
     return ConfigSource.parse(file, readTextIfExists(file) ?? "");
   }
 
-  /** The value at a dotted key path, or `undefined`. */
+  /**
+   * The value at a dotted key path, or `undefined` when it is missing or a section on the way is
+   * empty (null). A section on the way that holds a scalar or a list (`telemetry: false`) is a
+   * {@linkcode ConfigError} at that section: its keys would otherwise be silently ignored.
+   */
   get(keyPath: string): unknown {
+    const segments = keyPath.split(".");
     let node: unknown = this.data;
-    for (const segment of keyPath.split(".")) {
-      if (!isPlainObject(node) || !Object.hasOwn(node, segment)) return undefined;
+    for (const [index, segment] of segments.entries()) {
+      if (node === null || node === undefined) return undefined;
+      if (!isPlainObject(node)) {
+        const section = segments.slice(0, index).join(".");
+        throw this.error(
+          section,
+          `expected a mapping of settings, got ${describe(node)}`,
+          `write ${section} as a mapping of its settings, with its keys indented below it ` +
+            `(such as \`${segment}: …\`)`,
+        );
+      }
+      if (!Object.hasOwn(node, segment)) return undefined;
       node = node[segment];
     }
     return node;

@@ -471,3 +471,18 @@ Deno.test("isLoopbackHost: other hosts are not loopback", () => {
     assert.equal(isLoopbackHost(host), false, host);
   }
 });
+
+Deno.test("readAgentSettings: an agent or approvals section that is not a mapping is an error at it", () => {
+  const model = "model:\n  default: m\n  base_url: http://127.0.0.1:1/v1\n";
+  for (
+    const [yaml, key, line] of [
+      [`${model}agent: 5\n`, "agent", 4],
+      [`${model}agent: [1, 2]\n`, "agent", 4],
+      [`${model}approvals: yes\n`, "approvals", 4],
+    ] as const
+  ) {
+    const error = configError(() => agentSettings(yaml));
+    assert.deepEqual([error.location.key, error.location.line], [key, line], error.message);
+    assert.match(error.message, /expected a mapping of settings/);
+  }
+});

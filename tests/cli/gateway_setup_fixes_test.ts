@@ -58,7 +58,7 @@ Deno.test("setup on a section of the wrong type exits 2 naming file, key and fix
       run.stderr.startsWith(`agent: ${h.config}:${line} (key ${key}): expected a mapping`),
       run.stderr,
     );
-    assert.match(run.stderr, /Fix: write it as a mapping/);
+    assert.match(run.stderr, /Fix: write .* as a mapping/);
     assert.doesNotMatch(run.stderr, /Expected YAML collection|at .*\.ts:\d+/);
     const json = await cli(h.home, ["gateway", "setup", "--generate-secret", "--json"]);
     assert.equal(json.code, 2);

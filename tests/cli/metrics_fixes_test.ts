@@ -219,3 +219,27 @@ Deno.test("enable and disable on a telemetry section that is not a mapping: null
     }
   }
 });
+
+Deno.test("a consent section written as a scalar or list is exit 2 naming it; AGENT_SHARED_METRICS does not turn collection on behind it", async () => {
+  await using h = await tempHome();
+  const env = { AGENT_SHARED_METRICS: "true" };
+  for (
+    const [yaml, key, got] of [
+      ["telemetry:\n  shared_metrics: false\n", "telemetry.shared_metrics", "got boolean false"],
+      ["telemetry: false\n", "telemetry", "got boolean false"],
+      ["telemetry: 5\n", "telemetry", "got number 5"],
+      ["telemetry:\n  shared_metrics: [1]\n", "telemetry.shared_metrics", "got a list"],
+    ] as const
+  ) {
+    Deno.writeTextFileSync(h.config, yaml);
+    for (const args of [["metrics", "status"], ["metrics", "preview"], ["mcp", "list"]]) {
+      const result = await cli(h.home, args, { env });
+      assert.equal(result.code, 2, `${args.join(" ")} on ${yaml}: ${result.stderr}`);
+      assert.ok(result.stderr.includes(`${h.config}:`), result.stderr);
+      assert.ok(result.stderr.includes(`(key ${key}): expected a mapping`), result.stderr);
+      assert.ok(result.stderr.includes(got), result.stderr);
+      assert.doesNotMatch(result.stderr, NO_STACK);
+    }
+    assert.deepEqual(filesIn(join(h.home, "telemetry")), [], "nothing collected");
+  }
+});

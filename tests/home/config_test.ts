@@ -81,9 +81,39 @@ Deno.test("ConfigSource.parse: nested data and dotted get()", () => {
   assert.deepEqual(source.get("mcp_servers.fs.env"), {});
   assert.deepEqual(source.get("model"), { default: "gpt-4o", max: 3 });
   assert.equal(source.get("model.missing"), undefined);
-  assert.equal(source.get("model.default.deeper"), undefined);
-  assert.equal(source.get("mcp_servers.fs.args.0"), undefined, "lists are not indexed by get()");
   assert.equal(source.get("nope.deeper"), undefined);
+  assert.equal(ConfigSource.parse(FILE, "telemetry:\n").get("telemetry.shared_metrics"), undefined);
+});
+
+Deno.test("ConfigSource.get: a scalar or list where a section is expected is an error at it", () => {
+  const source = ConfigSource.parse(
+    FILE,
+    "model:\n  default: gpt-4o\nmcp_servers:\n  fs:\n    args: [a, b]\ntelemetry: false\n",
+  );
+  const cases = [
+    ["model.default.deeper", "model.default", 2, 'got string "gpt-4o"', "`deeper: …`"],
+    ["mcp_servers.fs.args.0", "mcp_servers.fs.args", 5, "got a list", "`0: …`"],
+    [
+      "telemetry.shared_metrics.enabled",
+      "telemetry",
+      6,
+      "got boolean false",
+      "`shared_metrics: …`",
+    ],
+  ] as const;
+  for (const [path, key, line, got, example] of cases) {
+    let error: unknown;
+    try {
+      source.get(path);
+    } catch (caught) {
+      error = caught;
+    }
+    assert.ok(error instanceof ConfigError, `${path}: ${error}`);
+    assert.deepEqual([error.location.key, error.location.line], [key, line]);
+    assert.ok(error.message.includes(`expected a mapping of settings, ${got}`), error.message);
+    assert.ok(error.message.includes(`write ${key} as a mapping`), error.message);
+    assert.ok(error.message.includes(example), error.message);
+  }
 });
 
 Deno.test("ConfigSource.get: inherited object keys are not configuration", () => {
