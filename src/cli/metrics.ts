@@ -125,7 +125,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         const built = storeGuard(() => service?.exportNow() ?? []);
         const copies = outDir ? copyPackages(built, outDir) : [];
         const sent = service ? await sendWithProgress(io, service) : [];
-        if (sent.some((outcome) => outcome.status === "invalid")) state.exitCode = ExitCode.failed;
+        if (!allSent(sent)) state.exitCode = ExitCode.failed;
         if (options.json) {
           return printJson(io, {
             packages: built.map((entry, i) => ({
@@ -135,7 +135,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
               path: entry.path,
               copy: copies[i],
             })),
-            sent,
+            sent: sent.map(sentJson),
           });
         }
         if (built.length === 0) {
@@ -161,7 +161,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           ? ""
           : "; run `agent metrics enable --send --endpoint <url>` to turn them on";
         throw new CliError(
-          `nothing is sent: usage metrics are off (${config.telemetry.decidedBy})${hint}`,
+          `nothing is sent: usage metrics are off (${decidedBy(config)})${hint}`,
         );
       }
       if (!config.telemetry.send) {
@@ -172,8 +172,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       const service = openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure });
       try {
         const sent = await sendWithProgress(io, service);
-        if (sent.some((outcome) => outcome.status === "invalid")) state.exitCode = ExitCode.failed;
-        if (options.json) return printJson(io, { sent });
+        if (!allSent(sent)) state.exitCode = ExitCode.failed;
+        if (options.json) return printJson(io, { sent: sent.map(sentJson) });
         if (sent.length === 0) io.out("Nothing due to send.\n");
         reportSent(io, sent);
       } finally {
@@ -271,7 +271,7 @@ function showStatus(
       warnings: t.warnings,
     });
   }
-  io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${t.decidedBy})\n`);
+  io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${decidedBy(config)})\n`);
   io.out(`Sending:       ${t.send ? `on, to ${t.endpoint}` : "off"}\n`);
   io.out(`Store:         ${config.paths.metricsDb}${summary ? "" : " (not created)"}\n`);
   if (summary) {
@@ -302,7 +302,7 @@ function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): 
   const configured = config.source.boolean("telemetry.shared_metrics.enabled");
   io.out(`Usage metrics ${configured ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
   if (configured && !t.enabled) {
-    io.out(`Collection stays off for now: ${t.decidedBy}.\n`);
+    io.out(`Collection stays off for now (${decidedBy(config)}).\n`);
   }
   if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
@@ -311,7 +311,15 @@ function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): 
 function consentLine(config: ResolvedConfig): string {
   return config.telemetry.enabled
     ? "collection is on but nothing was recorded yet"
-    : `usage metrics are off (${config.telemetry.decidedBy})`;
+    : `usage metrics are off (${decidedBy(config)})`;
+}
+
+/**
+ * What decided consent, for one pair of brackets in a sentence: `resolveTelemetry` words some
+ * reasons with a bracket of their own ("default (off until you opt in)"), which would nest.
+ */
+function decidedBy(config: ResolvedConfig): string {
+  return config.telemetry.decidedBy.replace(/ \((.*)\)$/, ": $1");
 }
 
 function describePackage(pkg: MetricsPackage): string {
@@ -334,10 +342,63 @@ async function sendWithProgress(io: CliIo, service: UsageMetrics) {
   return await service.sendDue();
 }
 
+/** Whether every package of this pass went out (none deferred, rejected, invalid or unreadable). */
+function allSent(sent: OutboxSendOutcome[]): boolean {
+  return sent.every((outcome) => outcome.status === "sent");
+}
+
+/**
+ * One send outcome as the CLI's JSON prints it: snake_case like every `--json` document, and a
+ * missing or unreadable outbox file as what it is for the user, a rejected package.
+ */
+function sentJson(outcome: OutboxSendOutcome): Record<string, unknown> {
+  const package_id = outcome.packageId;
+  switch (outcome.status) {
+    case "sent":
+      return { package_id, status: "sent", http_status: outcome.httpStatus ?? null };
+    case "rejected":
+      return {
+        package_id,
+        status: "rejected",
+        http_status: outcome.httpStatus,
+        reason: `the endpoint refused it (HTTP ${outcome.httpStatus}); it is not retried`,
+      };
+    case "deferred":
+      return {
+        package_id,
+        status: "deferred",
+        retry_at: new Date(outcome.retryAt).toISOString(),
+        reason: outcome.reason,
+      };
+    case "invalid":
+      return {
+        package_id,
+        status: "invalid",
+        file: outcome.file,
+        moved_to: outcome.movedTo,
+        reason: outcome.reason,
+      };
+    case "unreadable":
+      return {
+        package_id,
+        status: "rejected",
+        http_status: null,
+        file: outcome.file,
+        reason: `${outcome.reason}; it is not retried`,
+      };
+  }
+}
+
 function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
   for (const outcome of sent) {
     if (outcome.status === "sent") io.out(`Sent ${outcome.packageId}\n`);
-    else if (outcome.status === "invalid") {
+    else if (outcome.status === "unreadable") {
+      io.out(`Not sent ${outcome.packageId}: ${outcome.reason}\n`);
+      io.err(
+        `agent: ${outcome.file}: not sent, ${outcome.reason}. Its package is marked rejected ` +
+          "and is never sent (`agent metrics status` counts it as rejected)\n",
+      );
+    } else if (outcome.status === "invalid") {
       io.out(`Not sent ${outcome.packageId}: the file does not validate\n`);
       io.err(
         `agent: ${outcome.file}: not sent, it does not validate against agent.shared_metrics.v2 ` +
@@ -356,6 +417,22 @@ function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
       );
     }
   }
+  const failed = sent.filter((outcome) => outcome.status !== "sent");
+  if (failed.length === 0) return;
+  const deferred = failed.filter((outcome) => outcome.status === "deferred").length;
+  const refused = failed.length - deferred;
+  const why: string[] = [];
+  if (deferred > 0) {
+    why.push(
+      `${deferred} deferred: retried after the time shown, by \`agent metrics send\`, the ` +
+        "next agent run or the gateway",
+    );
+  }
+  if (refused > 0) why.push(`${refused} rejected: never sent again, see the reason above`);
+  io.err(
+    `agent: ${failed.length} of ${sent.length} package${sent.length === 1 ? "" : "s"} ` +
+      `not sent (${why.join("; ")})\n`,
+  );
 }
 
 function prepareOutDir(dir: string): string {
@@ -473,7 +550,7 @@ function validateText(text: string): { valid: boolean; errors: MetricsValidation
         pointer: "",
         rule: "json",
         message: `not valid JSON: ${reason}`,
-        value: undefined,
+        value: null,
       }],
     };
   }

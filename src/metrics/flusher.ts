@@ -51,12 +51,18 @@ export class MetricsFlusher {
       previous.then(() =>
         this.#metrics.sendDue({ signal: this.#abort.signal }).then((outcomes) => {
           for (const outcome of outcomes) {
-            if (outcome.status !== "invalid") continue;
-            this.#warn(
-              `usage-metrics package ${outcome.file} was not sent`,
-              `it does not validate (${outcome.reason}); it was moved to ${outcome.movedTo}` +
-                " and is never sent; delete it once you have looked at it",
-            );
+            if (outcome.status === "invalid") {
+              this.#warn(
+                `usage-metrics package ${outcome.file} was not sent`,
+                `it does not validate (${outcome.reason}); it was moved to ${outcome.movedTo}` +
+                  " and is never sent; delete it once you have looked at it",
+              );
+            } else if (outcome.status === "unreadable") {
+              this.#warn(
+                `usage-metrics package ${outcome.file} was not sent`,
+                `${outcome.reason}; its package is marked rejected and is never sent`,
+              );
+            }
           }
         }).catch((error) => this.#warn("sending usage metrics failed", error))
       ),

@@ -69,8 +69,21 @@ export interface InvalidOutboxFile {
   reason: string;
 }
 
+/**
+ * A due package whose outbox file cannot be read (deleted by hand, say). Nothing was sent: its
+ * package is marked rejected, so later sends skip it.
+ */
+export interface UnreadableOutboxFile {
+  packageId: string;
+  status: "unreadable";
+  /** The outbox file that should hold the package. */
+  file: string;
+  /** Why it cannot be read, such as "the outbox file is missing". */
+  reason: string;
+}
+
 /** What happened to one due outbox package in {@linkcode UsageMetrics.sendDue}. */
-export type OutboxSendOutcome = SendOutcome | InvalidOutboxFile;
+export type OutboxSendOutcome = SendOutcome | InvalidOutboxFile | UnreadableOutboxFile;
 
 /** Options of {@linkcode openUsageMetrics}; all injectable for tests. */
 export interface UsageMetricsOptions {
@@ -161,7 +174,8 @@ export class UsageMetrics {
   /**
    * Sends the outbox packages that are due to the configured endpoint and records each outcome.
    * Every file is validated against the v2 schema right before sending; one that fails is not
-   * sent but moved to `outbox/rejected/` and reported as `invalid`.
+   * sent but moved to `outbox/rejected/` and reported as `invalid`; one that cannot be read
+   * (deleted by hand) is reported as `unreadable`. Both are marked rejected and never retried.
    * Does nothing unless `send` is on. Never throws for network or HTTP failures.
    */
   async sendDue(
@@ -173,17 +187,22 @@ export class UsageMetrics {
     const outbox = this.#paths.metricsOutbox;
     const due = store.duePackages(this.#now());
     const outgoing = [];
-    const invalid: InvalidOutboxFile[] = [];
+    const unsendable: (InvalidOutboxFile | UnreadableOutboxFile)[] = [];
     for (const record of due) {
       const file = outboxFile(outbox, record.packageId);
       let body: string;
       try {
         body = Deno.readTextFileSync(file);
-      } catch {
+      } catch (error) {
+        const missing = error instanceof Deno.errors.NotFound;
         store.recordSendOutcome(record.packageId, {
           state: "rejected",
-          detail: "outbox file missing",
+          detail: missing ? "outbox file missing" : "outbox file unreadable",
         }, this.#now());
+        const reason = missing
+          ? "the outbox file is missing"
+          : `the outbox file cannot be read (${error instanceof Error ? error.message : error})`;
+        unsendable.push({ packageId: record.packageId, status: "unreadable", file, reason });
         continue;
       }
       const reason = outboxFileProblem(body, record.packageId);
@@ -198,9 +217,9 @@ export class UsageMetrics {
         state: "rejected",
         detail: "invalid outbox file, moved to outbox/rejected/",
       }, this.#now());
-      invalid.push({ packageId: record.packageId, status: "invalid", file, movedTo, reason });
+      unsendable.push({ packageId: record.packageId, status: "invalid", file, movedTo, reason });
     }
-    if (outgoing.length === 0) return invalid;
+    if (outgoing.length === 0) return unsendable;
     const outcomes = await sendPackages(outgoing, { ...options, endpoint, now: this.#now });
     for (const outcome of outcomes) {
       const nowMs = this.#now();
@@ -220,7 +239,7 @@ export class UsageMetrics {
         );
       }
     }
-    return [...invalid, ...outcomes];
+    return [...unsendable, ...outcomes];
   }
 
   /**

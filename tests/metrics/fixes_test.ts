@@ -102,3 +102,50 @@ Deno.test("the background flusher warns about an outbox file it refused to send"
     await Deno.remove(home, { recursive: true });
   }
 });
+
+Deno.test("a deleted outbox file is reported by sendDue and warned about by the flusher", async () => {
+  const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
+  try {
+    Deno.writeTextFileSync(
+      `${home}/config.yaml`,
+      "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+        "    endpoint: http://127.0.0.1:9/v2\n",
+    );
+    const clock = new TestClock("2026-11-20T08:00:00.000Z");
+    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
+      now: clock.now,
+      resource: RESOURCE,
+      flushDelayMs: 0,
+    });
+    const exportOne = () => {
+      metrics.recorder.record({ kind: "task_started", entrypoint: "api", surface: "api" });
+      const [{ package: pkg, path }] = metrics.exportNow();
+      Deno.removeSync(path);
+      return { packageId: pkg.package_id, path };
+    };
+    const first = exportOne();
+    assert.deepEqual(await metrics.sendDue(), [{
+      packageId: first.packageId,
+      status: "unreadable",
+      file: first.path,
+      reason: "the outbox file is missing",
+    }]);
+    assert.deepEqual(metrics.summary()?.packages, { pending: 0, sent: 0, rejected: 1 });
+
+    const second = exportOne();
+    const warnings: string[] = [];
+    const flusher = new MetricsFlusher(
+      metrics,
+      (what, error) => warnings.push(`${what}: ${error}`),
+    );
+    flusher.flush();
+    await flusher.settle(1_000);
+    metrics.close();
+    assert.deepEqual(warnings, [
+      `usage-metrics package ${second.path} was not sent: the outbox file is missing; ` +
+      "its package is marked rejected and is never sent",
+    ]);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
