@@ -29,7 +29,8 @@ export interface SkillLoad {
   warnings: string[];
 }
 
-const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** A skill's name: its folder under `<home>/skills/` (never a path: no `/`, no leading `.`). */
+export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_SKILL_BYTES = 256 * 1024;
 const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
 

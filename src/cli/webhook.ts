@@ -4,7 +4,7 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { isAbsolute, join, normalize } from "node:path";
+import { dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
 import {
   checkDiscordChannel,
   type Checked,
@@ -14,15 +14,18 @@ import {
   checkSlackChannel,
   checkTelegramChat,
 } from "../delivery/identifiers.ts";
+import { SKILL_NAME } from "../agent/skills.ts";
 import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
+import { closestKey } from "../home/suggest.ts";
 import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
 import {
   checkSecret,
   createdAtNow,
   defaultDescription,
+  DELIVER_EXTRA_KEYS,
   DELIVERY_TARGETS,
   type DeliveryTargetName,
   generateSecret,
@@ -39,6 +42,7 @@ import {
   webhookBaseUrl,
   type WebhookSettings,
 } from "../webhook/settings.ts";
+import { resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
 import {
   dynamicRoutes,
@@ -165,8 +169,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             "--deliver telegram|discord|slack|github_comment|gitlab_comment|origin",
         );
       }
+      const warnings: string[] = [];
       const script = options.script?.trim();
-      if (script !== undefined) checkScriptName(script);
+      if (script !== undefined) {
+        checkScriptName(script);
+        const checked = checkScript(config.paths.scripts, script);
+        if ("error" in checked) throw new UsageError(`--script: ${checked.error}`);
+        if (checked.warning) warnings.push(checked.warning);
+      }
+      const skills = options.skills ? splitList(options.skills) : [];
+      warnings.push(...checkSkills(config.paths.skills, skills));
       const givenSecret = options.secret?.trim();
       if (givenSecret !== undefined) {
         if (givenSecret === "") {
@@ -175,14 +187,20 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         const problem = checkSecret(givenSecret);
         if (problem !== true) throw new UsageError(`--secret: ${problem}`);
       }
-      const extra: Record<string, unknown> = {};
+      // No prototype: `--deliver-extra __proto__=x` is a key like any other (and refused).
+      const extra: Record<string, unknown> = Object.create(null);
+      const extraOptions: Record<string, string> = Object.create(null);
       for (const pair of options.deliverExtra) {
         const at = pair.indexOf("=");
         const key = at > 0 ? pair.slice(0, at).trim() : "";
         if (!key) throw new UsageError(`--deliver-extra takes KEY=VALUE, got '${pair}'`);
         extra[key] = pair.slice(at + 1);
+        extraOptions[key] = `--deliver-extra ${key}`;
       }
-      if (options.deliverChatId !== undefined) extra.chat_id = options.deliverChatId;
+      if (options.deliverChatId !== undefined) {
+        extra.chat_id = options.deliverChatId;
+        extraOptions.chat_id = "--deliver-chat-id";
+      }
       if (options.events !== undefined && splitList(options.events).length === 0) {
         // An empty list accepts every event: that must be said by leaving the option out.
         throw new UsageError(
@@ -190,9 +208,21 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             "accept every event",
         );
       }
-      const warnings = checkDeliverExtra(deliver as DeliveryTargetName, extra, config);
+      warnings.push(
+        ...checkDeliverExtra(deliver as DeliveryTargetName, extra, extraOptions, config),
+      );
+      const typed = rawName.replace(/^ +| +$/g, "");
       const { record, previous } = update(config, (records) => {
-        const previous = records[name];
+        const previous = Object.hasOwn(records, name) ? records[name] : undefined;
+        if (previous !== undefined && typed !== name) {
+          // `CI` or `My Hook` may well be meant as a new subscription: replacing `ci` or
+          // `my-hook` by accident would lose all of its options.
+          throw new UsageError(
+            `${JSON.stringify(typed)} is the name '${name}' (A-Z are lower-cased and spaces ` +
+              `become '-'), and the subscription '${name}' exists. Fix: subscribe as '${name}' ` +
+              "to replace it, or choose another name",
+          );
+        }
         // Re-subscribing replaces the record; only the secret is kept (decisions.md §6).
         const kept = typeof previous?.secret === "string" ? previous.secret.trim() : "";
         const record: SubscriptionRecord = {
@@ -200,7 +230,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           events: options.events ? splitList(options.events) : [],
           secret: givenSecret || kept || generateSecret(),
           prompt: options.prompt ?? "",
-          skills: options.skills ? splitList(options.skills) : [],
+          skills,
           deliver,
           created_at: createdAtNow(io.now()),
           ...(options.deliverOnly ? { deliver_only: true } : {}),
@@ -212,8 +242,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       });
       const secret = record.secret;
       const url = routeUrl(settings, name);
-      const scriptMissing = script !== undefined && !isFile(join(config.paths.scripts, script));
+      // On stderr in both modes: stdout holds the one JSON document.
+      const warn = () => warnings.forEach((warning) => io.err(`warning: ${warning}\n`));
       if (options.json) {
+        warn();
         return printJson(io, {
           name,
           webhook_url: url,
@@ -231,10 +263,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         "Point the sender at the URL with content type application/json and the secret; GitHub " +
           "signs with X-Hub-Signature-256.\n",
       );
-      if (scriptMissing) {
-        io.err(`warning: ${join(config.paths.scripts, script!)} does not exist yet\n`);
-      }
-      for (const warning of warnings) io.err(`warning: ${warning}\n`);
+      warn();
       if (!settings.enabled) io.err(`warning: ${NOT_ENABLED}\n`);
     });
 
@@ -249,16 +278,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const records = read(config);
       if (!Object.hasOwn(records, name)) {
         if (staticAt) {
-          throw new CliError(
+          throw new UsageError(
             `'${name}' is a static route at ${staticAt}, not a subscription; remove it there ` +
               "(and restart the gateway)",
           );
         }
-        throw noSubscription(rawName, records);
+        throw noSubscription(name, records);
       }
       update(config, (current) => {
         // Another command may have removed it since it was read.
-        if (!Object.hasOwn(current, name)) throw noSubscription(rawName, current);
+        if (!Object.hasOwn(current, name)) throw noSubscription(name, current);
         delete current[name];
       });
       if (options.json) {
@@ -282,12 +311,24 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const { config, settings } = load(io);
       const name = routeName(rawName);
       const records = read(config);
-      const route = [
+      const routes = [
         ...settings.routes,
         ...dynamicRoutes(records, config.paths.subscriptions).routes,
-      ]
-        .find((candidate) => candidate.name === name);
-      if (!route) throw new CliError(`no subscription or static route named '${rawName}'`);
+      ];
+      const route = routes.find((candidate) => candidate.name === name);
+      if (!route) {
+        if (Object.hasOwn(records, name) || staticRouteLocation(config, name)) {
+          throw new CliError(
+            `'${name}' is not served: it has problems (see \`agent webhook list\`); fix them ` +
+              "first",
+          );
+        }
+        throw unknownName(
+          "subscription or static route",
+          name,
+          [...new Set(routes.map((candidate) => candidate.name))],
+        );
+      }
       let payload: unknown = TEST_PAYLOAD;
       if (options.payload !== undefined) {
         try {
@@ -378,10 +419,19 @@ function update<T>(
   }
 }
 
-function noSubscription(rawName: string, records: Record<string, SubscriptionRecord>): CliError {
-  const names = Object.keys(records);
-  return new CliError(
-    `no subscription named '${rawName}'${names.length > 0 ? ` (have: ${names.join(", ")})` : ""}`,
+function noSubscription(name: string, records: Record<string, SubscriptionRecord>): UsageError {
+  return unknownName("subscription", name, Object.keys(records));
+}
+
+/**
+ * A name that names nothing is a usage error (exit 2), as in `agent mcp remove`; the message lists
+ * the names there are and the closest one.
+ */
+function unknownName(what: string, name: string, names: string[]): UsageError {
+  const suggestion = closestKey(name, names);
+  return new UsageError(
+    `no ${what} named '${name}'` + (names.length > 0 ? ` (have: ${names.join(", ")})` : "") +
+      (suggestion === undefined ? "" : `; did you mean '${suggestion}'?`),
   );
 }
 
@@ -553,17 +603,36 @@ const REQUIRED_KEYS: Partial<
 };
 
 /**
- * Checks literal `deliver_extra` values with the checks delivery applies, so a value that can
- * never work is refused now rather than failing every event; templated values are checked after
- * each payload fills them, as before. Returns warnings for what may still be set later.
+ * Checks `deliver_extra` as delivery will use it: a key the target does not read is refused (it
+ * would be ignored without a word), and literal values get the checks delivery applies, so a
+ * value that can never work is refused now rather than failing every event; templated values are
+ * checked after each payload fills them, as before. Returns warnings for what may still be set
+ * later.
+ *
+ * @param options The option that gave each key (`--deliver-chat-id`, `--deliver-extra repo`).
  */
 function checkDeliverExtra(
   deliver: DeliveryTargetName,
   extra: Record<string, unknown>,
+  options: Record<string, string>,
   config: { secrets: SecretScope; paths: { dotenv: string } },
 ): string[] {
   const problems: string[] = [];
   const warnings: string[] = [];
+  const known = DELIVER_EXTRA_KEYS[deliver];
+  for (const key of Object.keys(extra)) {
+    if (known.includes(key)) continue;
+    const reads = known.length > 0
+      ? `it reads only ${known.join(", ")}`
+      : deliver === "origin"
+      ? "it reads none (it answers on the item the event is about)"
+      : "it reads none";
+    problems.push(
+      `${options[key] ?? key}: --deliver ${deliver} does not use ${
+        key === "chat_id" ? "a chat id" : `the key '${key}'`
+      }; ${reads}. Fix: leave it out, or choose the target that uses it`,
+    );
+  }
   const literal = (value: unknown) => !(typeof value === "string" && PLACEHOLDER.test(value));
   const chat = CHAT_TARGETS[deliver];
   if (chat) {
@@ -629,6 +698,103 @@ function checkScriptName(script: string): void {
       `--script '${script}' must name a file inside <home>/scripts/ (no absolute path, no '..')`,
     );
   }
+}
+
+/**
+ * Checks `--script` as the gateway will before running it ({@linkcode resolveScript}): a file
+ * that resolves outside the scripts folder (through a symlink too), a folder or another
+ * non-file is an error now, not a refusal on every POST. A script not there yet is a warning,
+ * unless a symlink already on its way leads outside.
+ */
+function checkScript(scriptsDir: string, script: string): { error: string } | { warning?: string } {
+  const resolved = resolveScript(scriptsDir, script);
+  if (!("error" in resolved)) return {};
+  const lexical = join(scriptsDir, script);
+  const landing = missingScriptTarget(scriptsDir, lexical);
+  if (landing === undefined) return { error: resolved.error };
+  if (!landing.inside) {
+    return {
+      error: `route script ${JSON.stringify(script)} leads to ${landing.path}, outside ` +
+        `${scriptsDir}: only files under the scripts folder run; a symlink must point inside it`,
+    };
+  }
+  return { warning: `${lexical} does not exist yet` };
+}
+
+/**
+ * Where a missing script would be, following the symlinks that exist on its way: `undefined`
+ * when something is at `lexical` after all (then the resolver's error stands).
+ */
+function missingScriptTarget(
+  scriptsDir: string,
+  lexical: string,
+): { path: string; inside: boolean } | undefined {
+  let realDir: string;
+  try {
+    realDir = Deno.realPathSync(scriptsDir);
+  } catch (error) {
+    // No scripts folder yet: the script is simply not there yet.
+    return error instanceof Deno.errors.NotFound ? { path: lexical, inside: true } : undefined;
+  }
+  let path = lexical;
+  for (let hops = 0; hops < 40; hops++) {
+    // The nearest part of the path that exists (a dangling symlink counts).
+    let existing = path;
+    while (!lexists(existing)) existing = dirname(existing);
+    const rest = relative(existing, path);
+    let real: string | undefined;
+    try {
+      real = Deno.realPathSync(existing);
+    } catch { /* a dangling symlink: follow it by hand */ }
+    if (real !== undefined) {
+      if (rest === "") return undefined; // it is there: the resolver's error stands
+      const landing = join(real, rest);
+      return { path: landing, inside: isInside(realDir, landing) };
+    }
+    let target: string;
+    try {
+      target = Deno.readLinkSync(existing);
+    } catch {
+      return undefined;
+    }
+    path = join(resolve(dirname(existing), target), rest);
+  }
+  return undefined; // a symlink loop: the resolver's error says so
+}
+
+function lexists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== "" && rel !== ".." && !rel.startsWith("../") && !isAbsolute(rel);
+}
+
+/**
+ * Checks `--skills` names as the skills loader will: a name that is not a folder name under
+ * `skillsDir` (`../../etc`) is a usage error; a skill not there yet is a warning.
+ */
+function checkSkills(skillsDir: string, skills: string[]): string[] {
+  const bad = skills.filter((skill) => !SKILL_NAME.test(skill));
+  if (bad.length > 0) {
+    throw new UsageError(
+      `--skills: ${bad.map((skill) => JSON.stringify(skill)).join(", ")} ${
+        bad.length === 1 ? "is not a skill name" : "are not skill names"
+      }: a skill is a folder under ${skillsDir} named with 1 to 64 letters, digits, '.', '_' ` +
+        "and '-', starting with a letter or digit",
+    );
+  }
+  return skills.filter((skill) => !isFile(join(skillsDir, skill, "SKILL.md"))).map((skill) =>
+    `skill '${skill}' not found (expected ${
+      join(skillsDir, skill, "SKILL.md")
+    }); runs go on without it until it is there`
+  );
 }
 
 function isFile(path: string): boolean {

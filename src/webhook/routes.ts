@@ -24,6 +24,20 @@ export const DELIVERY_TARGETS = [
 /** A delivery target name. */
 export type DeliveryTargetName = typeof DELIVERY_TARGETS[number];
 
+/**
+ * The `deliver_extra` keys each target reads (see `src/delivery/`); any other key would be
+ * ignored. `origin` takes the item to comment on from the payload, so it reads none.
+ */
+export const DELIVER_EXTRA_KEYS: Readonly<Record<DeliveryTargetName, readonly string[]>> = {
+  log: [],
+  origin: [],
+  telegram: ["chat_id"],
+  discord: ["chat_id"],
+  slack: ["chat_id"],
+  github_comment: ["repo", "number"],
+  gitlab_comment: ["project", "iid", "kind"],
+};
+
 /** One route, static or dynamic, as the listener uses it. */
 export interface Route {
   name: string;
@@ -77,8 +91,10 @@ export const ROUTE_NAME_RULE = `1 to ${MAX_NAME} lower-case letters, digits, '-'
   "starting with a letter or digit";
 
 /**
- * Normalises a subscription name: trimmed, lower-cased, spaces → `-`. Returns the name, or an
- * error message saying what is allowed.
+ * Normalises a subscription name: spaces trimmed, ASCII `A-Z` lower-cased, inner runs of spaces →
+ * `-`. Nothing else is mapped: a non-ASCII look-alike (U+212A KELVIN SIGN for `K`), a tab, a line
+ * break or a no-break space is refused, so two different spellings never land on one name.
+ * Returns the name, or an error message saying what is allowed (and which characters are not).
  *
  * @example
  * ```ts
@@ -87,17 +103,32 @@ export const ROUTE_NAME_RULE = `1 to ${MAX_NAME} lower-case letters, digits, '-'
  * assert.deepEqual(normaliseRouteName(" GitHub Issues "), { ok: true, name: "github-issues" });
  * assert.deepEqual(normaliseRouteName("invalid-hooks"), { ok: true, name: "invalid-hooks" });
  * assert.equal(normaliseRouteName("../x").ok, false);
+ * assert.match((normaliseRouteName("\u212Aelvin") as { error: string }).error, /U\+212A/);
+ * assert.equal(normaliseRouteName("a\tb").ok, false);
  * ```
  */
 export function normaliseRouteName(raw: string): RouteNameResult {
-  const name = raw.trim().toLowerCase().replace(/\s+/g, "-");
+  // ASCII only: String#toLowerCase would turn U+212A into `k`, and `\s` covers tabs and U+00A0.
+  const name = raw.replace(/^ +| +$/g, "").replace(/[A-Z]/g, (letter) => letter.toLowerCase())
+    .replace(/ +/g, "-");
   if (!isValidRouteName(name)) {
+    const outside = [...new Set(Array.from(raw).filter((char) => !NAME_INPUT.test(char)))];
     return {
       ok: false,
-      error: `invalid subscription name ${JSON.stringify(raw)}: use ${ROUTE_NAME_RULE}`,
+      error: `invalid subscription name ${JSON.stringify(raw)}: use ${ROUTE_NAME_RULE} ` +
+        "(ASCII only; A-Z are lower-cased and spaces become '-')" +
+        (outside.length > 0 ? `; not allowed: ${outside.map(codePoint).join(", ")}` : ""),
     };
   }
   return { ok: true, name };
+}
+
+/** One character a name may be typed with: see {@linkcode normaliseRouteName}. */
+const NAME_INPUT = /^[A-Za-z0-9 _-]$/;
+
+/** `U+212A`: how a character is named in a message (it may be invisible or a look-alike). */
+function codePoint(char: string): string {
+  return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
 /** Whether {@linkcode normaliseRouteName} accepted the name. */

@@ -161,7 +161,7 @@ Deno.test("list: a subscription shadowed by a static route is a problem, and rem
 
   // Only the static route is left: that is removed in config.yaml.
   const again = await cli(h.home, ["webhook", "remove", "deploy", "--json"]);
-  assert.equal(again.code, 1);
+  assert.equal(again.code, 2);
   assert.match(
     String((parseOneJson(again.stdout).error as Record<string, unknown>).message),
     /'deploy' is a static route at .*config\.yaml:6 \(platforms\.webhook\.extra\.routes\.deploy\)/,

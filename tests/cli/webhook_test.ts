@@ -87,7 +87,7 @@ Deno.test("a subscription cannot take the name of a static route", async () => {
   assert.equal(result.code, 2);
   assert.match(result.stderr, /static route named 'deploy'/);
   const removed = await cli(h.home, ["webhook", "remove", "deploy"]);
-  assert.equal(removed.code, 1);
+  assert.equal(removed.code, 2);
   assert.match(removed.stderr, /static route/);
 });
 
@@ -149,7 +149,7 @@ Deno.test("list: says when the platform is off; --json lists static and dynamic 
   assert.match(text.stdout, /not enabled/);
 });
 
-Deno.test("remove: deletes the record; an unknown name fails with exit 1", async () => {
+Deno.test("remove: deletes the record; an unknown name is a usage error (exit 2)", async () => {
   await using h = await tempHome();
   await cli(h.home, ["webhook", "subscribe", "ci"]);
   const removed = await cli(h.home, ["webhook", "rm", "ci", "--json"]);
@@ -157,7 +157,7 @@ Deno.test("remove: deletes the record; an unknown name fails with exit 1", async
   assert.deepEqual(parseOneJson(removed.stdout), { removed: "ci" });
   assert.deepEqual(subscriptions(h.home), {});
   const missing = await cli(h.home, ["webhook", "remove", "ci"]);
-  assert.equal(missing.code, 1);
+  assert.equal(missing.code, 2);
   assert.match(missing.stderr, /no subscription named 'ci'/);
 });
 
