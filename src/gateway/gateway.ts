@@ -22,6 +22,7 @@ import { RouteTable } from "../webhook/route_table.ts";
 import { runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
 import { Inbox } from "./inbox.ts";
+import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
 
 /** How to start a {@linkcode Gateway}. */
@@ -77,7 +78,7 @@ export class Gateway {
   readonly settings: WebhookSettings;
   /** Where it listens, e.g. `http://[::]:8644` (dual-stack) or `http://127.0.0.1:8644`. */
   readonly addresses: string[];
-  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #server: ResilientServer;
   readonly #pool: WorkerPool;
   readonly #session: AgentSession | undefined;
   readonly #inbox: Inbox;
@@ -89,7 +90,7 @@ export class Gateway {
 
   private constructor(parts: {
     settings: WebhookSettings;
-    server: Deno.HttpServer<Deno.NetAddr>;
+    server: ResilientServer;
     pool: WorkerPool;
     session: AgentSession | undefined;
     inbox: Inbox;
@@ -231,14 +232,14 @@ export class Gateway {
       onAccepted: () => pool.wake(),
       log: logAt,
     });
-    let server: Deno.HttpServer<Deno.NetAddr>;
+    let server: ResilientServer;
     try {
-      server = Deno.serve({
+      server = new ResilientServer(
         // No host: "::" with IPv4 mapped, so both 127.0.0.1 and ::1 reach it.
-        hostname: settings.host ?? "::",
-        port: settings.port,
-        onListen() {},
-      }, app.fetch);
+        { hostname: settings.host ?? "::", port: settings.port },
+        app.fetch,
+        listenerLog(),
+      );
     } catch (error) {
       inbox.close();
       lock.close();
@@ -306,6 +307,52 @@ export class Gateway {
   get finished(): Promise<void> {
     return this.#server.finished;
   }
+}
+
+/** How often a listener that keeps failing is logged again. */
+const LISTENER_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * Logs the listener's failures: the first of a streak, then at most once a minute with how many
+ * more there were, so a gateway out of file descriptors does not flood its log.
+ */
+function listenerLog(): (event: ListenerEvent) => void {
+  let loggedAt = -Infinity;
+  let unlogged = 0;
+  return (event) => {
+    if (event.type === "listening") {
+      if (unlogged === 0) {
+        log.info("gateway listening again after {failures} failure(s)", {
+          failures: event.failures,
+        });
+      }
+      return;
+    }
+    const now = performance.now();
+    if (event.failures > 1 && now - loggedAt < LISTENER_LOG_INTERVAL_MS) {
+      unlogged++;
+      return;
+    }
+    loggedAt = now;
+    const error = String(event.error);
+    const properties = { error, retry_ms: event.retryInMs, unlogged };
+    if (/too many open files|os error 24/i.test(error)) {
+      log.error(
+        "the listener stopped accepting connections: the process is out of file descriptors " +
+          "({error}), probably from too many open connections; raise `ulimit -n` or put a proxy " +
+          "with connection limits in front. Listening again in {retry_ms} ms " +
+          "({unlogged} more failures since the last line)",
+        properties,
+      );
+    } else {
+      log.error(
+        "the listener stopped accepting connections: {error}. Listening again in {retry_ms} ms " +
+          "({unlogged} more failures since the last line)",
+        properties,
+      );
+    }
+    unlogged = 0;
+  };
 }
 
 function noModel(problem: string): RunResult {

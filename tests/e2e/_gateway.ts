@@ -65,11 +65,20 @@ export interface GatewayProcess extends AsyncDisposable {
 export async function startGateway(
   home: string,
   env: Record<string, string>,
+  options: {
+    /** The process's open-file limit (`ulimit -n`), set through bash before deno starts. */
+    fileLimit?: number;
+  } = {},
 ): Promise<GatewayProcess> {
   const port = Number(env.WEBHOOK_PORT);
   assert.ok(Number.isInteger(port) && port > 0, "startGateway needs env.WEBHOOK_PORT");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "gateway", "run"],
+  const command = [Deno.execPath(), "run", "-A", MAIN, "gateway", "run"];
+  // `exec` keeps the pid: signals reach the gateway itself.
+  const [program, ...args] = options.fileLimit === undefined
+    ? command
+    : ["bash", "-c", `ulimit -n ${options.fileLimit} && exec "$@"`, "bash", ...command];
+  const child = new Deno.Command(program, {
+    args,
     cwd: REPO,
     clearEnv: true,
     env: childEnv(home, env),
