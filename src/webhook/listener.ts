@@ -100,6 +100,10 @@ const IN_PROGRESS_RETRY_SECONDS = 10;
 export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   const app = new Hono<Env>();
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
+  app.all("/health", (c) => {
+    c.header("Allow", "GET, HEAD");
+    return c.json({ error: `Method ${c.req.method} not allowed; send GET` }, 405);
+  });
   app.post(
     "/webhooks/:name",
     findRoute(deps),
@@ -145,40 +149,58 @@ const checkEnabled: Step = async (c, next) => {
   await next();
 };
 
-/** Reads the body up to the cap; never buffers past it. */
+/**
+ * Reads the body up to the cap; never buffers past it. A body that cannot be read to its end (the
+ * sender hung up, or the gateway is stopping) is answered 400, logged as a warning at most once a
+ * minute per route: anyone who can reach the port can cause it.
+ */
 function readBody(deps: ListenerDeps): Step {
+  const logRefusal = refusalLog(deps);
   return async (c, next) => {
     const cap = deps.settings.maxBodyBytes;
-    const tooLarge = () => c.json({ error: `body larger than ${cap} bytes` }, 413);
-    const declared = c.req.header("content-length");
-    if (declared !== undefined && /^\d+$/.test(declared)) {
-      if (Number(declared) > cap) return tooLarge();
-      // The HTTP layer delivers exactly Content-Length bytes (a body that disagrees is a broken
-      // request, not a bigger one), so one read cannot pass the cap.
-      const body = new Uint8Array(await c.req.raw.arrayBuffer());
-      if (body.byteLength > cap) return tooLarge(); // a Request built in-process could lie
-      c.set("body", body);
-      return await next();
+    let body: Uint8Array | undefined;
+    try {
+      body = await readCapped(c.req.raw, cap);
+    } catch (error) {
+      logRefusal("warning", "route {route}: the request body could not be read: {error}", {
+        route: c.get("route").name,
+        error: String(error),
+      });
+      return c.json({ error: "the request body could not be read to its end" }, 400);
     }
-    const stream = c.req.raw.body;
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    if (stream) {
-      const reader = stream.getReader();
-      while (true) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > cap) {
-          await reader.cancel().catch(() => {});
-          return tooLarge();
-        }
-        chunks.push(value);
-      }
-    }
-    c.set("body", concatBytes(chunks, size));
+    if (body === undefined) return c.json({ error: `body larger than ${cap} bytes` }, 413);
+    c.set("body", body);
     await next();
   };
+}
+
+/** The body of `request`, or `undefined` when it is larger than `cap` bytes. */
+async function readCapped(request: Request, cap: number): Promise<Uint8Array | undefined> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > cap) return undefined;
+    // The HTTP layer delivers exactly Content-Length bytes (a body that disagrees is a broken
+    // request, not a bigger one), so one read cannot pass the cap.
+    const body = new Uint8Array(await request.arrayBuffer());
+    return body.byteLength > cap ? undefined : body; // a Request built in-process could lie
+  }
+  const stream = request.body;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (stream) {
+    const reader = stream.getReader();
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > cap) {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  }
+  return concatBytes(chunks, size);
 }
 
 /**
@@ -479,5 +501,10 @@ async function deliverNow(
     target: route.deliver,
     error: result.error,
   });
-  return c.json({ error: `delivery to ${route.deliver} failed: ${result.error}` }, 502);
+  // The reason can name API roots and settings of this machine: it goes to the log only.
+  return c.json({
+    error: `delivery to ${route.deliver} failed; the reason is in the gateway's log`,
+    route: route.name,
+    delivery_id: id,
+  }, 502);
 }

@@ -127,6 +127,46 @@ Deno.test("GET /health answers ok without authentication", async () => {
   assert.deepEqual(await response.json(), { status: "ok", platform: "webhook" });
 });
 
+Deno.test("/health: HEAD answers like GET; another method → 405 with Allow: GET, HEAD", async () => {
+  await using h = await harness();
+  const head = await h.app.fetch(new Request("http://localhost/health", { method: "HEAD" }));
+  assert.equal(head.status, 200);
+  await head.body?.cancel();
+  for (const method of ["POST", "PUT", "DELETE", "OPTIONS"]) {
+    const response = await h.app.fetch(new Request("http://localhost/health", { method }));
+    assert.equal(response.status, 405, method);
+    assert.equal(response.headers.get("allow"), "GET, HEAD");
+    assert.deepEqual(await response.json(), {
+      error: `Method ${method} not allowed; send GET`,
+    });
+  }
+});
+
+Deno.test("a body that breaks off while it is read → 400, a warning logged once a minute, never 500", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const broken = () =>
+    new Request("http://localhost/webhooks/github", {
+      method: "POST",
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"issue":'));
+          controller.error(new Error("connection reset by peer"));
+        },
+      }),
+    });
+  for (let i = 0; i < 3; i++) {
+    const response = await h.app.fetch(broken());
+    assert.equal(response.status, 400);
+    assert.deepEqual(await response.json(), {
+      error: "the request body could not be read to its end",
+    });
+  }
+  const warnings = h.logs.filter((line) => line.includes("could not be read"));
+  assert.equal(warnings.length, 1, h.logs.join("\n"));
+  assert.match(warnings[0], /^warning: .*connection reset by peer/);
+  assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
+});
+
 Deno.test("unknown route → 404 naming it; another method on a route → 405 with Allow", async () => {
   await using h = await harness({ routes: { github: route() } });
   const unknown = await h.signed("nope", {});
@@ -513,16 +553,29 @@ Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim 
 
   await using failing = await harness({
     routes: { r: route({ deliver: "telegram", deliver_only: true }) },
-    delivery: { ok: false, error: "HTTP 500" },
+    delivery: {
+      ok: false,
+      error: "the Telegram Bot API at http://10.0.0.7:8081 answered 401. Fix: check " +
+        "TELEGRAM_BOT_TOKEN in /home/me/.agent/.env",
+    },
   });
   for (let attempt = 0; attempt < 2; attempt++) {
     const response = await failing.signed("r", { issue: { title: "T" } }, {
       "x-github-delivery": "same",
     });
     assert.equal(response.status, 502, `attempt ${attempt}: the retry is not a duplicate`);
-    await response.body?.cancel();
+    // The sender (whose delivery log others may read) learns neither API roots nor settings.
+    assert.deepEqual(await response.json(), {
+      error: "delivery to telegram failed; the reason is in the gateway's log",
+      route: "r",
+      delivery_id: "same",
+    });
   }
   assert.equal(failing.delivered.length, 2);
+  assert.ok(
+    failing.logs.some((line) => line.startsWith("warning:") && line.includes("answered 401")),
+    failing.logs.join("\n"),
+  );
 });
 
 Deno.test("subscriptions are reloaded when the file changes; a corrupt file keeps the routes", async () => {
