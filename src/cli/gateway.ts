@@ -80,6 +80,8 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
               `platforms.webhook.extra.port (or WEBHOOK_PORT) to a free port`,
           );
         }
+        const bindProblem = bindError(error, settings, config.paths.config);
+        if (bindProblem) throw bindProblem;
         throw error;
       }
       const where = webhookBaseUrl(settings);
@@ -98,6 +100,39 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       await closeLogging();
     }
   });
+}
+
+/**
+ * A failed bind as an error naming the setting to change: an address that is not this machine's
+ * or does not resolve (`platforms.webhook.extra.host`), a port the user may not bind (below 1024
+ * without privileges). `undefined` for anything else.
+ */
+function bindError(
+  error: unknown,
+  settings: { host?: string; port: number },
+  file: string,
+): CliError | undefined {
+  const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  const where = `${settings.host ?? "every interface"} port ${settings.port}`;
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return new CliError(
+      `cannot listen on ${where}: ${message}. Ports below 1024 need privileges: set ` +
+        `platforms.webhook.extra.port (or WEBHOOK_PORT) in ${file} to 1024 or above`,
+    );
+  }
+  if (
+    settings.host !== undefined &&
+    (error instanceof Deno.errors.AddrNotAvailable ||
+      /lookup address|Name or service not known|nodename nor servname|os error 99/i.test(
+        message,
+      ))
+  ) {
+    return new CliError(
+      `cannot listen on ${where}: ${message}. Set platforms.webhook.extra.host in ${file} to an ` +
+        "address of this machine (e.g. 127.0.0.1), or remove it to listen on every interface",
+    );
+  }
+  return undefined;
 }
 
 /** Writes the starter `config.yaml` on a fresh home; true when it did. */

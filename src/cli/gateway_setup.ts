@@ -584,7 +584,8 @@ export const checkHost: AnswerCheck = (value) => {
   const host = stripBrackets(value.trim());
   if (isIP(host) !== 0) return true;
   const labels = host.split(".");
-  const hostname = host.length <= 253 &&
+  // An all-numeric last label is a mistyped IPv4 address (999.1.1.1), never a host name.
+  const hostname = host.length <= 253 && !/^\d+$/.test(labels.at(-1)!) &&
     labels.every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
   return hostname
     ? true

@@ -19,6 +19,7 @@ import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
+import { checkSecret } from "../webhook/routes.ts";
 import { runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
 import { Inbox } from "./inbox.ts";
@@ -126,6 +127,23 @@ export class Gateway {
           route: route.name,
         });
       }
+    }
+    // Served all the same (senders may already sign with them), but said at every start.
+    const secrets: [string, string | undefined, string][] = [
+      [
+        "the global webhook secret (WEBHOOK_SECRET or platforms.webhook.extra.secret)",
+        settings.secret,
+        "run `agent gateway setup --generate-secret`",
+      ],
+      ...settings.routes.map((route): [string, string | undefined, string] => [
+        `the secret of static route ${route.name}`,
+        route.secret,
+        "generate one, e.g. `openssl rand -hex 32`",
+      ]),
+    ];
+    for (const [what, secret, hint] of secrets) {
+      const problem = secret === undefined ? true : checkSecret(secret, hint);
+      if (problem !== true) log.warn(`${what} is weak: {problem}`, { problem });
     }
     const metrics = openUsageMetrics(config);
     // Without a model, direct-delivery routes still work; agent runs end with the reason.

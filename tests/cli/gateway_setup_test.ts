@@ -137,6 +137,8 @@ Deno.test("setup refuses contradicting flags and bad values with exit 2, and wri
     [["--port", "-1"], /--port: '-1' is not a port/],
     [["--host", "bad host!"], /--host: 'bad host!' is not an IP address or host name/],
     [["--host", "-leading.example"], /is not an IP address or host name/],
+    [["--host", "999.1.1.1"], /--host: '999\.1\.1\.1' is not an IP address or host name/],
+    [["--host", "10.0.0"], /is not an IP address or host name/],
     [["--secret", "short"], /--secret: use at least 16 characters/],
     [["--secret", "has a space in it ok"], /visible ASCII characters only/],
     [["--secret", "it's-sixteen-chars"], /no spaces, line breaks or single quotes/],

@@ -185,6 +185,52 @@ Deno.test("gateway run on a port in use fails with a message naming the port set
   }
 });
 
+Deno.test("gateway run on an address that is not this machine's: exit 1 naming platforms.webhook.extra.host, no stack", async () => {
+  await using h = await tempHome();
+  // 192.0.2.1 (TEST-NET-1) is documentation-only: no interface has it.
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 192.0.2.1\n",
+  );
+  const result = await cli(h.home, ["gateway", "run"], {
+    env: { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "a-global-secret-of-32-chars!!" },
+  });
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /^agent: cannot listen on 192\.0\.2\.1 port \d+: /m);
+  assert.match(
+    result.stderr,
+    /Set platforms\.webhook\.extra\.host in .*config\.yaml to an address/,
+  );
+  assert.doesNotMatch(result.stderr, /^\s+at /m);
+});
+
+Deno.test("gateway: a weak global or static-route secret is served but warned about at start", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
+      "        short:\n          secret: tiny\n          deliver: log\n" +
+      "        fine:\n          secret: a-route-secret-long-enough\n          deliver: log\n",
+  );
+  const gateway = await startGateway(h.home, {
+    WEBHOOK_PORT: String(freePort()),
+    WEBHOOK_SECRET: "abc",
+  });
+  try {
+    await waitUntil(() => gateway.stderr().includes("static route short"), "the route warning");
+    assert.match(
+      gateway.stderr(),
+      /global webhook secret \(WEBHOOK_SECRET or platforms\.webhook\.extra\.secret\) is weak: .*at least 16 characters.*--generate-secret/,
+    );
+    assert.match(gateway.stderr(), /the secret of static route short is weak: .*at least 16/);
+    assert.doesNotMatch(gateway.stderr(), /static route fine/);
+    assert.ok(!gateway.stderr().includes("tiny"), "the secret itself is never printed");
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
 Deno.test("gateway: INSECURE_NO_AUTH opens a secretless route on a loopback host only, with a warning each way", async () => {
   await using h = await tempHome();
   const port = freePort();
