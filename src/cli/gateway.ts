@@ -10,7 +10,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
 import { setDotenvValues } from "../home/dotenv_edit.ts";
-import { closeLogging, configureLogging } from "../home/log.ts";
+import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { generateSecret } from "../webhook/routes.ts";
 import { acceptsUnsigned, readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
@@ -61,13 +61,17 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
           `${config.paths.config}, or WEBHOOK_ENABLED=true`,
       );
     }
+    const level = configuredLogLevel(config.source, io.env);
     if (generateGlobalSecret(config, io)) {
       config = loadConfig({ env: io.env });
       settings = readWebhookSettings(config);
     }
     // Warnings and errors (no secret for a route, INSECURE_NO_AUTH, no model …) also on stderr:
     // someone starting the gateway at a terminal should not have to read the log to see them.
-    await configureLogging(config.paths, { console: (line) => io.err(line) });
+    await configureLogging(config.paths, {
+      level,
+      console: (line) => io.err(line),
+    });
     try {
       let gateway: Gateway;
       try {

@@ -57,6 +57,7 @@ const KNOWN_KEYS: KeyTree = {
     gitlab_comment: PLATFORM_TARGET,
   },
   telemetry: { shared_metrics: { enabled: true, send: true, endpoint: true } },
+  logging: { level: true },
 };
 
 /** A key of `config.yaml` that nothing reads. */

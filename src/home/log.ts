@@ -15,9 +15,46 @@ import {
   type Sink,
   withFilter,
 } from "@logtape/logtape";
+import type { ConfigSource } from "./config.ts";
 import { ensurePrivateDir } from "./files.ts";
 import { RotatingLogFile } from "./log_file.ts";
 import type { HomePaths } from "./paths.ts";
+
+/** The levels `logging.level` and `AGENT_LOG_LEVEL` take, lowest first. */
+export const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
+
+/**
+ * The log level asked for: `AGENT_LOG_LEVEL`, else `logging.level` of `config.yaml` (any case),
+ * else `undefined` (the default, `info`). An unknown level is a `ConfigError` at `logging.level`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "./config.ts";
+ * import { configuredLogLevel } from "./log.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "logging:\n  level: DEBUG\n");
+ * assert.equal(configuredLogLevel(source, () => undefined), "debug");
+ * assert.equal(configuredLogLevel(source, () => "warning"), "warning");
+ * assert.throws(() => configuredLogLevel(source, () => "loud"), /unknown log level "loud"/);
+ * ```
+ */
+export function configuredLogLevel(
+  source: ConfigSource,
+  env: (name: string) => string | undefined,
+): LogLevel | undefined {
+  const key = "logging.level";
+  const raw = env("AGENT_LOG_LEVEL") ?? source.string(key);
+  const level = raw?.trim().toLowerCase();
+  if (level === undefined || level === "") return undefined;
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw source.error(
+      key,
+      `unknown log level ${JSON.stringify(raw)}`,
+      `use one of ${LOG_LEVELS.join(", ")} (AGENT_LOG_LEVEL takes the same)`,
+    );
+  }
+  return level as LogLevel;
+}
 
 /** Rotation policy of `gateway.log`. */
 export interface LogRotation {

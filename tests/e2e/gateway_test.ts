@@ -231,6 +231,54 @@ Deno.test("gateway: a weak global or static-route secret is served but warned ab
   }
 });
 
+Deno.test("gateway: logging.level debug writes each run's transcript, redacted; an unknown level is exit 2 at logging.level", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  const config = (level: string) =>
+    Deno.writeTextFileSync(
+      join(h.home, "config.yaml"),
+      `logging:\n  level: ${level}\nmodel:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n` +
+        "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
+        "        ci:\n          secret: a-route-secret-long-enough\n          deliver: log\n" +
+        "          prompt: 'Summarise {issue.title}'\n",
+    );
+  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "a-global-secret-long-enough" };
+
+  config("loud");
+  const refused = await cli(h.home, ["gateway", "run"], { env });
+  assert.equal(refused.code, 2, refused.stderr);
+  assert.match(refused.stderr, /config\.yaml:2 \(key logging\.level\): unknown log level "loud"/);
+
+  config("debug");
+  Deno.writeTextFileSync(join(h.home, ".env"), "CANARY_VALUE=never-in-the-log-canary\n");
+  const gateway = await startGateway(h.home, env);
+  try {
+    assert.doesNotMatch(gateway.stderr(), /unknown key/);
+    const body = JSON.stringify({ issue: { title: "never-in-the-log-canary is broken" } });
+    const response = await fetch(gateway.url("/webhooks/ci"), {
+      method: "POST",
+      body,
+      headers: {
+        "x-github-event": "issues",
+        "x-hub-signature-256": githubSignature("a-route-secret-long-enough", body),
+      },
+    });
+    assert.equal(response.status, 202, await response.text());
+    const entries = () => gateway.log().split("\n").filter(Boolean).map((line) => JSON.parse(line));
+    await waitUntil(
+      () => entries().some((entry) => entry.level === "DEBUG" && /^run ended/.test(entry.message)),
+      "the end of the run's transcript",
+    );
+    const request = entries().find((entry) => /^model request/.test(entry.message));
+    assert.ok(request, "the model request is in the transcript");
+    assert.match(JSON.stringify(request), /Summarise \[REDACTED\] is broken/);
+    assert.ok(!gateway.log().includes("never-in-the-log-canary"), "values of .env are redacted");
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
 Deno.test("gateway: INSECURE_NO_AUTH opens a secretless route on a loopback host only, with a warning each way", async () => {
   await using h = await tempHome();
   const port = freePort();
