@@ -87,8 +87,14 @@ export interface RunAgentOptions {
  * Runs the agent once on `prompt` with `<home>`'s configuration: connects the MCP servers, runs
  * the loop, closes everything. Model and tool failures are the result's `endReason` and `error`;
  * an unusable configuration throws a `ConfigError` naming the file, key and fix.
+ *
+ * @throws {TypeError} when `prompt` is empty or only whitespace, before the configuration is
+ * read or anything is contacted.
  */
 export async function runAgent(prompt: string, options: RunAgentOptions = {}): Promise<RunResult> {
+  if (typeof prompt !== "string" || prompt.trim() === "") {
+    throw new TypeError("the prompt is empty: pass runAgent the text to send to the model");
+  }
   const config = loadConfig({ env: options.env, home: options.home });
   const session = await AgentSession.open({
     config,

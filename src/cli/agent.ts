@@ -16,13 +16,11 @@ import {
   type RunResult,
 } from "../agent/mod.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { closeLogging, configureLogging } from "../home/log.ts";
+import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { formatIssue } from "../mcp/mod.ts";
-import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
 import { LineReader } from "./lines.ts";
 import type { CommandState } from "./mod.ts";
-
-const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
 
 /** Adds `run` and `chat` to `program`. */
 export function addAgentCommands(program: Command, io: CliIo, state: CommandState): void {
@@ -35,7 +33,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
       "\nThe model comes from model.default / model.provider / model.base_url in config.yaml;\n" +
         "the key from <PROVIDER>_API_KEY (or model.api_key_env) in <home>/.env. Every tool of\n" +
         "the enabled mcp_servers is offered. Exit code 1 when the run ends without an answer\n" +
-        "(timeout, iteration limit, model error, Ctrl-C).",
+        "(timeout, iteration limit, model error, Ctrl-C, SIGTERM). A prompt read from stdin loses\n" +
+        "its trailing line breaks.",
     )
     .action(async (promptArgument, options) => {
       const prompt = await readPrompt(io, promptArgument);
@@ -73,7 +72,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "  /tools       list the tools the agent can call\n" +
         "  /new         forget the conversation so far\n" +
         "  /exit        leave (Ctrl-D does too)\n" +
-        "Ctrl-C cancels the current run and keeps the session.",
+        "Ctrl-C cancels the current run and keeps the session; SIGTERM stops it and leaves.",
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });
@@ -116,10 +115,24 @@ async function chat(
       if (io.stdinIsTerminal) io.out("you> ");
     }
   });
+  // SIGTERM / SIGHUP end the session like /exit, stopping a run under way first.
+  const ended = new AbortController();
+  const stopTerminate = io.onTerminate?.((signal) => {
+    const reason = stoppedBy(signal);
+    running?.abort(reason);
+    ended.abort(reason);
+    tell(io, `\n${signal}: ending the session …\n`);
+  });
   try {
-    while (true) {
+    while (!ended.signal.aborted) {
       if (io.stdinIsTerminal) io.out("you> ");
-      const line = await lines.readLine();
+      let line: string | null;
+      try {
+        line = await lines.readLine(ended.signal);
+      } catch (error) {
+        if (ended.signal.aborted) break;
+        throw error;
+      }
       if (line === null) break;
       const text = line.trim();
       if (text === "") continue;
@@ -153,6 +166,7 @@ async function chat(
     }
   } finally {
     stopListening?.();
+    stopTerminate?.();
   }
 }
 
@@ -272,17 +286,39 @@ function mcpProblems(session: AgentSession, config: ResolvedConfig): string[] {
   ];
 }
 
-/** Runs `work` with Ctrl-C wired to cancel it. */
+/**
+ * Runs `work` with Ctrl-C wired to cancel it (`user_cancelled`) and SIGTERM / SIGHUP to stop it
+ * (`system_aborted`), so the run still ends, is reported and counted.
+ */
 async function cancellable<T>(io: CliIo, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  const stop = io.onInterrupt?.(() => {
+  const stopInterrupt = io.onInterrupt?.(() => {
     io.err("\n^C: cancelling the run …\n");
     controller.abort(new RunCancelled("user"));
+  });
+  const stopTerminate = io.onTerminate?.((signal) => {
+    controller.abort(stoppedBy(signal));
+    tell(io, `\n${signal}: stopping the run …\n`);
   });
   try {
     return await work(controller.signal);
   } finally {
-    stop?.();
+    stopInterrupt?.();
+    stopTerminate?.();
+  }
+}
+
+/** The reason of a run stopped because the system asked the process to stop. */
+function stoppedBy(signal: StopSignal): RunCancelled {
+  return new RunCancelled("system", `the process received ${signal}`);
+}
+
+/** Writes to stderr from a signal handler: after SIGHUP the terminal may be gone. */
+function tell(io: CliIo, text: string): void {
+  try {
+    io.err(text);
+  } catch {
+    // nobody is left to read it
   }
 }
 
@@ -296,7 +332,8 @@ async function readPrompt(io: CliIo, argument: string | undefined): Promise<stri
   }
   const text = await io.readStdin();
   if (text.trim() === "") throw new UsageError("the prompt read from stdin is empty");
-  return text;
+  // `echo … |` ends the text with a line break that is not part of the prompt.
+  return text.replace(/(?:\r?\n)+$/, "");
 }
 
 /** Writes `logs/gateway.log` at `logging.level` (or `AGENT_LOG_LEVEL`) while `work` runs. */
@@ -305,18 +342,9 @@ async function withLogging(
   config: ResolvedConfig,
   work: () => Promise<void>,
 ): Promise<void> {
-  const key = "logging.level";
-  const raw = io.env("AGENT_LOG_LEVEL") ?? config.source.string(key);
-  const level = raw?.trim().toLowerCase();
-  if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level)) {
-    throw config.source.error(
-      key,
-      `unknown log level ${JSON.stringify(raw)}`,
-      `use one of ${LOG_LEVELS.join(", ")}`,
-    );
-  }
+  const level = configuredLogLevel(config.source, io.env);
   try {
-    await configureLogging(config.paths, { level: level as typeof LOG_LEVELS[number] });
+    await configureLogging(config.paths, { level });
   } catch (error) {
     throw new CliError(
       `cannot write the log under ${config.paths.logs}: ${

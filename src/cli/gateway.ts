@@ -160,16 +160,15 @@ function generateGlobalSecret(config: ResolvedConfig, io: CliIo): boolean {
   return true;
 }
 
+/** Resolves on Ctrl-C, SIGTERM or SIGHUP. */
 function untilSignal(io: CliIo): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       stopInterrupt?.();
-      try {
-        Deno.removeSignalListener("SIGTERM", done);
-      } catch { /* not registered */ }
+      stopTerminate?.();
       resolve();
     };
     const stopInterrupt = io.onInterrupt?.(done);
-    Deno.addSignalListener("SIGTERM", done);
+    const stopTerminate = io.onTerminate?.(done);
   });
 }

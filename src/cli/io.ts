@@ -28,11 +28,20 @@ export interface CliIo {
   stdin?(): ReadableStream<Uint8Array>;
   /** Subscribes to Ctrl-C (SIGINT) while the listener is registered; returns the unsubscribe. */
   onInterrupt?(listener: () => void): () => void;
+  /**
+   * Subscribes to the system asking the process to stop (SIGTERM: `kill`, `timeout`, service
+   * managers; SIGHUP: the terminal closed) while the listener is registered; returns the
+   * unsubscribe. Without a listener the signals end the process at once.
+   */
+  onTerminate?(listener: (signal: StopSignal) => void): () => void;
   /** Terminal questions of the wizards (only used when `stdinIsTerminal`). */
   prompter?: Prompter;
   /** Opens a URL in the browser (OAuth login); default `xdg-open` / `open`, failures ignored. */
   openBrowser?(url: string): void | Promise<void>;
 }
+
+/** A signal by which the system asks the process to stop. */
+export type StopSignal = "SIGTERM" | "SIGHUP";
 
 /** Checks an answer: `true`, or the message shown before asking again. */
 export type AnswerCheck = (value: string) => true | string;
@@ -114,6 +123,21 @@ export function processIo(): CliIo {
     onInterrupt: (listener) => {
       Deno.addSignalListener("SIGINT", listener);
       return () => Deno.removeSignalListener("SIGINT", listener);
+    },
+    onTerminate: (listener) => {
+      const added: Array<[StopSignal, () => void]> = [];
+      for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+        const handler = () => listener(signal);
+        try {
+          Deno.addSignalListener(signal, handler);
+          added.push([signal, handler]);
+        } catch {
+          // Windows knows neither signal.
+        }
+      }
+      return () => {
+        for (const [signal, handler] of added) Deno.removeSignalListener(signal, handler);
+      };
     },
     prompter: inquirerPrompter(),
   };

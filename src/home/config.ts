@@ -50,8 +50,18 @@ export class ConfigSource {
     const first = document.errors[0];
     if (first) {
       const pos = lines.linePos(errorOffset(text, first.code, first.message, first.pos[0]));
+      const at = { file, line: pos.line, column: pos.col };
+      if (first.code === "MULTIPLE_DOCS") {
+        // The parser's own text ("use YAML.parseAllDocuments()") speaks to programmers.
+        const name = file.split(/[\\/]/).at(-1);
+        throw new ConfigError(
+          at,
+          `invalid YAML: a \`---\` line starts a second YAML document; ${name} must hold one`,
+          `remove the \`---\` line and keep all keys in one document`,
+        );
+      }
       throw new ConfigError(
-        { file, line: pos.line, column: pos.col },
+        at,
         `invalid YAML: ${firstLine(first.message)}`,
         "correct the YAML syntax at that line (check indentation, quotes and colons)",
       );

@@ -198,6 +198,30 @@ Deno.test("runAgent: a home without a model rejects with a ConfigError naming mo
   );
 });
 
+Deno.test("runAgent: an empty or blank prompt is a TypeError before anything is contacted", async () => {
+  await using home = await tempHome();
+  await using model = await startFakeModel({ fallback: { content: "an answer to nothing" } });
+  configure(home.home, {
+    model: { default: "test-model", base_url: model.baseUrl },
+    telemetry: { shared_metrics: { enabled: true } },
+  });
+  for (const prompt of ["", "   ", "\n\r\n\t "]) {
+    await assert.rejects(
+      runAgent(prompt, { home: home.home, env }),
+      (caught: unknown) =>
+        caught instanceof TypeError && /the prompt is empty/.test(caught.message),
+      JSON.stringify(prompt),
+    );
+  }
+  assert.equal(model.requests.length, 0);
+  // Nothing was recorded or written: the home holds only config.yaml.
+  assert.deepEqual([...Deno.readDirSync(home.home)].map((entry) => entry.name), ["config.yaml"]);
+
+  // Checked before config.yaml is read: a broken file does not hide the mistake.
+  Deno.writeTextFileSync(home.config, "model: [unclosed\n");
+  await assert.rejects(runAgent("", { home: home.home, env }), TypeError);
+});
+
 Deno.test("runAgent: aborting the signal with RunCancelled ends the run as cancelled", async (t) => {
   await using home = await tempHome();
   for (

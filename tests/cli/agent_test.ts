@@ -426,11 +426,21 @@ Deno.test("run: text mode, the prompt from an argument, from `-` and from piped 
     assert.equal(result.stderr, "");
   });
 
-  await t.step("`-` reads the prompt from stdin", async () => {
+  await t.step("`-` reads the prompt from stdin, without its trailing line breaks", async () => {
     const result = await agentRun(home.home, ["-"], { stdin: "from stdin\nsecond line\n" });
     expectCode(result, 0);
-    assert.equal(lastUser(model.requests.at(-1)!), "from stdin\nsecond line\n");
+    assert.equal(lastUser(model.requests.at(-1)!), "from stdin\nsecond line");
     assert.equal(result.stdout, "reply to from stdin\nsecond line\n");
+
+    const json = await agentRun(home.home, ["-", "--json"], { stdin: "What changed today?\n" });
+    expectCode(json, 0);
+    assert.equal(lastUser(model.requests.at(-1)!), "What changed today?");
+    assert.equal(json.json!.answer, "reply to What changed today?");
+
+    // CRLF and several trailing line breaks go; leading text, inner breaks and spaces stay.
+    const crlf = await agentRun(home.home, ["-"], { stdin: "  first\r\n\r\nlast \r\n\r\n\n" });
+    expectCode(crlf, 0);
+    assert.equal(lastUser(model.requests.at(-1)!), "  first\r\n\r\nlast ");
   });
 
   await t.step("no argument with stdin piped reads stdin", async () => {
@@ -675,6 +685,58 @@ Deno.test("run: Ctrl-C (SIGINT) while the model is thinking cancels the run quic
   }
 });
 
+Deno.test("run: SIGTERM or SIGHUP while the model is thinking stops the run as system_aborted (exit 1), reported and counted", async (t) => {
+  await using home = await tempHome();
+  // Every request is held: the model never answers.
+  await using model = await fakeModel({}, () => true);
+  configure(home.home, {
+    baseUrl: model.baseUrl,
+    extra: { telemetry: { shared_metrics: { enabled: true } } },
+  });
+
+  const cases = [
+    { signal: "SIGTERM", json: true },
+    { signal: "SIGTERM", json: false },
+    { signal: "SIGHUP", json: true },
+  ] as const;
+  for (const [step, { signal, json }] of cases.entries()) {
+    await t.step(`${signal}${json ? " --json" : " text"}`, async () => {
+      await using agent = new Agent(home.home, ["run", "think hard", ...(json ? ["--json"] : [])]);
+      await agent.closeStdin();
+      await model.waitForRequests(step + 1);
+      agent.kill(signal);
+      const code = await agent.exit();
+      assert.equal(code, 1, agent.stderr);
+      assert.match(agent.stderr, new RegExp(`${signal}: stopping the run`));
+      if (json) {
+        const doc = parseOneJson(agent.stdout);
+        assert.equal(doc.end_reason, "system_aborted");
+        assert.equal(doc.answer, "");
+        assert.equal(doc.error, `the process received ${signal}`);
+        assert.equal(doc.model_calls, 1);
+      } else {
+        assert.match(agent.stderr, /^agent: stopped: the process received SIGTERM$/m);
+        assert.equal(agent.stdout, "");
+      }
+    });
+  }
+
+  await t.step("the usage metrics hold every stopped run as finished", async () => {
+    const preview = await spawnCli(home.home, ["metrics", "preview", "--json"]);
+    expectCode(preview, 0);
+    const { packages } = parseOneJson(preview.stdout) as { packages: MetricsPackage[] };
+    assert.equal(counter(packages, "agent.task_run.started"), cases.length);
+    assert.equal(
+      counter(packages, "agent.task_run.finished", { end_reason: "system_aborted" }),
+      cases.length,
+    );
+    assert.equal(
+      counter(packages, "agent.model_call.count", { outcome: "cancelled" }),
+      cases.length,
+    );
+  });
+});
+
 Deno.test("run: a write tool of an untrusted server is blocked without a terminal unless approvals.gateway allows", async (t) => {
   await using home = await tempHome();
   await using model = await fakeModel({
@@ -909,6 +971,35 @@ Deno.test("chat: Ctrl-C cancels the running turn and the session goes on", async
   await agent.expectErr(/type \/exit or press Ctrl-D to leave/);
   await agent.send("/exit");
   assert.equal(await agent.exit(), 0, agent.stderr);
+});
+
+Deno.test("chat: SIGTERM stops the running turn as system_aborted and ends the session (exit 0)", async (t) => {
+  await using home = await tempHome();
+  // The first request is held (the model "thinks" until stopped); the others are answered.
+  await using model = await fakeModel({ fallback: echoPrompt }, (index) => index === 0);
+  configure(home.home, { baseUrl: model.baseUrl });
+
+  await t.step("during a turn", async () => {
+    await using agent = new Agent(home.home, ["chat"]);
+    await agent.expectOut(/^agent chat: test-model via custom, 0 tools\. .*\n/);
+    await agent.send("think forever");
+    await model.waitForRequests(1);
+    agent.kill("SIGTERM");
+    await agent.expectErr(/SIGTERM: ending the session/);
+    await agent.expectErr(/^\[stopped: the process received SIGTERM\]$/m);
+    assert.equal(await agent.exit(), 0, agent.stderr);
+    assert.equal(agent.pendingOut(), "");
+  });
+
+  await t.step("waiting for input", async () => {
+    await using agent = new Agent(home.home, ["chat"]);
+    await agent.expectOut(/^agent chat: test-model via custom, 0 tools\. /);
+    await agent.send("hello");
+    await agent.expectOut(/^agent> reply to hello\n/m);
+    agent.kill("SIGTERM");
+    await agent.expectErr(/SIGTERM: ending the session/);
+    assert.equal(await agent.exit(), 0, agent.stderr);
+  });
 });
 
 Deno.test("chat: without a model configured: exit 2", async () => {

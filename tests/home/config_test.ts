@@ -217,6 +217,24 @@ Deno.test({
   },
 });
 
+Deno.test("ConfigSource.parse: several YAML documents → ConfigError at the `---` line, in user words", () => {
+  const cases: Array<[string, number]> = [
+    ["a: 1\n---\nb: 2\n", 2],
+    ["---\na: 1\n---\nb: 2\n", 3],
+    ["a: 1\n---\n", 2],
+  ];
+  for (const [text, line] of cases) {
+    const error = configError(() => ConfigSource.parse(FILE, text));
+    assert.equal(error.location.line, line, error.message);
+    assert.ok(error.message.startsWith(`${FILE}:${line}:1: invalid YAML: `), error.message);
+    assert.match(error.problem, /second YAML document; config\.yaml must hold one/);
+    assert.match(error.fix ?? "", /remove the `---` line/);
+    assert.doesNotMatch(error.message, /parseAllDocuments/);
+  }
+  // A single document may start with `---`.
+  assert.equal(ConfigSource.parse(FILE, "---\na: 1\n").get("a"), 1);
+});
+
 Deno.test("ConfigSource.parse: a root that is a list or a scalar → ConfigError at line 1", () => {
   const cases: Array<[string, RegExp]> = [
     ["- a\n- b\n", /a list/],
