@@ -68,20 +68,26 @@ Deno.test("a damaged store degrades openUsageMetrics to a disabled service and r
   }
 });
 
+/** Usage metrics on `home` with sending on (to a closed port) and a test clock. */
+function openSending(home: string) {
+  Deno.writeTextFileSync(
+    `${home}/config.yaml`,
+    "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+      "    endpoint: http://127.0.0.1:9/v2\n",
+  );
+  const clock = new TestClock("2026-11-20T08:00:00.000Z");
+  const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
+    now: clock.now,
+    resource: RESOURCE,
+    flushDelayMs: 0,
+  });
+  return { clock, metrics };
+}
+
 Deno.test("the background flusher warns about an outbox file it refused to send", async () => {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
-    Deno.writeTextFileSync(
-      `${home}/config.yaml`,
-      "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
-        "    endpoint: http://127.0.0.1:9/v2\n",
-    );
-    const clock = new TestClock("2026-11-20T08:00:00.000Z");
-    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
-      now: clock.now,
-      resource: RESOURCE,
-      flushDelayMs: 0,
-    });
+    const { clock, metrics } = openSending(home);
     metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
     clock.set("2026-11-21T09:00:00.000Z");
     const [{ path }] = metrics.exportNow();
@@ -106,17 +112,7 @@ Deno.test("the background flusher warns about an outbox file it refused to send"
 Deno.test("a deleted outbox file is reported by sendDue and warned about by the flusher", async () => {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
-    Deno.writeTextFileSync(
-      `${home}/config.yaml`,
-      "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
-        "    endpoint: http://127.0.0.1:9/v2\n",
-    );
-    const clock = new TestClock("2026-11-20T08:00:00.000Z");
-    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
-      now: clock.now,
-      resource: RESOURCE,
-      flushDelayMs: 0,
-    });
+    const { clock, metrics } = openSending(home);
     const exportOne = () => {
       metrics.recorder.record({ kind: "task_started", entrypoint: "api", surface: "api" });
       const [{ package: pkg, path }] = metrics.exportNow();
