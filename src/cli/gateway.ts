@@ -88,6 +88,9 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
         if (bindProblem) throw bindProblem;
         throw error;
       }
+      // Before the banner: whoever waits for it may signal at once, and the signal's default
+      // would end the process without the drain.
+      using stop = stopSignals(io);
       const where = webhookBaseUrl(settings);
       io.out(
         `Gateway listening on ${gateway.addresses.join(", ")}` +
@@ -96,7 +99,7 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
           `  log:      ${config.paths.gatewayLog}\n` +
           "Press Ctrl-C to stop.\n",
       );
-      await untilSignal(io);
+      await stop.signalled;
       io.out("Stopping: finishing requests and runs under way …\n");
       await gateway.stop();
       io.out("Gateway stopped.\n");
@@ -160,15 +163,24 @@ function generateGlobalSecret(config: ResolvedConfig, io: CliIo): boolean {
   return true;
 }
 
-/** Resolves on Ctrl-C, SIGTERM or SIGHUP. */
-function untilSignal(io: CliIo): Promise<void> {
-  return new Promise((resolve) => {
+/**
+ * Listens for Ctrl-C, SIGTERM and SIGHUP from now on: `signalled` resolves at the first one.
+ * Disposing stops listening.
+ */
+function stopSignals(io: CliIo): { signalled: Promise<void> } & Disposable {
+  let stopInterrupt: (() => void) | undefined;
+  let stopTerminate: (() => void) | undefined;
+  const dispose = () => {
+    stopInterrupt?.();
+    stopTerminate?.();
+  };
+  const signalled = new Promise<void>((resolve) => {
     const done = () => {
-      stopInterrupt?.();
-      stopTerminate?.();
+      dispose();
       resolve();
     };
-    const stopInterrupt = io.onInterrupt?.(done);
-    const stopTerminate = io.onTerminate?.(done);
+    stopInterrupt = io.onInterrupt?.(done);
+    stopTerminate = io.onTerminate?.(done);
   });
+  return { signalled, [Symbol.dispose]: dispose };
 }
