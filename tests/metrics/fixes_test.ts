@@ -112,7 +112,7 @@ Deno.test("the background flusher warns about an outbox file it refused to send"
 Deno.test("a deleted outbox file is reported by sendDue and warned about by the flusher", async () => {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
-    const { clock, metrics } = openSending(home);
+    const { metrics } = openSending(home);
     const exportOne = () => {
       metrics.recorder.record({ kind: "task_started", entrypoint: "api", surface: "api" });
       const [{ package: pkg, path }] = metrics.exportNow();
