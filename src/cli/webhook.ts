@@ -42,7 +42,7 @@ import {
   webhookBaseUrl,
   type WebhookSettings,
 } from "../webhook/settings.ts";
-import { resolveScript } from "../webhook/scripts.ts";
+import { isInside, resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
 import {
   dynamicRoutes,
@@ -748,6 +748,7 @@ function missingScriptTarget(
     } catch { /* a dangling symlink: follow it by hand */ }
     if (real !== undefined) {
       if (rest === "") return undefined; // it is there: the resolver's error stands
+      // `rest` names parts that do not exist, so the landing is never the folder itself.
       const landing = join(real, rest);
       return { path: landing, inside: isInside(realDir, landing) };
     }
@@ -769,11 +770,6 @@ function lexists(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-function isInside(dir: string, path: string): boolean {
-  const rel = relative(dir, path);
-  return rel !== "" && rel !== ".." && !rel.startsWith("../") && !isAbsolute(rel);
 }
 
 /**

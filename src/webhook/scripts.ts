@@ -679,7 +679,8 @@ function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): Sc
 
 // --- small helpers --------------------------------------------------------------------------
 
-function isInside(dir: string, path: string): boolean {
+/** Whether `path` is `dir` or lies under it (both absolute, already resolved). */
+export function isInside(dir: string, path: string): boolean {
   const rel = relative(dir, path);
   return rel !== ".." && !rel.startsWith("../") && !isAbsolute(rel);
 }
