@@ -61,8 +61,16 @@ export interface ScriptRequest {
   maxOutputBytes?: number;
   /** Reads the gateway's environment for `PATH`, `LANG`, `LC_ALL`, `TZ`. Default `Deno.env.get`. */
   env?: (name: string) => string | undefined;
-  /** The deno binary that runs `.ts`/`.js` scripts. Default `Deno.execPath()`. */
+  /**
+   * The deno binary that runs `.ts`/`.js` scripts. Default `Deno.execPath()`, or, in a compiled
+   * agent (see `standalone`), the `deno` found on the gateway's `PATH`.
+   */
   denoPath?: string;
+  /**
+   * Whether this process is a compiled agent (`deno compile`), whose own executable is the agent,
+   * not deno. Default `Deno.build.standalone`.
+   */
+  standalone?: boolean;
 }
 
 /** Why a script's event is ignored. */
@@ -408,10 +416,22 @@ function planCommand(
   let argv: string[];
   const extraBinds: string[] = [];
   if (interpreter === "deno") {
-    const deno = realPath(request.denoPath ?? Deno.execPath());
+    const wanted = request.denoPath ??
+      ((request.standalone ?? Deno.build.standalone)
+        ? findExecutable("deno", env("PATH") ?? DEFAULT_PATH)
+        : Deno.execPath());
+    if (wanted === undefined) {
+      return {
+        error: `deno not found in PATH (${env("PATH") ?? DEFAULT_PATH}), needed for ` +
+          `${request.script}: this compiled agent cannot run .ts/.js scripts itself; install ` +
+          "Deno so that the gateway finds `deno` on its PATH, or rewrite the script for bash " +
+          "or python3",
+      };
+    }
+    const deno = realPath(wanted);
     if (deno === undefined) {
       return {
-        error: `deno not found at ${request.denoPath ?? Deno.execPath()}, needed for ` +
+        error: `deno not found at ${wanted}, needed for ` +
           `${request.script}: fix the deno path or rewrite the script for bash or python3`,
       };
     }

@@ -350,6 +350,31 @@ Deno.test("runRouteScript: a missing interpreter is ignored with what to install
   assert.match(deno, /deno not found at .*bin\/deno, needed for f\.ts/);
 });
 
+Deno.test("runRouteScript: a compiled agent runs .ts scripts with the deno on PATH", async () => {
+  // In a compiled agent, Deno.execPath() is the agent itself: it must not be asked to `run`.
+  await using h = await makeHome({ "f.ts": "console.log(JSON.stringify({ via: 'deno' }));\n" });
+  const empty = join(h.home, "empty");
+  const bin = join(h.home, "bin");
+  await Deno.mkdir(empty);
+  await Deno.mkdir(bin);
+  await Deno.symlink(Deno.execPath(), join(bin, "deno"));
+  const standalone = { standalone: true };
+  const missing = ignored(
+    await runRouteScript(request(h.scriptsDir, "f.ts", {
+      ...standalone,
+      env: (name) => name === "PATH" ? empty : undefined,
+    })),
+    "exit",
+  );
+  assert.ok(missing.includes(`deno not found in PATH (${empty}), needed for f.ts`), missing);
+  assert.match(missing, /compiled agent cannot run \.ts\/\.js scripts itself; install Deno/);
+  const found = await runRouteScript(request(h.scriptsDir, "f.ts", {
+    ...standalone,
+    env: (name) => name === "PATH" ? `${empty}:${bin}` : undefined,
+  }));
+  assert.deepEqual(found, { kind: "payload", payload: { via: "deno" } });
+});
+
 Deno.test("runRouteScript: the environment holds no secret of the gateway", async () => {
   const canary = `canary-${crypto.randomUUID()}`;
   const asked = new Set<string>();
