@@ -112,6 +112,14 @@ const FILESYSTEM_ERRORS = [
   Deno.errors.FilesystemLoop,
 ];
 
+/**
+ * An error the operating system reported with an errno name and no class of its own (a
+ * read-only file system, a full disk): a problem of the machine, not a bug.
+ */
+function isOsError(error: unknown): boolean {
+  return error instanceof Error && /^E[A-Z]+$/.test(String((error as { code?: unknown }).code));
+}
+
 function reportError(io: CliIo, error: unknown, json: boolean): number {
   const exitCode = error instanceof CliError
     ? error.exitCode
@@ -134,7 +142,7 @@ function reportError(io: CliIo, error: unknown, json: boolean): number {
     // A stack helps with a bug, not with a file that is a folder or cannot be read (Deno's
     // message names the operation and the path).
     const expected = error instanceof CliError || error instanceof ConfigError ||
-      FILESYSTEM_ERRORS.some((kind) => error instanceof kind);
+      FILESYSTEM_ERRORS.some((kind) => error instanceof kind) || isOsError(error);
     if (!expected && error instanceof Error) io.err(`${error.stack ?? ""}\n`);
   }
   return exitCode;

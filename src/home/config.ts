@@ -241,9 +241,26 @@ export interface LoadConfigOptions {
 export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
   const env = options.env ?? ((name: string) => Deno.env.get(name));
   const paths = homePaths(options.home ?? resolveHome(env));
+  assertFolder(paths.home);
   const source = ConfigSource.read(paths.config);
   const secrets = SecretScope.fromText(readTextIfExists(paths.dotenv), env);
   return { paths, source, secrets, telemetry: resolveTelemetry(source, secrets) };
+}
+
+/** A `<home>` that exists but is not a folder (`AGENT_HOME` names a file) is refused. */
+function assertFolder(home: string): void {
+  let info;
+  try {
+    info = Deno.statSync(home);
+  } catch {
+    return; // missing (created when first written) or unreadable (reported by the first read)
+  }
+  if (!info.isDirectory) {
+    throw new Deno.errors.NotADirectory(
+      `<home> ${home} is not a folder: set AGENT_HOME to a folder (it is created when missing), ` +
+        "or unset it to use ~/.agent",
+    );
+  }
 }
 
 /**

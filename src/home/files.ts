@@ -56,7 +56,12 @@ export function writeFileAtomic(
   ensurePrivateDir(dir);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const tmp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
-  const file = Deno.openSync(tmp, { write: true, createNew: true, mode });
+  let file;
+  try {
+    file = Deno.openSync(tmp, { write: true, createNew: true, mode });
+  } catch (error) {
+    throw cannotWrite(path, error);
+  }
   try {
     let written = 0;
     while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
@@ -64,7 +69,7 @@ export function writeFileAtomic(
   } catch (error) {
     file.close();
     Deno.removeSync(tmp);
-    throw error;
+    throw cannotWrite(path, error);
   }
   file.close();
   try {
@@ -74,9 +79,30 @@ export function writeFileAtomic(
     try {
       Deno.removeSync(tmp);
     } catch { /* already gone */ }
-    throw error;
+    throw cannotWrite(path, error);
   }
   syncDir(dir);
+}
+
+/**
+ * The error of a failed atomic write, naming the file the user knows rather than its temporary
+ * sibling: `cannot write <path>: Read-only file system (os error 30)`. It keeps the class (a
+ * `Deno.errors` kind), `code` and `cause` of the original.
+ */
+function cannotWrite(path: string, error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  // Deno's messages end with the operation and its path (": open '/x/.y.tmp'"): drop them.
+  const reason = error.message.replace(/: [a-z_]+ '[^']*'( -> '[^']*')?$/, "");
+  const Kind = error.constructor as new (message: string, options?: ErrorOptions) => Error;
+  let wrapped: Error;
+  try {
+    wrapped = new Kind(`cannot write ${path}: ${reason}`, { cause: error });
+  } catch {
+    wrapped = new Error(`cannot write ${path}: ${reason}`, { cause: error });
+  }
+  const code = (error as { code?: unknown }).code;
+  if (code !== undefined) Object.assign(wrapped, { code });
+  return wrapped;
 }
 
 /**

@@ -151,7 +151,16 @@ Deno.test("writeFileAtomic: rename fails (target is a folder) → throws, folder
     const sibling = join(dir, ".env");
     Deno.writeTextFileSync(sibling, "KEEP=1\n");
 
-    assert.throws(() => writeFileAtomic(target, "a: 1\n"));
+    assert.throws(() => writeFileAtomic(target, "a: 1\n"), (error: Error) => {
+      // The file the caller named, not the temporary sibling the rename started from.
+      assert.ok(error instanceof Deno.errors.IsADirectory, String(error));
+      assert.match(
+        error.message,
+        /^cannot write .*\/config\.yaml: Is a directory \(os error 21\)$/,
+      );
+      assert.doesNotMatch(error.message, /\.tmp/);
+      return true;
+    });
 
     assert.ok(Deno.statSync(target).isDirectory);
     assert.deepEqual(namesIn(target), ["inside.txt"]);
