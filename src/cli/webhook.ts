@@ -307,6 +307,11 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
   )
     .argument("<name>", "subscription name")
     .option("--payload <json>", "the JSON object to send (default: a small test event)")
+    .option(
+      "--event <name>",
+      "the event name sent as X-GitHub-Event; a route with --events takes only those",
+      "test",
+    )
     .option("--json", "print one JSON document").action(async (rawName, options) => {
       const { config, settings } = load(io);
       const name = routeName(rawName);
@@ -343,6 +348,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           throw new UsageError("--payload must be a JSON object");
         }
       }
+      const event = options.event.trim();
+      if (!/^[\x21-\x7e]+$/.test(event)) {
+        throw new UsageError("--event must be a non-empty name of printable ASCII, no spaces");
+      }
       const secret = route.secret ?? settings.secret;
       if (!secret) {
         throw new CliError(
@@ -358,7 +367,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           headers: {
             "content-type": "application/json",
             "x-hub-signature-256": githubSignature(secret, body),
-            "x-github-event": "test",
+            "x-github-event": event,
             "x-github-delivery": crypto.randomUUID(),
           },
           body,
@@ -382,7 +391,35 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         return;
       }
       io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
+      const hint = ignoredHint(text, route.events, event);
+      if (hint) io.err(`note: ${hint}\n`);
     });
+}
+
+/**
+ * Why the gateway answered "ignored", when the reason is something the tester can change: the
+ * route takes other events, its filters or its script said no.
+ */
+function ignoredHint(text: string, events: string[], event: string): string | undefined {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof answer !== "object" || answer === null) return undefined;
+  const { status, reason } = answer as { status?: unknown; reason?: unknown };
+  if (status !== "ignored") return undefined;
+  if (reason === "filter") {
+    return "the route's filters did not match this payload; send one they match with --payload";
+  }
+  if (reason === "script") {
+    return "the route's script ignored the event; see logs/gateway.log for what it said";
+  }
+  if (events.length > 0 && !events.includes(event)) {
+    return `the route takes only ${events.join(", ")} events; send one with --event ${events[0]}`;
+  }
+  return undefined;
 }
 
 function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {

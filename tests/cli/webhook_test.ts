@@ -218,6 +218,25 @@ Deno.test("test: POSTs a signed test event to the running listener and prints it
     const bad = await cli(h.home, ["webhook", "test", "ci", "--payload", "[1]"], { env });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /must be a JSON object/);
+    // A route that takes other events: the default test event is ignored, and the note says how
+    // to send one it takes.
+    await cli(h.home, ["webhook", "subscribe", "issues", "--events", "issues,issue_comment"], {
+      env,
+    });
+    const ignored = await cli(h.home, ["webhook", "test", "issues"], { env });
+    assert.equal(ignored.code, 0, ignored.stderr);
+    assert.match(ignored.stdout, /HTTP 200\n\{"status":"ignored","event":"test"\}/);
+    assert.equal(
+      ignored.stderr,
+      "note: the route takes only issues, issue_comment events; send one with --event issues\n",
+    );
+    const taken = await cli(h.home, ["webhook", "test", "issues", "--event", "issues"], { env });
+    assert.match(taken.stdout, /HTTP 202/);
+    assert.equal(taken.stderr, "");
+    assert.equal(inbox.take(Date.now())!.event, "issues");
+    const spaced = await cli(h.home, ["webhook", "test", "issues", "--event", "a b"], { env });
+    assert.equal(spaced.code, 2);
+    assert.match(spaced.stderr, /--event must be a non-empty name/);
     await server.shutdown();
     const down = await cli(h.home, ["webhook", "test", "ci"], { env });
     assert.equal(down.code, 1);
