@@ -14,6 +14,7 @@ import {
   checkSlackChannel,
   checkTelegramChat,
 } from "../delivery/identifiers.ts";
+import { missingToken } from "../delivery/targets.ts";
 import { SKILL_NAME } from "../agent/skills.ts";
 import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
@@ -211,6 +212,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       warnings.push(
         ...checkDeliverExtra(deliver as DeliveryTargetName, extra, extraOptions, config),
       );
+      const missing = missingToken(deliver as DeliveryTargetName, config.secrets);
+      if (missing) {
+        warnings.push(
+          `${missing}: deliveries to ${deliver} fail until you add it to ` +
+            `${config.paths.dotenv} and restart the gateway`,
+        );
+      }
       const typed = rawName.replace(/^ +| +$/g, "");
       const { record, previous } = update(config, (records) => {
         const previous = Object.hasOwn(records, name) ? records[name] : undefined;

@@ -385,7 +385,8 @@ function readToken(
   if (!token) {
     return {
       ok: false,
-      error: `${variable} is not set. Fix: add ${variable}=<token> to <home>/.env`,
+      error: `${variable} is not set. Fix: add ${variable}=<token> to <home>/.env, then ` +
+        "restart the gateway",
     };
   }
   if (!/^[\x21-\x7e]+$/.test(token)) {

@@ -41,6 +41,7 @@ export {
   type DeliveryResult,
   isSilentAnswer,
   MESSAGE_LIMITS,
+  missingToken,
   type PlatformTarget,
   SILENT_ANSWER,
 } from "./targets.ts";

@@ -99,13 +99,45 @@ export type DeliveryResult =
   };
 
 const PLATFORM_TARGETS = Object.keys(MESSAGE_LIMITS) as PlatformTarget[];
-const TOKEN_VARIABLES = [
-  "TELEGRAM_BOT_TOKEN",
-  "DISCORD_BOT_TOKEN",
-  "SLACK_BOT_TOKEN",
-  "GITHUB_TOKEN",
-  "GITLAB_TOKEN",
-];
+/** The variable (`<home>/.env` or the environment) holding each platform target's token. */
+const TOKEN_VARIABLE: Record<PlatformTarget, string> = {
+  telegram: "TELEGRAM_BOT_TOKEN",
+  discord: "DISCORD_BOT_TOKEN",
+  slack: "SLACK_BOT_TOKEN",
+  github_comment: "GITHUB_TOKEN",
+  gitlab_comment: "GITLAB_TOKEN",
+};
+const TOKEN_VARIABLES = Object.values(TOKEN_VARIABLE);
+
+/**
+ * What keeps every delivery to `target` from working because a token is not set, or `undefined`
+ * when the token it needs is there (`log` needs none; `origin` needs `GITHUB_TOKEN` or
+ * `GITLAB_TOKEN`, for the code host the event comes from). Said when a route is made and when the
+ * gateway starts, so that the first event is not the first to tell.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { missingToken } from "./targets.ts";
+ * const none = { get: () => undefined };
+ * assert.equal(missingToken("telegram", none), "TELEGRAM_BOT_TOKEN is not set");
+ * assert.equal(missingToken("log", none), undefined);
+ * ```
+ */
+export function missingToken(
+  target: DeliveryTargetName,
+  secrets: { get(name: string): string | undefined },
+): string | undefined {
+  const set = (name: string) => Boolean(secrets.get(name)?.trim());
+  if (target === "log") return undefined;
+  if (target === "origin") {
+    return set("GITHUB_TOKEN") || set("GITLAB_TOKEN")
+      ? undefined
+      : "neither GITHUB_TOKEN (for GitHub events) nor GITLAB_TOKEN (for GitLab events) is set";
+  }
+  const variable = TOKEN_VARIABLE[target];
+  return set(variable) ? undefined : `${variable} is not set`;
+}
 
 /**
  * The public API root of a platform target: `https://api.telegram.org`,

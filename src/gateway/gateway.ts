@@ -8,7 +8,7 @@ import { PolicyApprovals } from "../agent/approvals.ts";
 import type { RunResult } from "../agent/run.ts";
 import { AgentSession } from "../agent/session.ts";
 import { readAgentSettings } from "../agent/settings.ts";
-import { defaultApiBaseUrl, deliver, type DeliveryContext } from "../delivery/mod.ts";
+import { defaultApiBaseUrl, deliver, type DeliveryContext, missingToken } from "../delivery/mod.ts";
 import { dirname } from "node:path";
 import type { ResolvedConfig } from "../home/config.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
@@ -212,6 +212,16 @@ export class Gateway {
       staticRoutes: settings.routes,
       report: (problem) => log.error("{problem}", { problem }),
     });
+    // Read once, at start: said now rather than by the first event's failed delivery.
+    for (const route of routes.all()) {
+      const missing = missingToken(route.deliver, config.secrets);
+      if (!missing) continue;
+      log.warn(
+        `route {route} delivers to {target}, but ${missing}: its deliveries fail until it is ` +
+          "added to {dotenv} and the gateway is restarted",
+        { route: route.name, target: route.deliver, dotenv: config.paths.dotenv },
+      );
+    }
     const app = createWebhookApp({
       settings,
       routes,

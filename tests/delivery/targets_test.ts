@@ -765,7 +765,8 @@ Deno.test("origin: a missing GITHUB_TOKEN fails, naming it", async () => {
   assert.equal(error.retryable, false);
   assert.equal(
     error.error,
-    "origin → github_comment: GITHUB_TOKEN is not set. Fix: add GITHUB_TOKEN=<token> to <home>/.env",
+    "origin → github_comment: GITHUB_TOKEN is not set. Fix: add GITHUB_TOKEN=<token> to " +
+      "<home>/.env, then restart the gateway",
   );
 });
 
@@ -924,7 +925,8 @@ Deno.test("a missing token is refused naming its .env variable, nothing sent", a
     assert.equal(error.retryable, false);
     assert.equal(
       error.error,
-      `${TARGET_OF[name]}: ${variable} is not set. Fix: add ${variable}=<token> to <home>/.env`,
+      `${TARGET_OF[name]}: ${variable} is not set. Fix: add ${variable}=<token> to ` +
+        "<home>/.env, then restart the gateway",
     );
     assert.equal(fake.requests.length, 0);
   }

@@ -231,6 +231,40 @@ Deno.test("gateway: a weak global or static-route secret is served but warned ab
   }
 });
 
+Deno.test("gateway: a route whose target has no token is warned about at start and at subscribe", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
+      "        tg:\n          deliver: telegram\n          deliver_extra:\n            chat_id: 5\n" +
+      "        dc:\n          deliver: discord\n          deliver_extra:\n" +
+      "            chat_id: '123456789012345678'\n" +
+      "        quiet:\n          deliver: log\n",
+  );
+  const env = { WEBHOOK_SECRET: "a-global-secret-of-32-chars!!", DISCORD_BOT_TOKEN: "d-token" };
+  const subscribed = await cli(h.home, ["webhook", "subscribe", "gh", "--deliver", "origin"], {
+    env,
+  });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  assert.match(
+    subscribed.stderr,
+    /^warning: neither GITHUB_TOKEN \(for GitHub events\) nor GITLAB_TOKEN \(for GitLab events\) is set: deliveries to origin fail until you add it to .*\.env and restart the gateway$/m,
+  );
+  const gateway = await startGateway(h.home, { WEBHOOK_PORT: String(freePort()), ...env });
+  try {
+    await waitUntil(() => /route gh /.test(gateway.stderr()), "the origin route warning");
+    assert.match(
+      gateway.stderr(),
+      /^warning: route tg delivers to telegram, but TELEGRAM_BOT_TOKEN is not set: its deliveries fail until it is added to .*\.env and the gateway is restarted$/m,
+    );
+    assert.match(gateway.stderr(), /route gh delivers to origin, but neither GITHUB_TOKEN/);
+    assert.doesNotMatch(gateway.stderr(), /route (dc|quiet) delivers/);
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
 Deno.test("gateway: logging.level debug writes each run's transcript, redacted; an unknown level is exit 2 at logging.level", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel();
