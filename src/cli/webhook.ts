@@ -117,7 +117,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         io.out(`${row.name}${source}${tag}\n`);
         if (row.webhook_url) io.out(`  url:     ${row.webhook_url}\n`);
         io.out(`  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}\n`);
-        io.out(`  deliver: ${row.deliver}${row.deliver_only ? " (direct, no agent run)" : ""}\n`);
+        const to = Object.entries(row.deliver_extra).map(([key, value]) =>
+          `${key}=${typeof value === "string" ? value : stringifyJsonExact(value)}`
+        );
+        io.out(
+          `  deliver: ${row.deliver}${to.length > 0 ? ` (${to.join(", ")})` : ""}` +
+            `${row.deliver_only ? ", direct, no agent run" : ""}\n`,
+        );
+        io.out(`  prompt:  ${row.prompt ? oneLine(row.prompt, 72) : "(the event and payload)"}\n`);
+        if (row.skills.length > 0) io.out(`  skills:  ${row.skills.join(", ")}\n`);
+        if (row.script) io.out(`  script:  ${row.script}\n`);
         if (row.status_reason) io.out(`  status:  ${row.status_reason}\n`);
         for (const problem of row.problems) io.out(`  problem: ${problem}\n`);
         if (row.description) io.out(`  ${row.description}\n`);
@@ -195,10 +204,21 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         const at = pair.indexOf("=");
         const key = at > 0 ? pair.slice(0, at).trim() : "";
         if (!key) throw new UsageError(`--deliver-extra takes KEY=VALUE, got '${pair}'`);
+        if (key in extra) {
+          throw new UsageError(
+            `--deliver-extra ${key} is given twice; give each key once (which value is meant?)`,
+          );
+        }
         extra[key] = pair.slice(at + 1);
         extraOptions[key] = `--deliver-extra ${key}`;
       }
       if (options.deliverChatId !== undefined) {
+        if ("chat_id" in extra) {
+          throw new UsageError(
+            "the chat id is given twice, by --deliver-chat-id and --deliver-extra chat_id; " +
+              "give it once",
+          );
+        }
         extra.chat_id = options.deliverChatId;
         extraOptions.chat_id = "--deliver-chat-id";
       }
@@ -430,6 +450,12 @@ function ignoredHint(text: string, events: string[], event: string): string | un
   return undefined;
 }
 
+/** `text` on one line (line breaks shown as `⏎`), cut to `max` characters with `…`. */
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\r?\n/g, "⏎");
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {
   const config = loadConfig({ env: io.env });
   return { config, settings: readWebhookSettings(config) };
@@ -554,7 +580,9 @@ function invalidRow(
     description: route?.description ?? "",
     events: route?.events ?? [],
     deliver: route?.deliver ?? "log",
+    deliver_extra: route?.deliverExtra ?? {},
     deliver_only: route?.deliverOnly ?? false,
+    prompt: route?.prompt ?? "",
     skills: route?.skills ?? [],
     script: route?.script ?? null,
     enabled: route?.enabled ?? true,
@@ -572,7 +600,9 @@ function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | 
   description: string;
   events: string[];
   deliver: string;
+  deliver_extra: Record<string, unknown>;
   deliver_only: boolean;
+  prompt: string;
   skills: string[];
   script: string | null;
   enabled: boolean;
@@ -607,7 +637,9 @@ function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | 
     description: route.description,
     events: route.events,
     deliver: route.deliver,
+    deliver_extra: route.deliverExtra,
     deliver_only: route.deliverOnly,
+    prompt: route.prompt,
     skills: route.skills,
     script: route.script ?? null,
     enabled: route.enabled,

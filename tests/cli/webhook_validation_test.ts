@@ -167,6 +167,22 @@ Deno.test("subscribe --deliver-extra: a key the target does not read is refused,
       ["--deliver", "gitlab_comment", "--deliver-extra", "chat_id=1"],
       /it reads only project, iid, kind/,
     ],
+    // The same key twice: which one is meant is not guessed.
+    [
+      ["--deliver", "telegram", "--deliver-extra", "chat_id=5", "--deliver-chat-id", "6"],
+      /the chat id is given twice, by --deliver-chat-id and --deliver-extra chat_id; give it once/,
+    ],
+    [
+      ["--deliver", "telegram", "--deliver-chat-id", "6", "--deliver-extra", "chat_id=5"],
+      /the chat id is given twice/,
+    ],
+    [
+      [
+        ...["--deliver", "github_comment", "--deliver-extra", "repo=o/r"],
+        ...["--deliver-extra", "number=1", "--deliver-extra", "number=2"],
+      ],
+      /--deliver-extra number is given twice; give each key once/,
+    ],
   ];
   for (const [flags, message] of cases) {
     const result = await cli(h.home, ["webhook", "subscribe", "x", ...flags]);
@@ -238,4 +254,42 @@ Deno.test("subscribe --script: no scripts folder yet is a warning, in --json mod
   assert.equal(result.code, 0, result.stderr);
   assert.equal(parseOneJson(result.stdout).script, "tag.sh");
   assert.match(result.stderr, /warning: .*scripts\/tag\.sh does not exist yet/);
+});
+
+Deno.test("list shows where each route delivers and what it sends (text and --json)", async () => {
+  await using h = await tempHome();
+  const env = { TELEGRAM_BOT_TOKEN: "1:abc", GITHUB_TOKEN: "ghp_x" };
+  await cli(h.home, [
+    ...["webhook", "subscribe", "tg", "--deliver", "telegram", "--deliver-chat-id", "-100123"],
+    ...["--prompt", "Triage #{issue.number}:\n{issue.title}", "--skills", "triage"],
+  ], { env });
+  await cli(h.home, [
+    ...["webhook", "subscribe", "gh", "--deliver", "github_comment", "--deliver-only"],
+    ...["--deliver-extra", "repo={repository.full_name}", "--deliver-extra", "number=7"],
+  ], { env });
+  await cli(h.home, ["webhook", "subscribe", "plain"], { env });
+  const text = await cli(h.home, ["webhook", "list"], { env });
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^tg\n(?:.*\n)*? {2}deliver: telegram \(chat_id=-100123\)\n/m);
+  assert.match(
+    text.stdout,
+    /^ {2}prompt: {2}Triage #\{issue\.number\}:⏎\{issue\.title\}\n {2}skills: {2}triage$/m,
+  );
+  assert.match(
+    text.stdout,
+    /^ {2}deliver: github_comment \(repo=\{repository\.full_name\}, number=7\), direct, no agent run$/m,
+  );
+  assert.match(
+    text.stdout,
+    /^plain\n(?:.*\n)*? {2}deliver: log\n {2}prompt: {2}\(the event and payload\)$/m,
+  );
+  const doc = parseOneJson((await cli(h.home, ["webhook", "list", "--json"], { env })).stdout) as {
+    subscriptions: { name: string; deliver_extra: Record<string, unknown>; prompt: string }[];
+  };
+  const byName = Object.fromEntries(doc.subscriptions.map((row) => [row.name, row]));
+  assert.deepEqual(byName.tg.deliver_extra, { chat_id: "-100123" });
+  assert.equal(byName.tg.prompt, "Triage #{issue.number}:\n{issue.title}");
+  assert.deepEqual(byName.gh.deliver_extra, { repo: "{repository.full_name}", number: "7" });
+  assert.deepEqual(byName.plain.deliver_extra, {});
+  assert.equal(byName.plain.prompt, "");
 });
