@@ -57,6 +57,8 @@ export interface DeliveryRequest {
   payload: Record<string, unknown>;
   event: string;
   route: string;
+  /** The sender's delivery id, named in log lines. */
+  deliveryId?: string;
   /** Deliver-only: an unresolvable origin is a failure instead of a log line. */
   direct: boolean;
   /**
@@ -269,7 +271,12 @@ async function deliverTo(
 ): Promise<DeliveryResult> {
   const target = String(request.target);
   if (target === "log") {
-    context.log(request.message, { target, route: request.route, event: request.event });
+    context.log(request.message, {
+      target,
+      route: request.route,
+      event: request.event,
+      ...(request.deliveryId === undefined ? {} : { delivery_id: request.deliveryId }),
+    });
     return { ok: true, target, parts: 1, detail: "log" };
   }
   if (target === "origin") return await deliverToOrigin(request, context);
@@ -297,7 +304,12 @@ async function deliverToOrigin(
   context: DeliveryContext,
 ): Promise<DeliveryResult> {
   const origin = resolveOrigin(isRecord(request.payload) ? request.payload : {});
-  const where = { target: "origin", route: request.route, event: request.event };
+  const where = {
+    target: "origin",
+    route: request.route,
+    event: request.event,
+    ...(request.deliveryId === undefined ? {} : { delivery_id: request.deliveryId }),
+  };
   if ("unresolved" in origin) {
     if (request.direct) {
       return {
@@ -310,7 +322,8 @@ async function deliverToOrigin(
       };
     }
     context.warn?.(
-      `origin: ${origin.unresolved}; the message is written to the log instead`,
+      `origin (route ${request.route}): ${origin.unresolved}; the message is written to the ` +
+        "log instead",
       where,
     );
     context.log(request.message, where);

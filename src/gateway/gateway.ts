@@ -199,11 +199,12 @@ export class Gateway {
           payload: event.payload,
           event: event.event,
           route: event.route,
+          deliveryId: event.deliveryId,
           direct: false,
           skipParts: event.partsSent,
           onPartSent,
         }, delivery);
-        return result.ok ? { ok: true } : result;
+        return result.ok ? { ok: true, detail: result.detail, parts: result.parts } : result;
       },
       log: (level, message, properties) => logAt(level, message, properties),
     });

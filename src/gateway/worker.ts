@@ -24,7 +24,16 @@ export type EventDeliverer = (
   event: InboxEvent,
   message: string,
   onPartSent: (partsSent: number) => void,
-) => Promise<{ ok: true } | DeliveryFailure>;
+) => Promise<DeliverySuccess | DeliveryFailure>;
+
+/** A delivered answer. */
+export interface DeliverySuccess {
+  ok: true;
+  /** Where it went (`telegram chat -100123`), for the log. */
+  detail?: string;
+  /** Messages sent by this attempt (0 for a silent answer). */
+  parts?: number;
+}
 
 /** A failed delivery attempt. */
 export interface DeliveryFailure {
@@ -100,9 +109,12 @@ export class WorkerPool {
       );
     }
     if (requeued > 0) {
-      this.#o.log("info", "requeued {count} events whose run did not finish before a restart", {
-        count: requeued,
-      });
+      this.#o.log(
+        "info",
+        `requeued {count} ${requeued === 1 ? "event" : "events"} whose run did not finish ` +
+          "before a restart",
+        { count: requeued },
+      );
     }
     for (const { id, deliveryId } of abandoned) {
       this.#o.log(
@@ -188,6 +200,9 @@ export class WorkerPool {
           failed ? "warning" : "info",
           failed
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}"
+            : silent
+            ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}; the answer is " +
+              "[SILENT], so nothing is delivered"
             : "event {id} (delivery {delivery_id}) on {route}: run {endReason}",
           {
             id: current.id,
@@ -223,6 +238,18 @@ export class WorkerPool {
     const attempt = event.deliveryAttempts + 1;
     if (result.ok) {
       inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
+      log(
+        "info",
+        "event {id} (delivery {delivery_id}) on {route}: delivered to {where} ({parts} " +
+          "message(s) in this attempt)",
+        {
+          id: event.id,
+          delivery_id: event.deliveryId,
+          route: event.route,
+          where: result.detail ?? event.plan.deliver,
+          parts: result.parts ?? 1,
+        },
+      );
       return;
     }
     const giveUp = !result.retryable || attempt >= this.#o.maxDeliveryAttempts;
@@ -240,7 +267,7 @@ export class WorkerPool {
       log(
         "error",
         "event {id} (delivery {delivery_id}) on {route}: delivery to {target} failed for good " +
-          "after {attempts} attempts: {error}",
+          `after {attempts} ${attempt === 1 ? "attempt" : "attempts"}: {error}`,
         {
           id: event.id,
           delivery_id: event.deliveryId,
@@ -253,14 +280,16 @@ export class WorkerPool {
     } else {
       log(
         "warning",
-        "event {id} (delivery {delivery_id}) on {route}: delivery failed ({error}); " +
-          "retry {attempt}",
+        "event {id} (delivery {delivery_id}) on {route}: delivery attempt {attempt} of " +
+          "{max} failed ({error}); the next one in {wait_seconds} s",
         {
           id: event.id,
           delivery_id: event.deliveryId,
           route: event.route,
           error: result.error,
           attempt,
+          max: this.#o.maxDeliveryAttempts,
+          wait_seconds: Math.ceil((retryAt! - this.#o.now()) / 1000),
         },
       );
     }

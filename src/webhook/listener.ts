@@ -483,6 +483,11 @@ async function deliverNow(
   );
   if (result.ok) {
     deps.inbox.settle(route.name, id);
+    deps.log("info", "route {route}: direct delivery {delivery_id} went to {where}", {
+      route: route.name,
+      delivery_id: id,
+      where: result.detail ?? route.deliver,
+    });
     return c.json({
       status: "delivered",
       route: route.name,

@@ -394,7 +394,7 @@ Deno.test("context: an injected fetch is used; without warn, warnings go to log 
   assert.deepEqual(urls, ["https://gitlab.example/api/v4/projects/group%2Fapp/issues/3/notes"]);
   assert.equal(lines.length, 2);
   assert.equal(lines[0].properties?.level, "warning");
-  assert.match(lines[0].message, /^origin: /);
+  assert.match(lines[0].message, /^origin \(route ci\): /);
   assert.deepEqual(lines[1], {
     message: "y",
     properties: { target: "origin", route: "ci", event: "push" },
@@ -415,6 +415,15 @@ Deno.test("log: the message goes to context.log with route and event", async () 
     properties: { target: "log", route: "ci", event: "push" },
   }]);
   assert.equal(fake.requests.length, 0);
+  // With the sender's delivery id, the line names it.
+  logs.length = 0;
+  await deliver(request("log", "Nightly summary", {}, { deliveryId: "d-7" }), context);
+  assert.deepEqual(logs[0].properties, {
+    target: "log",
+    route: "ci",
+    event: "push",
+    delivery_id: "d-7",
+  });
 });
 
 Deno.test("[SILENT]: not delivered to any target, nothing requested or logged", async () => {
@@ -698,17 +707,23 @@ Deno.test("origin: no code-host item → the message is logged with a warning", 
   for (const [payload, why] of payloads) {
     logs.length = 0;
     warnings.length = 0;
-    const result = await deliver(request("origin", "Summary", {}, { payload }), context);
+    const result = await deliver(
+      request("origin", "Summary", {}, { payload, deliveryId: "d-9" }),
+      context,
+    );
 
     assert.equal(result.ok, true);
     assert.equal(result.ok && result.parts, 1);
     assert.deepEqual(logs, [{
       message: "Summary",
-      properties: { target: "origin", route: "ci", event: "push" },
+      properties: { target: "origin", route: "ci", event: "push", delivery_id: "d-9" },
     }]);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0].message, why);
-    assert.match(warnings[0].message, /^origin: .*; the message is written to the log instead$/);
+    assert.match(
+      warnings[0].message,
+      /^origin \(route ci\): .*; the message is written to the log instead$/,
+    );
   }
   assert.equal(fake.requests.length, 0);
 });

@@ -104,6 +104,17 @@ Deno.test("an accepted event is run once and its answer delivered", async () => 
   await t.until(() => t.inbox.counts().done === 1);
   assert.deepEqual(t.runs, ["d1"]);
   assert.deepEqual(t.deliveries, [{ id: "d1", message: "answer d1" }]);
+  // The log says it went out, and where.
+  await t.until(() => t.logs.some((entry) => /delivered to/.test(entry.message)));
+  const delivered = t.logs.find((entry) => /delivered to/.test(entry.message))!;
+  assert.equal(delivered.level, "info");
+  assert.deepEqual(delivered.properties, {
+    id: delivered.properties?.id,
+    delivery_id: "d1",
+    route: "github",
+    where: "telegram", // the plan's target, when the deliverer names no place
+    parts: 1,
+  });
 });
 
 Deno.test("a [SILENT] answer is not delivered", async () => {
@@ -113,6 +124,9 @@ Deno.test("a [SILENT] answer is not delivered", async () => {
   t.pool.wake();
   await t.until(() => t.inbox.counts().done === 1);
   assert.deepEqual(t.deliveries, []);
+  assert.ok(
+    t.logs.some((entry) => /the answer is \[SILENT\], so nothing is delivered/.test(entry.message)),
+  );
 });
 
 Deno.test("a run without an answer delivers a notice naming the end reason, and logs the error", async () => {
@@ -162,6 +176,13 @@ Deno.test("a delivery that keeps failing is failed and logged with the event id"
   const final = t.logs.find((entry) => entry.level === "error");
   assert.equal(final?.properties?.id, id);
   assert.equal(final?.properties?.error, "HTTP 503");
+  assert.match(final!.message, /failed for good after \{attempts\} attempts: /);
+  const retries = t.logs.filter((entry) => entry.level === "warning");
+  assert.deepEqual(retries.map((entry) => [entry.properties?.attempt, entry.properties?.max]), [
+    [1, 3],
+    [2, 3],
+  ]);
+  assert.match(retries[0].message, /delivery attempt \{attempt\} of \{max\} failed/);
 });
 
 Deno.test("a non-retryable delivery failure gives up at once", async () => {
@@ -173,6 +194,8 @@ Deno.test("a non-retryable delivery failure gives up at once", async () => {
   t.pool.wake();
   await t.until(() => t.inbox.counts().failed === 1);
   assert.equal(t.deliveries.length, 1);
+  const final = t.logs.find((entry) => entry.level === "error");
+  assert.match(final!.message, /failed for good after \{attempts\} attempt: /);
 });
 
 Deno.test("a retry resumes after the parts of the answer already delivered", async () => {
@@ -211,6 +234,9 @@ Deno.test("a platform's Retry-After holds the retry back longer than the backoff
     waiting.nextAttemptAt >= before + 120_000,
     `due at ${waiting.nextAttemptAt - before} ms`,
   );
+  // The log gives the wait actually used, not the backoff.
+  const retry = t.logs.find((entry) => entry.level === "warning")!;
+  assert.ok(Number(retry.properties?.wait_seconds) >= 119, String(retry.properties?.wait_seconds));
   assert.equal(t.deliveries.length, 1);
 });
 

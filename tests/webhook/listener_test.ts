@@ -550,6 +550,10 @@ Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim 
   assert.equal((await delivered.json()).status, "delivered");
   assert.deepEqual(ok.delivered.map((d) => d.message), ["Issue T"]);
   assert.equal(ok.inbox.counts().queued, 0, "no agent run for direct delivery");
+  assert.deepEqual(ok.logs, [
+    'info: route {route}: direct delivery {delivery_id} went to {where} {"route":"r",' +
+    '"delivery_id":"1","where":"telegram"}',
+  ]);
 
   await using failing = await harness({
     routes: { r: route({ deliver: "telegram", deliver_only: true }) },
