@@ -12,6 +12,7 @@ import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
 import { setDotenvValues } from "../home/dotenv_edit.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
+import { STOP_GRACE_MS } from "../gateway/worker.ts";
 import { generateSecret } from "../webhook/routes.ts";
 import { acceptsUnsigned, readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
@@ -100,7 +101,16 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
           "Press Ctrl-C to stop.\n",
       );
       await stop.signalled;
-      io.out("Stopping: finishing requests and runs under way …\n");
+      io.out(
+        "Stopping: finishing requests and agent runs under way (runs get at most " +
+          `${STOP_GRACE_MS / 1000} s; press Ctrl-C again to stop them now: they run again at ` +
+          "the next start) …\n",
+      );
+      using again = stopSignals(io);
+      again.signalled.then(() => {
+        io.out("Stopping the agent runs under way now; they run again at the next start.\n");
+        gateway.hurry();
+      });
       await gateway.stop();
       io.out("Gateway stopped.\n");
     } finally {

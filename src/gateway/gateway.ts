@@ -319,6 +319,14 @@ export class Gateway {
   }
 
   /**
+   * During {@linkcode stop}: aborts the agent runs under way instead of waiting for them (they
+   * run again at the next start). Requests being answered still finish.
+   */
+  hurry(): void {
+    this.#pool.abortRuns();
+  }
+
+  /**
    * Hourly, and at start: forgets expired delivery-id claims and events finished more than a week
    * ago, and flushes the usage metrics (packages finished days; sends them when `send: true`),
    * so a quiet gateway still reports.

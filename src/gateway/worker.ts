@@ -46,6 +46,9 @@ export interface DeliveryFailure {
   retryAfterMs?: number;
 }
 
+/** How long {@linkcode WorkerPool.stop} lets runs under way finish before aborting them. */
+export const STOP_GRACE_MS = 30_000;
+
 /** Options of {@linkcode WorkerPool}. */
 export interface WorkerPoolOptions {
   inbox: Inbox;
@@ -154,12 +157,20 @@ export class WorkerPool {
    * Stops taking events and waits for those under way. After `graceMs` their runs are aborted
    * (a shutdown: they stay in the inbox and run again after a restart).
    */
-  async stop(graceMs = 30_000): Promise<void> {
+  async stop(graceMs: number = STOP_GRACE_MS): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
     const grace = setTimeout(() => this.#abort.abort(new Error("shutdown")), graceMs);
     await Promise.allSettled([...this.#running]);
     clearTimeout(grace);
+  }
+
+  /**
+   * Aborts the runs under way now, without waiting for the grace of {@linkcode stop} (a second
+   * Ctrl-C): they stay in the inbox and run again after a restart.
+   */
+  abortRuns(): void {
+    this.#abort.abort(new Error("shutdown"));
   }
 
   #schedule(): void {

@@ -55,6 +55,10 @@ export interface GatewayProcess extends AsyncDisposable {
   stop(): Promise<GatewayExit>;
   /** Sends `signal` (e.g. SIGKILL), then waits for the exit and the end of its output. */
   kill(signal: Deno.Signal): Promise<GatewayExit>;
+  /** Sends `signal` and returns at once (a second Ctrl-C while it stops). */
+  signal(signal: Deno.Signal): void;
+  /** Resolves with the exit once the process ended by itself (or by signals sent). */
+  exited(): Promise<GatewayExit>;
 }
 
 /**
@@ -142,6 +146,18 @@ export async function startGateway(
     },
     stop: () => end("SIGTERM"),
     kill: (signal) => end(signal),
+    signal: (signal) => {
+      try {
+        child.kill(signal);
+      } catch {
+        // already exited
+      }
+    },
+    exited: async () => {
+      const { code, signal: by } = await status;
+      await drained;
+      return { code, signal: by, stdout: text.stdout, stderr: text.stderr };
+    },
     [Symbol.asyncDispose]: async () => {
       await end("SIGTERM");
     },

@@ -99,13 +99,55 @@ Deno.test("gateway e2e: kill -9 during an agent run; after a restart the event i
       { state: "done", runs: 2, deliveries: 1 },
     );
     assert.equal(model.requests.length, 2, "the interrupted run and its rerun");
-    assert.match(second.log(), /requeued \d+ events/);
+    assert.match(second.log(), /requeued 1 event whose run did not finish/);
     // A redelivery by the sender after the restart is still a duplicate (the claim is durable).
     const again = await sendIssue(second, sub, "d-crash", 1);
     assert.deepEqual(again.json, { status: "duplicate", delivery_id: "d-crash" });
   } finally {
     const exit = await second.stop();
     assert.equal(exit.code, 0, exit.stderr);
+  }
+});
+
+Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way; it runs again at the next start", async () => {
+  await using h = await tempHome();
+  await using platforms = await startFakePlatforms();
+  const { state, fallback } = switchableModel();
+  await using model = await startFakeModel({ fallback });
+  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
+  writeGatewayConfig(h.home, { apiBaseUrls: platforms.baseUrls, modelBaseUrl: model.baseUrl });
+  const sub = await subscribe(h.home, env, "triage", [
+    ...["--prompt", "Triage #{issue.number}: {issue.title}"],
+    ...["--deliver", "telegram", "--deliver-chat-id", "-1001234"],
+  ]);
+  const first = await startGateway(h.home, env);
+  let exit;
+  try {
+    assert.equal((await sendIssue(first, sub, "d-stop", 1)).status, 202);
+    await within(model.waitForRequests(1), "the run to reach the (hanging) model");
+    first.signal("SIGTERM");
+    await waitUntil(() => first.stdout().includes("press Ctrl-C again"), "the stop notice");
+    // The run hangs: without a second signal the stop would wait out its grace (30 s).
+    first.signal("SIGTERM");
+    exit = await within(first.exited(), "the gateway to stop after the second signal");
+  } finally {
+    await first.kill("SIGKILL");
+  }
+  assert.equal(exit.code, 0, exit.stderr);
+  assert.match(exit.stdout, /Stopping the agent runs under way now; they run again at the next/);
+  assert.match(exit.stdout, /Gateway stopped\.\n$/);
+  assert.equal(platforms.telegram.requests.length, 0);
+
+  state.answering = true;
+  const second = await startGateway(h.home, env);
+  try {
+    await within(platforms.telegram.waitForRequests(1), "the delivery after the restart");
+    await waitUntil(() => inboxIdle(h.home), "the inbox to have nothing left to do");
+    assert.equal(platforms.telegram.requests.length, 1, "exactly one delivery");
+    assert.equal(model.requests.length, 2, "the aborted run and its rerun");
+  } finally {
+    const end = await second.stop();
+    assert.equal(end.code, 0, end.stderr);
   }
 });
 
