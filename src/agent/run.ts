@@ -180,6 +180,8 @@ class Run {
   readonly #signal: AbortSignal;
   readonly #messages: ChatMessage[];
   readonly #toolCalls: ToolCallRecord[] = [];
+  /** The model's id of each recorded call. */
+  readonly #callIds = new WeakMap<ToolCallRecord, string>();
   #modelCalls = 0;
   #retries = 0;
   #modelMs = 0;
@@ -268,9 +270,15 @@ class Run {
       }
       const byName = new Map(available.map((tool) => [tool.name, tool]));
       const started = this.#clock();
+      const recorded = this.#toolCalls.length;
       const results = await Promise.all(
         reply.toolCalls.map((call) => this.#callTool(call, byName.get(call.function.name))),
       );
+      // Recorded as they finished; kept in the order the model asked for them.
+      const order = new Map(reply.toolCalls.map((call, index) => [call.id, index]));
+      const batch = this.#toolCalls.splice(recorded);
+      batch.sort((a, b) => order.get(this.#callIds.get(a)!)! - order.get(this.#callIds.get(b)!)!);
+      this.#toolCalls.push(...batch);
       this.#toolMs += this.#clock() - started;
       // Results first: a call that finished is told as it is, even when the run stops now.
       for (const [index, call] of reply.toolCalls.entries()) {
@@ -349,6 +357,7 @@ class Run {
       approval: "not_required",
       latencyMs: 0,
     };
+    this.#callIds.set(record, call.id);
     let retries: number | undefined = 0;
     const finish = (text: string): string => {
       this.#toolCalls.push(record);

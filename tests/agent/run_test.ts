@@ -290,6 +290,12 @@ Deno.test("runLoop: one turn's calls overlap on a parallel server, run one by on
       "success",
       "success",
     ]);
+    // `add` finished first; the records keep the order the model asked in.
+    assert.deepEqual(result.toolCalls.map((call) => call.name), [
+      "mcp__par__rendezvous",
+      "mcp__par__rendezvous",
+      "mcp__par__add",
+    ]);
   });
 
   await t.step("supports_parallel_tool_calls: false → each call waits alone", async () => {
