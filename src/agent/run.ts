@@ -411,7 +411,10 @@ class Run {
         record.outcome = "blocked";
         record.error = decision === "timed_out"
           ? "the approval request timed out"
-          : "the user did not approve the call";
+          : o.approvals.interactive
+          ? "the user did not approve the call"
+          : "nobody could be asked to approve it, and approvals.gateway is deny (allow lets " +
+            "such calls run unattended)";
         return finish(
           `The call of ${name} was not made: ${record.error}. MCP server '${tool.server}' is ` +
             "untrusted, so its write-capable tools need the user's approval.",

@@ -700,7 +700,11 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
     const [[id, content]] = toolMessages(fake.requests[1].messages);
     assert.equal(id, "w");
     assert.match(content, /^The call of mcp__notes__write_note was not made: /);
-    assert.match(content, /did not approve/);
+    assert.match(content, /nobody could be asked to approve it, and approvals\.gateway is deny/);
+    assert.equal(
+      record.error,
+      "nobody could be asked to approve it, and approvals.gateway is deny (allow lets such calls run unattended)",
+    );
     assert.match(content, /'notes' is untrusted/);
     assert.doesNotMatch(content, /saved:/);
   });
