@@ -43,11 +43,18 @@ export {
   type AgentSessionOptions,
   type AgentSettings,
   type ApprovalDecision,
+  type ApprovalPolicy,
   type ApprovalRequest,
   type ApprovalSurface,
+  type AskLine,
   type ChatMessage,
+  type FunctionTool,
   ModelClient,
+  type ModelClientOptions,
   ModelError,
+  type ModelErrorKind,
+  type ModelHost,
+  type ModelReply,
   type ModelSettings,
   PolicyApprovals,
   PromptApprovals,
@@ -56,10 +63,13 @@ export {
   type RunAgentOptions,
   RunCancelled,
   type RunEvent,
+  type RunLimits,
   runLoop,
   type RunOptions,
   type RunResult,
   type ToolCallRecord,
+  type ToolCallRequest,
+  type ToolHost,
 } from "./src/agent/mod.ts";
 export {
   ConfigSource,
@@ -81,6 +91,7 @@ export {
   type ReloadReport,
   storedOAuth,
 } from "./src/mcp/mod.ts";
+export { type ElicitationForm, type FormAnswer } from "./src/mcp/elicitation.ts";
 export {
   type MetricItem,
   MetricsContractError,
