@@ -35,6 +35,14 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   const wantsJson = argv.includes("--json");
   const state = { exitCode: ExitCode.ok as number };
   const program = buildProgram(io, state);
+  // `agent help nosuch` would print the whole help and no reason: report the unknown command
+  // (with commander's "did you mean") as `agent nosuch` does.
+  if (argv[0] === "help" && argv[1] !== undefined && !argv[1].startsWith("-")) {
+    const known = program.commands.some((command) =>
+      command.name() === argv[1] || command.aliases().includes(argv[1])
+    );
+    if (!known) argv = argv.slice(1);
+  }
   try {
     await program.parseAsync(argv, { from: "user" });
     return state.exitCode;
@@ -65,6 +73,7 @@ function buildProgram(io: CliIo, state: CommandState): Command {
     )
     .version(AGENT_VERSION, "-V, --version", "print the version")
     .helpOption("-h, --help", "show help for a command")
+    .helpCommand("help [command]", "show help for a command")
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .showHelpAfterError("(run the command with --help for usage)")

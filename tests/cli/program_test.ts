@@ -45,6 +45,17 @@ Deno.test("an unknown command is a usage error (exit 2) naming the command", asy
   assert.equal(result.stdout, "");
 });
 
+Deno.test("help <command> shows that command's help; help of an unknown one names it", async () => {
+  await using h = await tempHome();
+  const known = await cli(h.home, ["help", "webhook"]);
+  assert.equal(known.code, 0);
+  assert.match(known.stdout, /^Usage: agent webhook /);
+  const unknown = await cli(h.home, ["help", "metrcs"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command 'metrcs'\n\(Did you mean metrics\?\)/);
+  assert.equal(unknown.stdout, "");
+});
+
 Deno.test("an unknown option of a metrics command is a usage error (exit 2)", async () => {
   await using h = await tempHome();
   const result = await cli(h.home, ["metrics", "status", "--bogus"]);
