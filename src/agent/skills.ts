@@ -32,6 +32,27 @@ export interface SkillLoad {
 /** A skill's name: its folder under `<home>/skills/` (never a path: no `/`, no leading `.`). */
 export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_SKILL_BYTES = 256 * 1024;
+
+/**
+ * Why some of `names` can never be skills (`../etc`, `a/b`), or `undefined` when each is a valid
+ * name. Commands refuse such names (usage error) rather than warn at every run.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { skillNameProblem } from "./skills.ts";
+ * assert.equal(skillNameProblem(["triage", "review.v2"], "/h/skills"), undefined);
+ * assert.match(skillNameProblem(["../etc"], "/h/skills")!, /^"\.\.\/etc" is not a skill name/);
+ * ```
+ */
+export function skillNameProblem(names: readonly string[], skillsDir: string): string | undefined {
+  const bad = names.filter((name) => !SKILL_NAME.test(name));
+  if (bad.length === 0) return undefined;
+  return `${bad.map((name) => JSON.stringify(name)).join(", ")} ${
+    bad.length === 1 ? "is not a skill name" : "are not skill names"
+  }: a skill is a folder under ${skillsDir} named with 1 to 64 letters, digits, '.', '_' and ` +
+    "'-', starting with a letter or digit";
+}
 const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
 
 /**

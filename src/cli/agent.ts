@@ -15,6 +15,7 @@ import {
   type RunEvent,
   type RunResult,
 } from "../agent/mod.ts";
+import { skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { formatIssue } from "../mcp/mod.ts";
@@ -37,8 +38,9 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "its trailing line breaks.",
     )
     .action(async (promptArgument, options) => {
-      const prompt = await readPrompt(io, promptArgument);
       const config = loadConfig({ env: io.env });
+      const skills = skillNames(options.skills, config);
+      const prompt = await readPrompt(io, promptArgument);
       await withLogging(io, config, async () => {
         const lines = io.stdinIsTerminal ? new LineReader(stdinOf(io)) : undefined;
         const session = await openSession(io, config, approvalsFor(io, config, lines));
@@ -47,7 +49,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
           for (const line of problems) io.err(`${line}\n`);
           const result = await cancellable(io, (signal) =>
             session.run(prompt, {
-              skills: splitList(options.skills),
+              skills,
               signal,
               onEvent: io.stderrIsTerminal && !options.json ? progress(io) : undefined,
             }));
@@ -76,11 +78,12 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });
+      const skills = skillNames(options.skills, config);
       await withLogging(io, config, async () => {
         const lines = new LineReader(stdinOf(io));
         const session = await openSession(io, config, approvalsFor(io, config, lines));
         try {
-          await chat(io, session, config, lines, splitList(options.skills));
+          await chat(io, session, config, lines, skills);
         } finally {
           await lines.close();
           await session.close();
@@ -413,6 +416,14 @@ function stdinOf(io: CliIo): ReadableStream<Uint8Array> {
       yield new TextEncoder().encode(await io.readStdin());
     })(),
   );
+}
+
+/** The `--skills` names; one that can never name a skill (`../etc`) is a usage error. */
+function skillNames(value: string | undefined, config: ResolvedConfig): string[] {
+  const names = splitList(value);
+  const problem = skillNameProblem(names, config.paths.skills);
+  if (problem) throw new UsageError(`--skills: ${problem}`);
+  return names;
 }
 
 function splitList(value: string | undefined): string[] {

@@ -15,7 +15,7 @@ import {
   checkTelegramChat,
 } from "../delivery/identifiers.ts";
 import { missingToken } from "../delivery/targets.ts";
-import { SKILL_NAME } from "../agent/skills.ts";
+import { skillNameProblem } from "../agent/skills.ts";
 import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
@@ -854,15 +854,8 @@ function lexists(path: string): boolean {
  * `skillsDir` (`../../etc`) is a usage error; a skill not there yet is a warning.
  */
 function checkSkills(skillsDir: string, skills: string[]): string[] {
-  const bad = skills.filter((skill) => !SKILL_NAME.test(skill));
-  if (bad.length > 0) {
-    throw new UsageError(
-      `--skills: ${bad.map((skill) => JSON.stringify(skill)).join(", ")} ${
-        bad.length === 1 ? "is not a skill name" : "are not skill names"
-      }: a skill is a folder under ${skillsDir} named with 1 to 64 letters, digits, '.', '_' ` +
-        "and '-', starting with a letter or digit",
-    );
-  }
+  const problem = skillNameProblem(skills, skillsDir);
+  if (problem) throw new UsageError(`--skills: ${problem}`);
   return skills.filter((skill) => !isFile(join(skillsDir, skill, "SKILL.md"))).map((skill) =>
     `skill '${skill}' not found (expected ${
       join(skillsDir, skill, "SKILL.md")

@@ -645,6 +645,16 @@ Deno.test("run --skills: a skill's body reaches the system prompt; a missing one
     assert.equal(warnings.length, 1);
     assert.match(warnings[0], /skill 'nope' was not found/);
   });
+
+  await t.step("--skills ../etc: a name that can never be a skill is a usage error", async () => {
+    const asked = model.requests.length;
+    for (const command of [["run", "label this"], ["chat"]]) {
+      const result = await spawnCli(home.home, [...command, "--skills", "triage,../etc"]);
+      expectCode(result, 2);
+      assert.match(result.stderr, /--skills: "\.\.\/etc" is not a skill name: a skill is a folder/);
+    }
+    assert.equal(model.requests.length, asked, "nothing was run");
+  });
 });
 
 Deno.test("run: Ctrl-C (SIGINT) while the model is thinking cancels the run quickly (exit 1)", async (t) => {
