@@ -48,14 +48,35 @@ export function resourceOf(facts: ResourceFacts): MetricsResource {
 export const INSTALL_STAMP_FILE = ".install-method";
 
 /**
+ * Where a packager puts the install stamp: beside the executable of a compiled agent
+ * (`/opt/agent/.install-method` for `/opt/agent/agent`), else at the project root (beside
+ * `main.ts`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { installStampPath } from "./resource.ts";
+ * assert.equal(installStampPath(true, "/opt/agent/agent"), "/opt/agent/.install-method");
+ * ```
+ */
+export function installStampPath(
+  standalone: boolean = Deno.build.standalone,
+  execPath: string = Deno.execPath(),
+): string {
+  const root = standalone
+    ? dirname(execPath)
+    : dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+  return join(root, INSTALL_STAMP_FILE);
+}
+
+/**
  * The resource tuple of this process: `Deno.build`, this build's version,
- * `AGENT_INSTALL_METHOD` (from `env`), and the stamp file at the project root.
+ * `AGENT_INSTALL_METHOD` (from `env`), and the stamp file ({@linkcode installStampPath}).
  */
 export function currentResource(env: (name: string) => string | undefined): MetricsResource {
   let installStamp: string | undefined;
   try {
-    const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
-    installStamp = Deno.readTextFileSync(join(root, INSTALL_STAMP_FILE));
+    installStamp = Deno.readTextFileSync(installStampPath());
   } catch {
     installStamp = undefined;
   }
