@@ -218,7 +218,12 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             })\n`,
           );
           for (const error of result.errors) {
-            io.out(`  ${error.pointer || "/"}: ${error.message}\n`);
+            // One line each; the pointer once (most messages start with it already).
+            const message = error.message.replace(/\r?\n/g, "\\n");
+            const pointer = error.pointer || "/";
+            io.out(
+              message.startsWith(`${pointer} `) ? `  ${message}\n` : `  ${pointer}: ${message}\n`,
+            );
           }
         }
       }

@@ -51,8 +51,10 @@ Deno.test("an invalid package is exit 2 naming each JSON pointer and rule", asyn
   const result = await cli(h.home, ["metrics", "validate", file]);
   assert.equal(result.code, 2);
   assert.match(result.stdout, new RegExp(`^${file}: invalid \\(2 errors\\)$`, "m"));
-  assert.match(result.stdout, /^ {2}\/hostname: .*rule additionalProperties/m);
-  assert.match(result.stdout, /^ {2}\/resource\/os_family: .*rule enum.*"beos"/m);
+  // Each pointer once: the messages begin with it.
+  assert.match(result.stdout, /^ {2}\/hostname is not allowed: .*rule additionalProperties/m);
+  assert.match(result.stdout, /^ {2}\/resource\/os_family .*rule enum.*"beos"/m);
+  assert.doesNotMatch(result.stdout, /\/hostname: \/hostname/);
   assert.doesNotMatch(result.stdout, /: valid /);
 });
 
@@ -216,4 +218,15 @@ Deno.test("e2e: validate reads a piped package from stdin; a missing file exits 
   const missing = await spawnCli(h.home, ["metrics", "validate", join(h.home, "x.json")]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /x\.json: no such file/);
+});
+
+Deno.test("validate: a JSON error quoting a line break stays on one line of the text output", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "broken.json");
+  Deno.writeTextFileSync(file, '{"a":\n x}');
+  const result = await cli(h.home, ["metrics", "validate", file]);
+  assert.equal(result.code, 2);
+  const lines = result.stdout.trimEnd().split("\n");
+  assert.equal(lines.length, 2, result.stdout);
+  assert.match(lines[1], /^ {2}\/: not valid JSON: .*\\n x/);
 });
