@@ -92,7 +92,10 @@ export interface RunAgentOptions {
  * read or anything is contacted.
  */
 export async function runAgent(prompt: string, options: RunAgentOptions = {}): Promise<RunResult> {
-  if (typeof prompt !== "string" || prompt.trim() === "") {
+  if (typeof prompt !== "string") {
+    throw new TypeError(`the prompt must be a string, not ${describeType(prompt)}`);
+  }
+  if (prompt.trim() === "") {
     throw new TypeError("the prompt is empty: pass runAgent the text to send to the model");
   }
   const config = loadConfig({ env: options.env, home: options.home });
@@ -113,4 +116,8 @@ export async function runAgent(prompt: string, options: RunAgentOptions = {}): P
   } finally {
     await session.close();
   }
+}
+
+function describeType(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 }

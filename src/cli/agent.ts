@@ -74,7 +74,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "  /tools       list the tools the agent can call\n" +
         "  /new         forget the conversation so far\n" +
         "  /exit        leave (Ctrl-D does too)\n" +
-        "Ctrl-C cancels the current run and keeps the session; SIGTERM stops it and leaves.",
+        "Ctrl-C cancels the current run and keeps the session; SIGTERM or SIGHUP stops it and " +
+        "leaves.",
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });

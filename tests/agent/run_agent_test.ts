@@ -213,6 +213,13 @@ Deno.test("runAgent: an empty or blank prompt is a TypeError before anything is 
       JSON.stringify(prompt),
     );
   }
+  // From JavaScript, or through `as never`: not a string is said as such.
+  for (const [prompt, kind] of [[42, "number"], [null, "null"], [["hi"], "an array"]] as const) {
+    await assert.rejects(
+      runAgent(prompt as never, { home: home.home, env }),
+      new TypeError(`the prompt must be a string, not ${kind}`),
+    );
+  }
   assert.equal(model.requests.length, 0);
   // Nothing was recorded or written: the home holds only config.yaml.
   assert.deepEqual([...Deno.readDirSync(home.home)].map((entry) => entry.name), ["config.yaml"]);
