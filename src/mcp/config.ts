@@ -547,8 +547,11 @@ class EntryReader {
     let valid = false;
     if (text !== undefined) {
       try {
-        const protocol = new URL(text).protocol;
-        valid = protocol === "http:" || protocol === "https:";
+        const parsed = new URL(text);
+        // An unset `${VAR}` in the host still parses (as the host name "${var}"), but no
+        // request can reach it: it is the same mistake as one in the port.
+        valid = (parsed.protocol === "http:" || parsed.protocol === "https:") &&
+          !/[${}]/.test(parsed.hostname);
       } catch {
         valid = false;
       }
@@ -1146,10 +1149,25 @@ function unresolvedHint(value: unknown): string {
   if (typeof value !== "string") return "";
   const placeholder = value.match(/\$\{([^}]+)\}/);
   if (!placeholder) return "";
+  const shell = shellDefault(placeholder[0]);
+  if (shell) return ` (it still contains ${placeholder[0]}: ${shell})`;
   const name = placeholder[1].trim().replace(/^env:/, "").trim();
   return ` (it still contains ${
     placeholder[0]
   }: set ${name} in <home>/.env or the process environment)`;
+}
+
+/**
+ * What to say about a shell-style `${VAR:-default}` (or `-`, `=`, `?`, `+`) placeholder, which
+ * substitution does not support: its name is not a variable anyone could set.
+ */
+function shellDefault(placeholder: string): string | undefined {
+  const match = placeholder.slice(2, -1).trim().replace(/^env:/, "").trim()
+    .match(/^([A-Za-z_][A-Za-z0-9_]*)\s*(:?[-=?+])/);
+  if (!match) return undefined;
+  const [, name, operator] = match;
+  return `\`\${VAR${operator}default}\` defaults are not supported, so it is kept as written; ` +
+    `write the value itself, or write \${${name}} and set ${name} in <home>/.env`;
 }
 
 function reportUnresolved(
@@ -1162,9 +1180,12 @@ function reportUnresolved(
     // An error at the same key already shows the value; a second message would be noise.
     if (issues.hasErrorAt(path)) return;
     for (const placeholder of unresolvedPlaceholders(value, context)) {
+      const shell = shellDefault(placeholder);
       issues.warn(
         path,
-        `${placeholder} is not set (or empty) in <home>/.env or the process environment, so it is kept as written; add it to <home>/.env`,
+        shell
+          ? `${placeholder}: ${shell}`
+          : `${placeholder} is not set (or empty) in <home>/.env or the process environment, so it is kept as written; add it to <home>/.env`,
       );
     }
   } else if (Array.isArray(value)) {

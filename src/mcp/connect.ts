@@ -16,7 +16,7 @@ import {
   SdkError,
   SdkErrorCode,
   SdkHttpError,
-  SSEClientTransport,
+  SseError,
   StreamableHTTPClientTransport,
   type Tool,
   type Transport,
@@ -26,10 +26,18 @@ import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { elicitationCapability } from "./elicitation.ts";
 import { samplingCapability, type SamplingResult } from "./sampling.ts";
 import { McpServerError, messageOf } from "./errors.ts";
-import { type HttpAccess, httpAccessFor, preflight, unreachable } from "./http.ts";
+import {
+  type HttpAccess,
+  httpAccessFor,
+  httpStatusFailure,
+  preflight,
+  redirectInUserTerms,
+  unreachable,
+} from "./http.ts";
 import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
 import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
 import { DiagnosedStdioClientTransport } from "./_stdio.ts";
+import { DiagnosedSSEClientTransport } from "./_sse.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
@@ -119,8 +127,14 @@ export async function connectServer(
   const warnings: string[] = [];
   const access = config.transport === "stdio" ? undefined : httpAccessFor(config);
   try {
+    let eventStream = false;
     if (access && config.transport === "http" && !config.skipPreflight && config.auth !== "oauth") {
-      await withAbort(preflight(config, access, signal), signal, config, deadline);
+      ({ eventStream } = await withAbort(
+        preflight(config, access, signal),
+        signal,
+        config,
+        deadline,
+      ));
     }
     let transportKind: McpTransportKind = config.transport;
     let attempt: Attempt;
@@ -130,12 +144,11 @@ export async function connectServer(
       const status = error instanceof McpServerError && error.cause instanceof SdkHttpError
         ? error.cause.status
         : undefined;
-      // A JSON-RPC error in the 400 body means the server speaks MCP: no SSE fallback.
-      if (
-        transportKind !== "http" || status === undefined ||
-        ![400, 405, 406, 411].includes(status) ||
-        isModernOnlyRejection(error)
-      ) throw error;
+      // A JSON-RPC error in the 400 body means the server speaks MCP: no SSE fallback. A 404 is
+      // a refusal only where the URL was seen opening an event stream (Express SSE servers).
+      const refused = status !== undefined &&
+        ([400, 405, 406, 411].includes(status) || (status === 404 && eventStream));
+      if (transportKind !== "http" || !refused || isModernOnlyRejection(error)) throw error;
       warnings.push(
         `MCP server '${config.name}': Streamable HTTP was refused (HTTP ${status}); connected over SSE ` +
           `instead. Set \`transport: sse\` for this server to skip the failed attempt.`,
@@ -252,7 +265,7 @@ async function attemptConnect(
       : undefined;
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
-    const failure = classifyConnectError(config, error, deadline, diagnosis);
+    const failure = classifyConnectError(config, error, deadline, diagnosis, transport);
     if (!diagnosis || failure.message.endsWith(diagnosis)) throw failure;
     throw new McpServerError(
       config.name,
@@ -290,7 +303,7 @@ function makeTransport(
   const http = config.auth === "oauth" ? oauthTransport(config, options, access!) : {
     fetch: access!.fetch,
   };
-  if (kind === "sse") return new SSEClientTransport(url, http);
+  if (kind === "sse") return new DiagnosedSSEClientTransport(url, http);
   return new WatchedStreamableHTTPClientTransport(url, http);
 }
 
@@ -454,6 +467,7 @@ function classifyConnectError(
   error: unknown,
   deadline?: AbortSignal,
   diagnosis?: string,
+  transport?: Transport,
 ): McpServerError {
   if (error instanceof McpServerError) return error;
   const oauth = oauthFailure(config, error);
@@ -470,23 +484,17 @@ function classifyConnectError(
     );
   }
   if (error instanceof SdkHttpError) {
-    if (error.status === 401 || error.status === 403) {
-      return new McpServerError(
-        name,
-        "auth",
-        `the server refused the credentials (HTTP ${error.status}); check headers (for example an ` +
-          "Authorization header) or set auth: oauth",
-        { cause: error },
-      );
-    }
-    return new McpServerError(
-      name,
-      "protocol",
-      `HTTP ${error.status} from ${config.url}: ${error.message}`,
-      {
-        cause: error,
-      },
-    );
+    const { status } = error;
+    const body = error.data.text;
+    // A redirect's story is in the SDK's message; any other answer's is in its body.
+    const detail = status >= 300 && status < 400 || typeof body !== "string"
+      ? error.message.replace(/^Error POSTing to endpoint: /, "")
+      : body;
+    return httpStatusFailure(config, status, detail, { cause: error });
+  }
+  if (transport instanceof DiagnosedSSEClientTransport) {
+    const failure = sseFailure(config, error, transport);
+    if (failure) return failure;
   }
   const text = messageOf(error);
   const code = (error as { code?: unknown })?.code;
@@ -530,6 +538,52 @@ function classifyConnectError(
     );
   }
   return new McpServerError(name, "protocol", `connect failed: ${text}`, { cause: error });
+}
+
+/**
+ * The SSE transport's errors worded as Streamable HTTP's: its event stream refused with a status
+ * (`SseError` with a code), a failed POST of a message, or no answer at all.
+ */
+function sseFailure(
+  config: McpServerConfig,
+  error: unknown,
+  transport: DiagnosedSSEClientTransport,
+): McpServerError | undefined {
+  const failure = transport.lastFailure;
+  const posted = messageOf(error).match(/^Error POSTing to endpoint \(HTTP (\d+)\): ([\s\S]*)$/);
+  const status = error instanceof SseError ? error.code : posted ? Number(posted[1]) : undefined;
+  if (status !== undefined && status < 300) {
+    // Answered, but not with an event stream (a web page, JSON …): not an SSE endpoint.
+    return new McpServerError(
+      config.name,
+      "protocol",
+      `${config.url} did not open an event stream (${
+        messageOf(error).replace(/^SSE error: /, "")
+      }); check the url (an SSE endpoint usually ends in /sse)`,
+      { cause: error },
+    );
+  }
+  if (status !== undefined) {
+    const body = failure?.status === status
+      ? failure.body
+      : (posted?.[2] ?? messageOf(error).replace(/^SSE error: /, ""));
+    const detail = status >= 300 && status < 400
+      ? redirectInUserTerms(messageOf(error).replace(/^SSE error: |^Error POSTing[^:]*: /, ""))
+      : body;
+    return httpStatusFailure(config, status, detail, { cause: error });
+  }
+  if (error instanceof SseError && transport.lastNetworkError !== undefined) {
+    return unreachable(config, transport.lastNetworkError);
+  }
+  if (error instanceof SseError && /redirect/i.test(error.message)) {
+    return new McpServerError(
+      config.name,
+      "protocol",
+      `${config.url}: ${redirectInUserTerms(error.message.replace(/^SSE error: /, ""))}`,
+      { cause: error },
+    );
+  }
+  return undefined;
 }
 
 /** Rejects as soon as `signal` aborts, even if `work` never settles. */

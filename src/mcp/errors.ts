@@ -63,3 +63,74 @@ export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
 }
+
+/** How many characters of an HTTP answer's body an error message quotes. */
+const BODY_SHOWN = 200;
+
+const ENTITIES: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: " ",
+};
+
+/**
+ * An HTTP answer's body as one short line for an error message: an HTML page becomes its text
+ * (the `<head>` is dropped unless nothing else is left), a JSON error its `message`, whitespace
+ * is collapsed and the result is cut to about 200 characters.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { bodySummary } from "./errors.ts";
+ * const page = "<!DOCTYPE html>\n<html>\n<head><title>Error</title></head>\n" +
+ *   "<body>\n<pre>Cannot POST /sse</pre>\n</body>\n</html>\n";
+ * assert.equal(bodySummary(page), "Cannot POST /sse");
+ * assert.equal(bodySummary('{"error":{"code":-32000,"message":"No session"}}'), "No session");
+ * assert.equal(bodySummary("x".repeat(500)).length, 201);
+ * ```
+ */
+export function bodySummary(body: string): string {
+  let text = body.trim();
+  if (/^\s*[{[]/.test(text)) text = jsonMessage(text) ?? text;
+  else if (/<(?:!doctype|html|head|body|title|p|div|pre|h\d)\b/i.test(text)) text = htmlText(text);
+  text = text.replace(/\s+/g, " ").trim();
+  return text.length > BODY_SHOWN ? `${text.slice(0, BODY_SHOWN).trimEnd()}…` : text;
+}
+
+/** The `message` of a JSON error body (`{error: {message}}`, `{error: "…"}`, `{message}`). */
+function jsonMessage(text: string): string | undefined {
+  try {
+    const value = JSON.parse(text);
+    const error = value?.error;
+    const message = typeof error === "string"
+      ? error
+      : typeof error?.message === "string"
+      ? error.message
+      : value?.message;
+    return typeof message === "string" && message.trim() !== "" ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function htmlText(html: string): string {
+  const withoutCode = html.replace(/<(script|style)\b[\s\S]*?<\/\1\s*>/gi, " ")
+    .replace(/<!--[\s\S]*?-->/g, " ");
+  const strip = (part: string) =>
+    part.replace(/<[^>]*>/g, " ")
+      .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (entity, name: string) => {
+        if (name.startsWith("#")) {
+          const code = name[1] === "x" || name[1] === "X"
+            ? parseInt(name.slice(2), 16)
+            : parseInt(name.slice(1), 10);
+          return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+        }
+        return ENTITIES[name.toLowerCase()] ?? entity;
+      })
+      .trim();
+  const body = strip(withoutCode.replace(/<head\b[\s\S]*?<\/head\s*>/i, " "));
+  return body !== "" ? body : strip(withoutCode);
+}

@@ -8,7 +8,7 @@ import { createPrivateKey } from "node:crypto";
 import https from "node:https";
 import { Readable } from "node:stream";
 import type { McpServerConfig } from "./config.ts";
-import { McpServerError, messageOf } from "./errors.ts";
+import { bodySummary, McpServerError, messageOf } from "./errors.ts";
 
 /** A fetch function as the SDK transports take it. */
 export type FetchFunction = (
@@ -52,10 +52,21 @@ export function httpAccessFor(config: McpServerConfig): HttpAccess {
       [Symbol.dispose]() {},
     };
   }
-  const client = Deno.createHttpClient({
-    ...(tls.caCerts ? { caCerts: tls.caCerts } : {}),
-    ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
-  });
+  let client: Deno.HttpClient;
+  try {
+    client = Deno.createHttpClient({
+      ...(tls.caCerts ? { caCerts: tls.caCerts } : {}),
+      ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+    });
+  } catch (error) {
+    // The files were checked above; what is left is their content (a key that does not match).
+    throw new McpServerError(
+      config.name,
+      "config",
+      `the TLS files cannot be used: ${messageOf(error)} (check ${tlsKeys(config)})`,
+      { cause: error },
+    );
+  }
   return {
     fetch: withHeaders((input, init) => fetch(input, { ...init, client }), headers),
     [Symbol.dispose]: () => client.close(),
@@ -68,20 +79,103 @@ interface TlsMaterial {
   key?: string;
 }
 
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g;
+const CERTIFICATE_LABELS = ["CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE"];
+const KEY_LABELS = [
+  "PRIVATE KEY",
+  "RSA PRIVATE KEY",
+  "EC PRIVATE KEY",
+  "DSA PRIVATE KEY",
+  "ENCRYPTED PRIVATE KEY",
+];
+
+/** The PEM blocks of `text` whose label is one of `labels`, in order. */
+function pemBlocks(text: string, labels: readonly string[]): string[] {
+  const blocks = [...text.matchAll(PEM_BLOCK)];
+  return blocks.filter((block) => labels.includes(block[1])).map((block) => block[0]);
+}
+
+/**
+ * Reads and checks the certificate files, so a file that cannot work is a config error naming
+ * the key, the path and the fix (Deno's own errors, such as "No keys found in key data", name
+ * neither).
+ */
 function readTlsMaterial(config: McpServerConfig): TlsMaterial {
-  const material: TlsMaterial = {};
-  if (typeof config.sslVerify === "string") {
-    material.caCerts = [readPem(config.name, "ssl_verify", config.sslVerify)];
-  }
+  const server = config.name;
   const cert = config.clientCert;
-  if (cert) {
-    material.cert = readPem(config.name, "client_cert", cert.cert);
-    const keyText = cert.key ? readPem(config.name, "client_key", cert.key) : material.cert;
+  // Every file is read first: a missing one is the first thing to fix.
+  const caPath = typeof config.sslVerify === "string" ? config.sslVerify : undefined;
+  const caText = caPath === undefined ? undefined : readPem(server, "ssl_verify", caPath);
+  const certText = cert ? readPem(server, "client_cert", cert.cert) : undefined;
+  const keyText = cert?.key ? readPem(server, "client_key", cert.key) : certText;
+
+  const material: TlsMaterial = {};
+  if (caText !== undefined) {
+    if (pemBlocks(caText, CERTIFICATE_LABELS).length === 0) {
+      throw new McpServerError(
+        server,
+        "config",
+        `ssl_verify: '${caPath}' holds no certificate; it must be a PEM CA bundle ` +
+          `(-----BEGIN CERTIFICATE----- blocks)${derHint(caText, "x509")}`,
+      );
+    }
+    material.caCerts = [caText];
+  }
+  if (cert && certText !== undefined && keyText !== undefined) {
+    if (pemBlocks(certText, CERTIFICATE_LABELS).length === 0) {
+      throw new McpServerError(
+        server,
+        "config",
+        `client_cert: '${cert.cert}' holds no certificate; it must be a PEM file with a ` +
+          `-----BEGIN CERTIFICATE----- block${derHint(certText, "x509")}`,
+      );
+    }
+    const keyPath = cert.key ?? cert.cert;
+    const [keyBlock] = pemBlocks(keyText, KEY_LABELS);
+    if (keyBlock === undefined) {
+      throw new McpServerError(
+        server,
+        "config",
+        cert.key
+          ? `client_key: '${keyPath}' holds no private key; it must be a PEM file with a ` +
+            `-----BEGIN PRIVATE KEY----- block${derHint(keyText, "pkey")}`
+          : `client_cert: '${keyPath}' holds no private key; add client_key: <path to the key ` +
+            `file>, or write client_cert: [cert, key]`,
+      );
+    }
+    const encrypted = keyBlock.startsWith("-----BEGIN ENCRYPTED PRIVATE KEY-----") ||
+      /^Proc-Type:\s*4,ENCRYPTED/m.test(keyBlock);
+    if (encrypted && cert.password === undefined) {
+      throw new McpServerError(
+        server,
+        "config",
+        `${cert.key ? "client_key" : "client_cert"}: the key in '${keyPath}' is encrypted; ` +
+          `add its password as the third item of client_cert: [cert, key, password]`,
+      );
+    }
+    material.cert = certText;
     material.key = cert.password === undefined
-      ? keyText
-      : decryptKey(config.name, keyText, cert.password);
+      ? keyBlock
+      : decryptKey(server, keyBlock, cert.password);
   }
   return material;
+}
+
+/** A conversion hint for a file that holds no PEM text at all (likely DER). */
+function derHint(text: string, command: "x509" | "pkey"): string {
+  if (text.includes("-----BEGIN ")) return "";
+  return ` (the file is not PEM; convert a DER file with \`openssl ${command} -inform der ` +
+    `-in <file> -out <file>.pem\`)`;
+}
+
+/** The config keys that name TLS files in `config`, for hints. */
+function tlsKeys(config: McpServerConfig): string {
+  const keys = [
+    ...(typeof config.sslVerify === "string" ? ["ssl_verify"] : []),
+    ...(config.clientCert ? ["client_cert"] : []),
+    ...(config.clientCert?.key ? ["client_key"] : []),
+  ];
+  return keys.join(", ");
 }
 
 function readPem(server: string, key: string, path: string): string {
@@ -179,65 +273,80 @@ function insecureFetch(tls: TlsMaterial): FetchFunction {
 
 const MCP_CONTENT_TYPES = ["application/json", "text/event-stream"];
 
+/** The longest one preflight request may take: it is a hint, never the reason to give up. */
+export const PREFLIGHT_STEP_MS = 5_000;
+
+/** What the preflight learnt about the URL. */
+export interface PreflightResult {
+  /**
+   * A HEAD or GET answered 2xx with `text/event-stream`: the URL opens an event stream, as a
+   * legacy HTTP+SSE endpoint does, so a refused Streamable HTTP POST (even a 404) means "use SSE".
+   */
+  eventStream: boolean;
+}
+
 /**
  * The fail-fast probe (decisions.md §5): HEAD the URL (GET when HEAD is not allowed). A 2xx with
  * a content type that is not JSON or an event stream gets one JSON-RPC `initialize` POST; if
  * that is still not MCP, the URL is a web page or another service, and the error says so.
  * Other answers (401, 404, 405 …) are left to the real connection to report.
+ *
+ * Only status and headers are looked at (bodies are cancelled), and each request gets at most
+ * {@linkcode PREFLIGHT_STEP_MS} (a quarter of `connect_timeout` when that is shorter): some
+ * servers answer HEAD with their GET handler and never send the headers of its event stream.
+ * A HEAD without an answer is retried as a GET; a probe without an answer is inconclusive and the
+ * real connection reports.
  */
 export async function preflight(
   config: McpServerConfig,
   access: HttpAccess,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<PreflightResult> {
   const url = config.url!;
-  let response: Response;
-  try {
-    response = await access.fetch(url, { method: "HEAD", signal, redirect: "manual" });
-    if (response.status === 405 || response.status === 501) {
-      await response.body?.cancel();
-      response = await access.fetch(url, {
-        method: "GET",
-        headers: { accept: "application/json, text/event-stream" },
-        signal,
-        redirect: "manual",
-      });
+  const stepMs = Math.min(PREFLIGHT_STEP_MS, config.connectTimeoutSeconds * 250);
+  const ask = async (init: RequestInit): Promise<Response | undefined> => {
+    const step = AbortSignal.any([signal, AbortSignal.timeout(stepMs)]);
+    try {
+      const response = await access.fetch(url, { ...init, signal: step, redirect: "manual" });
+      await response.body?.cancel().catch(() => {});
+      return response;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (step.aborted) return undefined; // no headers in time: inconclusive
+      throw unreachable(config, error);
     }
-  } catch (error) {
-    if (signal.aborted) throw error;
-    throw unreachable(config, error);
-  }
-  await response.body?.cancel();
-  const type = contentType(response);
-  if (!response.ok || type === "" || MCP_CONTENT_TYPES.includes(type)) return;
-  let probe: Response;
-  try {
-    probe = await access.fetch(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-06-18",
-          capabilities: {},
-          clientInfo: { name: "agent-preflight", version: "0" },
-        },
-      }),
-      signal,
-      redirect: "manual",
+  };
+  let response = await ask({ method: "HEAD" });
+  if (response === undefined || response.status === 405 || response.status === 501) {
+    response = await ask({
+      method: "GET",
+      headers: { accept: "application/json, text/event-stream" },
     });
-  } catch (error) {
-    if (signal.aborted) throw error;
-    throw unreachable(config, error);
   }
-  await probe.body?.cancel();
+  if (response === undefined) return { eventStream: false };
+  const type = contentType(response);
+  const eventStream = response.ok && type === "text/event-stream";
+  if (!response.ok || type === "" || MCP_CONTENT_TYPES.includes(type)) return { eventStream };
+  const probe = await ask({
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "agent-preflight", version: "0" },
+      },
+    }),
+  });
+  if (probe === undefined) return { eventStream };
   const probeType = contentType(probe);
-  if (MCP_CONTENT_TYPES.includes(probeType)) return;
+  if (MCP_CONTENT_TYPES.includes(probeType)) return { eventStream };
   throw new McpServerError(
     config.name,
     "not_mcp",
@@ -260,6 +369,94 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
   return new McpServerError(config.name, kind, `cannot reach ${config.url}: ${text}${hint}`, {
     cause: error,
   });
+}
+
+/**
+ * The connection error for an HTTP error answer, the same over Streamable HTTP and SSE: 401/403
+ * are credential problems, anything else names the status, the URL and a one-line summary of the
+ * body ({@linkcode bodySummary}), with a hint where the status suggests one.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { httpStatusFailure } from "./http.ts";
+ * const config = { name: "api", url: "http://127.0.0.1:3002/sse", transport: "http" } as never;
+ * const error = httpStatusFailure(config, 404, "<html><body>Cannot POST /sse</body></html>");
+ * assert.equal(
+ *   error.message,
+ *   "MCP server 'api': HTTP 404 from http://127.0.0.1:3002/sse: Cannot POST /sse " +
+ *     "(this looks like an SSE endpoint: add `transport: sse`)",
+ * );
+ * ```
+ */
+export function httpStatusFailure(
+  config: McpServerConfig,
+  status: number,
+  body: string | undefined,
+  options?: ErrorOptions,
+): McpServerError {
+  if (status === 401 || status === 403) {
+    return new McpServerError(
+      config.name,
+      "auth",
+      `the server refused the credentials (HTTP ${status}); check headers (for example an ` +
+        "Authorization header) or set auth: oauth",
+      options,
+    );
+  }
+  const summary = status >= 300 && status < 400
+    ? redirectInUserTerms(body ?? "")
+    : bodySummary(body ?? "");
+  let hint = "";
+  if (status === 404) {
+    const path = config.url ? new URL(config.url).pathname : "";
+    hint = config.transport !== "sse" && /\/sse\/?$/i.test(path)
+      ? " (this looks like an SSE endpoint: add `transport: sse`)"
+      : " (check the path of the url)";
+  }
+  return new McpServerError(
+    config.name,
+    "protocol",
+    `HTTP ${status} from ${config.url}${summary ? `: ${summary}` : ""}${hint}`,
+    options,
+  );
+}
+
+/**
+ * The SDK's note on a redirect it did not follow, in the words of the config: it names its own
+ * option (`redirectPolicy`) and calls the url "the endpoint".
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { redirectInUserTerms } from "./http.ts";
+ * assert.equal(
+ *   redirectInUserTerms(
+ *     "Redirect to https://b.example/mcp not followed; use that URL as the endpoint if it is " +
+ *       "the intended server (redirectPolicy: 'same-origin')",
+ *   ),
+ *   "the server redirects to https://b.example/mcp, and only redirects within the same origin " +
+ *     "are followed; if that is the intended server, set url: https://b.example/mcp",
+ * );
+ * ```
+ */
+export function redirectInUserTerms(text: string): string {
+  const plain = text.replace(/\s*\(redirectPolicy: '[^']*'\)/g, "");
+  const to = plain.match(/^Redirect to (\S+) not followed\b/);
+  if (to) {
+    return `the server redirects to ${to[1]}, and only redirects within the same origin are ` +
+      `followed; if that is the intended server, set url: ${to[1]}`;
+  }
+  const downgrade = plain.match(/^Redirect from https to plain http not followed; try (\S+)/);
+  if (downgrade) {
+    return `the server redirects from https to plain http, which is not followed; try url: ${
+      downgrade[1]
+    }`;
+  }
+  if (/^Redirect not followed\b/.test(plain)) {
+    return "the server redirects, which is not followed; set url to the address it redirects to";
+  }
+  return plain;
 }
 
 function contentType(response: Response): string {
