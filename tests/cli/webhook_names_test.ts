@@ -115,7 +115,7 @@ Deno.test("list shows every record; an invalid one is a row saying what a gatewa
       "fixed (if it had one); a restarted gateway does not serve it",
   );
   const text = await cli(h.home, ["webhook", "list"]);
-  assert.match(text.stdout, /^typed \[invalid\]\n {2}url: .*\n(.*\n){2} {2}status: +invalid: /m);
+  assert.match(text.stdout, /^typed \[invalid\]\n {2}url: .*\n(.*\n){3} {2}status: +invalid: /m);
   assert.match(text.stdout, /problem: .*typed\.prompt: expected a string/);
   assert.doesNotMatch(text.stdout, /not served \(requests are answered 404\)/);
 });
