@@ -64,7 +64,11 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       const session = McpSession.open(io);
       try {
         await session.start(session.servers);
-        const rows = [...session.manager.servers(), ...session.invalidServers()];
+        // Each entry's own config warnings sit on its row, as in `mcp test --json`.
+        const rows = [...session.manager.servers(), ...session.invalidServers()].map((row) => ({
+          ...row,
+          warnings: [...session.warningsOf(row.name), ...row.warnings],
+        }));
         if (options.json) {
           return printJson(io, { servers: rows.map(serverRow), issues: session.issues });
         }
@@ -156,17 +160,26 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         try {
           await session.start(name ? [session.server(name)] : session.servers);
           const tools = session.manager.tools();
-          const failed = session.manager.servers().filter((s) =>
-            s.status !== "connected" && s.status !== "disabled"
-          );
+          const servers = session.manager.servers();
+          const failed = servers.filter((s) => s.status !== "connected" && s.status !== "disabled");
+          // Tools left out or shadowed (a clash of names, an empty name …): said, never silent.
+          const warnings = servers.flatMap((s) => s.warnings);
+          // The server asked for by name failing is this command failing; in a listing of all
+          // servers one failure is a line of the report.
+          if (name && failed.length > 0) state.exitCode = 1;
           if (options.json) {
             return printJson(io, {
               tools: tools.map(toolRow),
               errors: failed.map((s) => ({ server: s.name, error: s.error })),
+              warnings,
             });
           }
           session.printIssues();
-          for (const server of failed) io.err(`${server.error}\n`);
+          for (const warning of warnings) io.err(`warning: ${warning}\n`);
+          if (name && failed.length > 0) {
+            throw new CliError(failed[0].error ?? `MCP server '${name}' is ${failed[0].status}`);
+          }
+          for (const server of failed) io.err(`error: ${server.error}\n`);
           if (tools.length === 0) {
             io.out("No tools registered.\n");
             return;
@@ -217,6 +230,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           t.originalName === toolArg || t.name === toolArg
         );
         if (!tool) {
+          const dropped = server.dropped?.find((t) => t.originalName === toolArg);
+          if (dropped) throw new CliError(dropped.reason);
           const names = session.manager.tools().map((t) => t.originalName).join(", ");
           throw new UsageError(
             `MCP server '${name}' has no tool '${toolArg}'. Its tools: ${names || "none"}`,
@@ -331,8 +346,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       (name, options) => {
         const config = loadConfig({ env: io.env });
         if (!hasServer(config, name)) {
-          const servers = config.source.get("mcp_servers");
-          throw noSuchServer(config, name, isPlainObject(servers) ? Object.keys(servers) : []);
+          throw noSuchServer(config, name, configuredNames(config, loadMcpServers(config).servers));
         }
         editConfigFile(config.paths.config, (doc) => doc.deleteIn(["mcp_servers", name]));
         if (options.json) return printJson(io, { removed: name });
@@ -357,6 +371,11 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       const unsubscribe = io.onInterrupt?.(() => cancel.abort());
       try {
         const config = session.server(name, { allowDisabled: true });
+        if (config.transport === "stdio") {
+          throw new UsageError(
+            `OAuth applies to HTTP servers (with \`url\`) only; '${name}' is a local (stdio) server, started from its command, so there is nothing to log in to`,
+          );
+        }
         if (config.auth !== "oauth") {
           throw new UsageError(
             `MCP server '${name}' does not use OAuth; add \`auth: oauth\` to mcp_servers.${name} in ${session.config.paths.config}`,
@@ -501,7 +520,7 @@ class McpSession {
         for (const warning of this.warningsOf(name)) this.#io.err(`warning: ${warning}\n`);
         throw new UsageError(formatIssue(invalid, this.config.paths.config));
       }
-      throw noSuchServer(this.config, name, this.servers.map((server) => server.name));
+      throw noSuchServer(this.config, name, configuredNames(this.config, this.servers));
     }
     if (!found.enabled && !options.allowDisabled) {
       throw new CliError(`MCP server '${name}' has enabled: false in ${this.config.paths.config}`);
@@ -654,6 +673,15 @@ function notAMapping(config: ResolvedConfig, value: unknown): string {
 function hasServer(config: ResolvedConfig, name: string): boolean {
   const servers = config.source.get("mcp_servers");
   return typeof servers === "object" && servers !== null && Object.hasOwn(servers, name);
+}
+
+/** Every name under mcp_servers, in file order; an entry that is not in `valid` is marked. */
+function configuredNames(config: ResolvedConfig, valid: readonly McpServerConfig[]): string[] {
+  const entries = config.source.get("mcp_servers");
+  const names = isPlainObject(entries) ? Object.keys(entries) : [];
+  return names.map((name) =>
+    valid.some((server) => server.name === name) ? name : `${name} (invalid)`
+  );
 }
 
 /** The usage error for a server name that is not in config.yaml, listing the names that are. */

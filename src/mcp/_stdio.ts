@@ -2,7 +2,9 @@
  * Stdio with a diagnosis: the SDK's transport skips stdout lines that are not JSON-RPC silently
  * and drops the child's exit status, so a server that prints a banner or crashes at start would
  * fail only with "no answer" or "connection closed". This one remembers the first stray stdout
- * line, the exit code or signal, and the last stderr lines, to put them in the error.
+ * line, the exit code or signal, and the last stderr lines, to put them in the error. It also
+ * notices when the SDK dropped the connection because one message was over its read limit
+ * (`STDIO_DEFAULT_MAX_BUFFER_SIZE`, 10 MiB), which is then the whole story.
  *
  * @module
  */
@@ -11,17 +13,47 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
 const STDERR_LINES_KEPT = 3;
 const LINE_LENGTH_SHOWN = 120;
+/** How much of a stdout line is kept to judge it; a longer one is judged by its start. */
+const LINE_LENGTH_KEPT = LINE_LENGTH_SHOWN * 8;
+
+/** The start of the diagnosis of a message over the SDK's stdio read limit. */
+export const OVERSIZED_MESSAGE = "a message from the server was larger than the";
+
+/** What the SDK's `ReadBuffer` throws (and the transport hands to `onerror`) over its limit. */
+const BUFFER_EXCEEDED = /ReadBuffer exceeded maximum size of (\d+) bytes/;
 
 /** A {@linkcode StdioClientTransport} that can say why its server did not answer. */
 export class DiagnosedStdioClientTransport extends StdioClientTransport {
   #strayLine: string | undefined;
   #stdoutRest = "";
+  /** Whether {@linkcode #stdoutRest} was cut to its first {@linkcode LINE_LENGTH_KEPT} characters. */
+  #stdoutCut = false;
+  /** The read limit in bytes, once a message went over it. */
+  #oversizedLimit: number | undefined;
+  /** Whether a JSON-RPC message came on stdout (after one, bad JSON no longer closes). */
+  #sawMessage = false;
+  /** JSON that is not JSON-RPC, printed before any message: the connection was closed for it. */
+  #refusedJson: string | undefined;
   #stderrRest = "";
   readonly #stderrTail: string[] = [];
   #exit: { code: number | null; signal: string | null } | undefined;
 
   constructor(...params: ConstructorParameters<typeof StdioClientTransport>) {
     super(...params);
+    // The SDK reports a message over its read limit only through `onerror` (then it closes);
+    // `onerror` is a plain field that the client wraps, so the wrapping is observed on the way.
+    let onerror: ((error: Error) => void) | undefined;
+    Object.defineProperty(this, "onerror", {
+      configurable: true,
+      enumerable: true,
+      get: () => onerror,
+      set: (handler: ((error: Error) => void) | undefined) => {
+        onerror = handler && ((error: Error) => {
+          this.#noteError(error);
+          handler(error);
+        });
+      },
+    });
     const decoder = new TextDecoder();
     this.stderr?.on("data", (chunk: Uint8Array) => {
       const lines = (this.#stderrRest + decoder.decode(chunk, { stream: true })).split("\n");
@@ -36,10 +68,19 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
     const child = (this as unknown as { _process?: ChildProcess })._process;
     const decoder = new TextDecoder();
     child?.stdout?.on("data", (chunk: Uint8Array) => {
-      if (this.#strayLine !== undefined) return;
-      const lines = (this.#stdoutRest + decoder.decode(chunk, { stream: true })).split("\n");
-      this.#stdoutRest = (lines.pop() ?? "").slice(-LINE_LENGTH_SHOWN * 8);
-      this.#strayLine = lines.map((line) => line.replace(/\r$/, "")).find(isStray);
+      if (this.#strayLine !== undefined && this.#sawMessage) return;
+      const parts = decoder.decode(chunk, { stream: true }).split("\n");
+      const last = parts.pop() ?? "";
+      const lines = parts.map((part, index) => ({
+        line: (index === 0 ? this.#stdoutRest + part : part).replace(/\r$/, ""),
+        cut: index === 0 && this.#stdoutCut,
+      }));
+      if (parts.length > 0) [this.#stdoutRest, this.#stdoutCut] = ["", false];
+      // Only the start of a long line is kept: such a line is judged by how it begins.
+      const rest = this.#stdoutRest + last;
+      this.#stdoutCut ||= rest.length > LINE_LENGTH_KEPT;
+      this.#stdoutRest = rest.slice(0, LINE_LENGTH_KEPT);
+      for (const { line, cut } of lines) this.#judge(line, cut);
     });
     child?.once("exit", (code, signal) => this.#exit = { code, signal });
   }
@@ -50,6 +91,15 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
    * on stdout that is not JSON-RPC.
    */
   diagnosis(): string | undefined {
+    // The SDK closed the connection itself: the exit that followed and the cut line are effects.
+    if (this.#oversizedLimit !== undefined) {
+      return `${OVERSIZED_MESSAGE} ${sizeOf(this.#oversizedLimit)} stdio limit`;
+    }
+    if (this.#refusedJson !== undefined) {
+      return `the server printed JSON that is not JSON-RPC on stdout before any MCP message: ${
+        shown(this.#refusedJson)
+      } (stdout must carry only MCP messages; a server logs to stderr)`;
+    }
     const parts: string[] = [];
     if (this.#exit) {
       const { code, signal } = this.#exit;
@@ -76,6 +126,28 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
     return parts.length > 0 ? parts.join("; ") : undefined;
   }
 
+  /**
+   * Remembers the first stray line. JSON that is not JSON-RPC before any message closes the
+   * connection at once: such a server would otherwise be waited for until connect_timeout,
+   * while a text banner is tolerated (the SDK skips it).
+   */
+  #judge(line: string, cut: boolean): void {
+    if (line.trim() === "") return;
+    if (!isStray(line, cut)) {
+      if (!cut) this.#sawMessage = true;
+      return;
+    }
+    this.#strayLine ??= line;
+    if (this.#sawMessage || this.#refusedJson !== undefined || cut || !isJson(line)) return;
+    this.#refusedJson = line;
+    this.close().catch(() => {});
+  }
+
+  #noteError(error: Error): void {
+    const match = BUFFER_EXCEEDED.exec(error?.message ?? "");
+    if (match) this.#oversizedLimit ??= Number(match[1]);
+  }
+
   #keepStderr(lines: string[]): void {
     for (const line of lines) {
       if (line.trim() === "") continue;
@@ -85,9 +157,13 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
   }
 }
 
-/** A stdout line that is not a JSON-RPC message (blank lines are ignored). */
-function isStray(line: string): boolean {
+/**
+ * A stdout line that is not a JSON-RPC message (blank lines are ignored). A `cut` line (only its
+ * start was kept) counts as JSON-RPC when it starts like a JSON object or array.
+ */
+function isStray(line: string, cut = false): boolean {
   if (line.trim() === "") return false;
+  if (cut) return !/^\s*[[{]/.test(line);
   try {
     const value = JSON.parse(line);
     const messages = Array.isArray(value) ? value : [value];
@@ -97,6 +173,23 @@ function isStray(line: string): boolean {
   } catch {
     return true;
   }
+}
+
+/** Whether `line` is JSON (of any shape). */
+function isJson(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A byte count in MiB or KiB, as limits are usually spoken of. */
+function sizeOf(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes}-byte`;
 }
 
 /** A line quoted for a message, cut to a readable length, control characters escaped. */

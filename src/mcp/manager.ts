@@ -15,8 +15,9 @@ import {
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
 import { McpServerError, messageOf } from "./errors.ts";
+import { OVERSIZED_MESSAGE } from "./_stdio.ts";
 import { oauthFailure } from "./oauth/provider.ts";
-import { buildToolset, type RegisteredTool } from "./registry.ts";
+import { buildToolset, type DroppedTool, type RegisteredTool } from "./registry.ts";
 
 /** Where a server stands. */
 export type ServerStatus =
@@ -39,9 +40,12 @@ export interface ServerState {
   protocolVersion?: string;
   serverInfo?: { name: string; version: string };
   connectMs?: number;
+  /** Tools this server contributes to {@linkcode McpManager.tools}. */
   toolCount: number;
   error?: string;
   warnings: string[];
+  /** Tools the server announced that are not registered, each with the warning saying why. */
+  dropped?: DroppedTool[];
   pid?: number;
 }
 
@@ -145,7 +149,13 @@ export class McpManager {
     return [...this.#slots.values()].map((slot) => {
       const state = slot.state();
       for (const collision of collisions) {
-        if (collision.server === slot.config.name) state.warnings.push(collision.message);
+        if (collision.server !== slot.config.name) continue;
+        state.warnings.push(collision.message);
+        state.dropped!.push({
+          originalName: collision.tool.originalName,
+          reason: collision.message,
+        });
+        state.toolCount--;
       }
       return state;
     });
@@ -272,9 +282,9 @@ export class McpManager {
   }
 
   /** Tools of a later server whose generated name an earlier server already registers. */
-  #collisions(): { server: string; message: string }[] {
+  #collisions(): { server: string; tool: RegisteredTool; message: string }[] {
     const owner = new Map<string, string>();
-    const found: { server: string; message: string }[] = [];
+    const found: { server: string; tool: RegisteredTool; message: string }[] = [];
     for (const slot of this.#slots.values()) {
       for (const tool of slot.availableTools()) {
         const first = owner.get(tool.name);
@@ -282,6 +292,7 @@ export class McpManager {
         else if (first !== slot.config.name) {
           found.push({
             server: slot.config.name,
+            tool,
             message:
               `MCP server '${slot.config.name}': tool '${tool.originalName}' is not available ` +
               `because MCP server '${first}' already registers ${tool.name}; rename one of the servers`,
@@ -303,6 +314,7 @@ class ServerSlot {
   #connecting: Promise<McpConnection> | undefined;
   #tools: RegisteredTool[] = [];
   #warnings: string[] = [];
+  #dropped: DroppedTool[] = [];
   #error: McpServerError | undefined;
   #failures = 0;
   #inflight = 0;
@@ -341,6 +353,7 @@ class ServerSlot {
       toolCount: this.availableTools().length,
       error: this.errorText(),
       warnings: [...this.#warnings],
+      dropped: [...this.#dropped],
       pid: connection?.pid,
     };
   }
@@ -465,6 +478,15 @@ class ServerSlot {
     if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
       // The transport closes on the child's `close`, after its `exit`: the status is known here.
       const diagnosis = connection.diagnosis();
+      if (diagnosis?.startsWith(OVERSIZED_MESSAGE)) {
+        // Not "closed": a retry would get the same answer, over the same limit.
+        return new McpServerError(
+          name,
+          "protocol",
+          `${diagnosis} (tool '${tool.originalName}'), so the connection was closed`,
+          { cause: error },
+        );
+      }
       const why = diagnosis
         ? `: ${diagnosis}`
         : ` (the server may have crashed${
@@ -602,6 +624,7 @@ class ServerSlot {
         this.#emit({ type: "warning", server: this.config.name, message });
       }
       this.#tools = toolset.tools;
+      this.#dropped = toolset.dropped;
       this.#connection = connection;
       this.#error = undefined;
       this.#failures = 0;
@@ -619,12 +642,15 @@ class ServerSlot {
       return connection;
     } catch (error) {
       await connection?.close();
+      const oversized = connection?.diagnosis()?.startsWith(OVERSIZED_MESSAGE)
+        ? connection.diagnosis()
+        : undefined;
       const failure = error instanceof McpServerError
         ? error
         : oauthFailure(this.config, error) ?? new McpServerError(
           this.config.name,
           "protocol",
-          `tool discovery failed: ${messageOf(error)}`,
+          `tool discovery failed: ${oversized ?? messageOf(error)}`,
           {
             cause: error,
           },
@@ -696,7 +722,13 @@ class ServerSlot {
     const connection = this.#connection;
     if (!connection) return;
     const toolset = buildToolset(this.config, tools, connection.client.getServerCapabilities());
+    const known = new Set(this.#warnings);
+    this.#warnings = [...connection.warnings, ...toolset.warnings];
+    for (const message of toolset.warnings.filter((message) => !known.has(message))) {
+      this.#emit({ type: "warning", server: this.config.name, message });
+    }
     this.#tools = toolset.tools;
+    this.#dropped = toolset.dropped;
     this.#emit({ type: "tools_changed", server: this.config.name, tools: this.#tools.length });
     this.#notify();
   }

@@ -157,9 +157,8 @@ export function utilityToolName(server: string, utility: UtilityTool): string {
  *
  * The caller picks what "original" means; to also catch a native tool named `list_resources`
  * clashing with the utility tool, give originals that tell the two apart (for example
- * `tool:list_resources` and `utility:list_resources`). The registry warns about each name listed
- * here and keeps the first entry registered under it. An original repeated with the same
- * registered name is not a collision.
+ * `tool:list_resources` and `utility:list_resources`). An original repeated with the same
+ * registered name is not a collision (the registry warns about repeats separately).
  *
  * @param names Each registered name with the original it came from, in registration order.
  * @returns Each colliding registered name once, in order of first appearance.

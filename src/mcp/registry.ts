@@ -7,7 +7,7 @@
 import type { ServerCapabilities, Tool } from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "./config.ts";
 import { selectTools } from "./filter.ts";
-import { detectCollisions, toolName, type UtilityTool, utilityToolName } from "./names.ts";
+import { toolName, type UtilityTool, utilityToolName } from "./names.ts";
 
 /** A tool as the agent sees it. */
 export interface RegisteredTool {
@@ -28,10 +28,20 @@ export interface RegisteredTool {
   trust: "full" | "untrusted";
 }
 
+/** A tool the server announced that is not registered, and why (a warning's text). */
+export interface DroppedTool {
+  /** The server-native name. */
+  originalName: string;
+  reason: string;
+}
+
 /** The tools of one server, and what the user should know about them. */
 export interface ServerToolset {
   tools: RegisteredTool[];
+  /** One line per tool left out or shadowed. */
   warnings: string[];
+  /** The native tools left out because another tool took their registered name. */
+  dropped: DroppedTool[];
 }
 
 const UTILITY_SCHEMAS: Record<
@@ -94,8 +104,14 @@ export function buildToolset(
   serverTools: readonly Tool[],
   capabilities: ServerCapabilities | undefined,
 ): ServerToolset {
-  const selected = selectTools(serverTools, config.tools);
-  const tools: RegisteredTool[] = selected.map((tool) => ({
+  const server = `MCP server '${config.name}'`;
+  const warnings: string[] = [];
+  const selected = selectTools(serverTools, config.tools).filter((tool) => {
+    if (tool.name !== "") return true;
+    warnings.push(`${server}: the server lists a tool with an empty name; it is not registered`);
+    return false;
+  });
+  const candidates: RegisteredTool[] = selected.map((tool) => ({
     name: toolName(config.name, tool.name),
     server: config.name,
     originalName: tool.name,
@@ -111,7 +127,7 @@ export function buildToolset(
   }
   if (config.tools.prompts && capabilities?.prompts) utilities.push("list_prompts", "get_prompt");
   for (const utility of utilities) {
-    tools.push({
+    candidates.push({
       name: utilityToolName(config.name, utility),
       server: config.name,
       originalName: utility,
@@ -121,13 +137,35 @@ export function buildToolset(
       trust: config.trust ?? "full",
     });
   }
-  const collisions = detectCollisions(
-    tools.map((tool) => ({ registered: tool.name, original: tool.originalName })),
-  );
-  const warnings = collisions.map((name) =>
-    `MCP server '${config.name}': several tools become ${name} after sanitising; only the first is registered`
-  );
-  const seen = new Set<string>();
-  const unique = tools.filter((tool) => !seen.has(tool.name) && seen.add(tool.name));
-  return { tools: unique, warnings };
+  // The first tool under a name keeps it; every later one is named in a warning.
+  const registered = new Map<string, RegisteredTool>();
+  const repeats = new Map<string, number>();
+  const dropped: DroppedTool[] = [];
+  for (const tool of candidates) {
+    const first = registered.get(tool.name);
+    if (!first) {
+      registered.set(tool.name, tool);
+    } else if (
+      first.kind === "tool" && tool.kind === "tool" && first.originalName === tool.originalName
+    ) {
+      repeats.set(tool.originalName, (repeats.get(tool.originalName) ?? 1) + 1);
+    } else if (tool.kind === "utility") {
+      warnings.push(
+        `${server}: its own tool '${first.originalName}' is registered as ${tool.name}, so the ` +
+          `utility tool ${tool.originalName} is not registered`,
+      );
+    } else {
+      const reason = `${server}: tool '${tool.originalName}' is not registered because tool ` +
+        `'${first.originalName}' already becomes ${tool.name} after sanitising; only the first ` +
+        "is registered";
+      warnings.push(reason);
+      dropped.push({ originalName: tool.originalName, reason });
+    }
+  }
+  for (const [original, count] of repeats) {
+    warnings.push(
+      `${server}: the server lists tool '${original}' ${count} times; only the first is registered`,
+    );
+  }
+  return { tools: [...registered.values()], warnings, dropped };
 }

@@ -184,7 +184,7 @@ Deno.test("a stdio server printing junk or crashing at start says so: first junk
   expectCode(junkTest, 1);
   assert.match(
     junkTest.stderr,
-    /MCP server 'junk': no answer within connect_timeout \(2 s\): the server printed output that is not JSON-RPC on stdout, first: "Starting server v0\.0\.1 \.\.\. ready!"/,
+    /MCP server 'junk': the connection closed during the handshake: the server printed JSON that is not JSON-RPC on stdout before any MCP message: "{\\"hello\\":\\"world\\"}"/,
   );
 
   const crashTest = await cli(home.home, ["mcp", "test", "crash"], { env });
@@ -327,11 +327,14 @@ Deno.test("mcp remove of an unknown server exits 2, listing the configured names
   expectCode(removed, 2);
   assert.equal(
     removed.stderr,
-    `agent: no MCP server 'nope' in ${home.config} (configured: a, broken)\n`,
+    `agent: no MCP server 'nope' in ${home.config} (configured: a, broken (invalid))\n`,
   );
   const doc = await cliJson(home.home, ["mcp", "rm", "nope", "--json"], 2);
   assert.equal(doc.error.exit_code, 2);
-  assert.match(doc.error.message, /^no MCP server 'nope' in .* \(configured: a, broken\)$/);
+  assert.match(
+    doc.error.message,
+    /^no MCP server 'nope' in .* \(configured: a, broken \(invalid\)\)$/,
+  );
   assert.equal(Deno.readTextFileSync(home.config), text);
 
   // The same message as the commands that connect.
@@ -339,7 +342,7 @@ Deno.test("mcp remove of an unknown server exits 2, listing the configured names
   expectCode(tested, 2);
   assert.match(
     tested.stderr,
-    new RegExp(`no MCP server 'nope' in ${home.config} \\(configured: a\\)`),
+    new RegExp(`no MCP server 'nope' in ${home.config} \\(configured: a, broken \\(invalid\\)\\)`),
   );
 
   // A fresh home has no names to list.

@@ -216,7 +216,7 @@ Deno.test("mcp test: a failing server exits 1, an unknown one 2 listing the conf
   expectCode(unknown, 2);
   assert.equal(
     unknown.stderr,
-    `agent: no MCP server 'nope' in ${fx.config} (configured: local, remote, broken, off)\n`,
+    `agent: no MCP server 'nope' in ${fx.config} (configured: local, remote, broken, invalid (invalid), off)\n`,
   );
   const unknownJson = await fx.json(["mcp", "test", "nope", "--json"], 2);
   assert.equal(unknownJson.error.exit_code, 2);
@@ -276,7 +276,7 @@ Deno.test("mcp tools: registered names next to the servers' original names", asy
     ["broken"],
   );
   const one = await fx.json(["mcp", "tools", "local", "--json"]);
-  assert.deepEqual(Object.keys(one), ["tools", "errors"]);
+  assert.deepEqual(Object.keys(one), ["tools", "errors", "warnings"]);
   assert.deepEqual(one.errors, []);
   assert.ok(one.tools.every((tool: { server: string }) => tool.server === "local"));
   assert.deepEqual(

@@ -30,6 +30,7 @@ import type { FetchFunction } from "../http.ts";
 import { CALLBACK_PATH, DEFAULT_CLIENT_METADATA_URL } from "./metadata_url.ts";
 import { PINNED_CALLBACK_PORTS } from "./ports.ts";
 import { OAuthStore } from "./store.ts";
+import { quietSdkOAuthWarnings } from "./_sdk_console.ts";
 
 /** The client name sent with dynamic client registration unless `oauth.client_name` says otherwise. */
 export const DEFAULT_CLIENT_NAME = "agent";
@@ -108,6 +109,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
     this.store = store;
     this.#driver = options.driver;
     this.#warn = options.onWarning ?? (() => {});
+    // The SDK's own "[mcp-sdk] OAuth …" console lines would repeat what this provider reports.
+    quietSdkOAuthWarnings();
   }
 
   /**

@@ -1,0 +1,32 @@
+/**
+ * The SDK's own `[mcp-sdk] …` console lines about OAuth (an `invalid_grant` refresh, a refused
+ * client) do not reach the user beside our messages. Runs the real CLI as a subprocess, whose
+ * stderr is the one the user reads.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startOAuthServer, testBrowser } from "../fixtures/oauth_server.ts";
+import { cli, spawnCli, tempHome } from "./_helpers.ts";
+import { writeConfig } from "./_mcp_helpers.ts";
+
+Deno.test("a refresh answered invalid_grant says 'log in again' once, without [mcp-sdk] lines", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+
+  // An expired access token whose refresh token the authorization server no longer knows.
+  const file = join(h.home, "mcp-tokens", "api.json");
+  const tokens = JSON.parse(Deno.readTextFileSync(file));
+  Deno.writeTextFileSync(
+    file,
+    JSON.stringify({ ...tokens, access_token: "expired", refresh_token: "revoked", expires_at: 1 }),
+  );
+  const result = await spawnCli(h.home, ["mcp", "test", "api"]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /MCP server 'api': /);
+  assert.doesNotMatch(result.stderr, /\[mcp-sdk\]/);
+});

@@ -1,0 +1,49 @@
+/**
+ * `buildToolset`: every tool left out or shadowed within one server is named in a warning, and
+ * a tool without a name is never registered.
+ */
+import assert from "node:assert/strict";
+import type { Tool } from "@modelcontextprotocol/client";
+import { buildToolset } from "../../src/mcp/registry.ts";
+
+const tools = (...names: string[]): Tool[] =>
+  names.map((name) => ({ name, inputSchema: { type: "object" } }));
+const config = { name: "srv", tools: { resources: true, prompts: true } } as never;
+
+Deno.test("buildToolset: an empty name is refused with a warning", () => {
+  const set = buildToolset(config, tools("", "ok"), {});
+  assert.deepEqual(set.tools.map((tool) => tool.name), ["mcp__srv__ok"]);
+  assert.deepEqual(set.warnings, [
+    "MCP server 'srv': the server lists a tool with an empty name; it is not registered",
+  ]);
+});
+
+Deno.test("buildToolset: a tool listed twice is registered once, with a warning", () => {
+  const set = buildToolset(config, tools("dup", "dup", "dup"), {});
+  assert.deepEqual(set.tools.map((tool) => tool.name), ["mcp__srv__dup"]);
+  assert.deepEqual(set.warnings, [
+    "MCP server 'srv': the server lists tool 'dup' 3 times; only the first is registered",
+  ]);
+  assert.deepEqual(set.dropped, []);
+});
+
+Deno.test("buildToolset: a native list_resources shadows the utility tool, with a warning", () => {
+  const set = buildToolset(config, tools("list_resources"), { resources: {} });
+  assert.deepEqual(
+    set.tools.map((tool) => [tool.name, tool.kind]),
+    [["mcp__srv__list_resources", "tool"], ["mcp__srv__read_resource", "utility"]],
+  );
+  assert.deepEqual(set.warnings, [
+    "MCP server 'srv': its own tool 'list_resources' is registered as mcp__srv__list_resources, " +
+    "so the utility tool list_resources is not registered",
+  ]);
+});
+
+Deno.test("buildToolset: names that sanitise alike keep the first and say which was dropped", () => {
+  const set = buildToolset(config, tools("a-b", "a.b"), {});
+  assert.deepEqual(set.tools.map((tool) => tool.originalName), ["a-b"]);
+  assert.equal(set.dropped.length, 1);
+  assert.equal(set.dropped[0].originalName, "a.b");
+  assert.deepEqual(set.warnings, [set.dropped[0].reason]);
+  assert.match(set.dropped[0].reason, /tool 'a\.b' is not registered because tool 'a-b' already/);
+});
