@@ -44,6 +44,29 @@ function promptOf(request: ChatRequest): string {
 }
 
 /**
+ * The gateway config of these tests (the fakes as API roots and model) and a `triage`
+ * subscription that renders `prompt` and delivers to the fake Telegram chat -1001234.
+ */
+async function triageRoute(
+  home: string,
+  platforms: { env: Record<string, string>; baseUrls: Record<string, string> },
+  model: { baseUrl: string },
+  prompt: string,
+  webhook?: Record<string, unknown>,
+): Promise<{ env: Record<string, string>; sub: Subscription }> {
+  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
+  writeGatewayConfig(home, {
+    webhook,
+    apiBaseUrls: platforms.baseUrls,
+    modelBaseUrl: model.baseUrl,
+  });
+  const sub = await subscribe(home, env, "triage", [
+    ...["--prompt", prompt, "--deliver", "telegram", "--deliver-chat-id", "-1001234"],
+  ]);
+  return { env, sub };
+}
+
+/**
  * A model that hangs on every request until `answering` is set, then answers
  * `Answer to: <prompt>`.
  */
@@ -59,16 +82,12 @@ Deno.test("gateway e2e: kill -9 during an agent run; after a restart the event i
   await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
   await using model = await startFakeModel({ fallback });
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(h.home, { apiBaseUrls: platforms.baseUrls, modelBaseUrl: model.baseUrl });
-  const sub = await subscribe(h.home, env, "triage", [
-    "--prompt",
+  const { env, sub } = await triageRoute(
+    h.home,
+    platforms,
+    model,
     "Triage #{issue.number}: {issue.title}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    "-1001234",
-  ]);
+  );
 
   const first = await startGateway(h.home, env);
   let accepted;
@@ -114,12 +133,12 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
   await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
   await using model = await startFakeModel({ fallback });
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(h.home, { apiBaseUrls: platforms.baseUrls, modelBaseUrl: model.baseUrl });
-  const sub = await subscribe(h.home, env, "triage", [
-    ...["--prompt", "Triage #{issue.number}: {issue.title}"],
-    ...["--deliver", "telegram", "--deliver-chat-id", "-1001234"],
-  ]);
+  const { env, sub } = await triageRoute(
+    h.home,
+    platforms,
+    model,
+    "Triage #{issue.number}: {issue.title}",
+  );
   const first = await startGateway(h.home, env);
   let exit;
   try {
@@ -156,16 +175,7 @@ Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still 
   await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
   await using model = await startFakeModel({ fallback });
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(h.home, { apiBaseUrls: platforms.baseUrls, modelBaseUrl: model.baseUrl });
-  const sub = await subscribe(h.home, env, "triage", [
-    "--prompt",
-    "Triage #{issue.number}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    "-1001234",
-  ]);
+  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}");
 
   const first = await startGateway(h.home, env);
   let sent = 0;
@@ -221,20 +231,9 @@ Deno.test("gateway e2e: one delivery id sent 20 times at once is accepted once, 
   await using model = await startFakeModel({
     fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }),
   });
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(h.home, {
-    webhook: { rate_limit: 1000 },
-    apiBaseUrls: platforms.baseUrls,
-    modelBaseUrl: model.baseUrl,
+  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}", {
+    rate_limit: 1000,
   });
-  const sub = await subscribe(h.home, env, "triage", [
-    "--prompt",
-    "Triage #{issue.number}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    "-1001234",
-  ]);
   await using gateway = await startGateway(h.home, env);
   const answers = await Promise.all(
     Array.from({ length: 20 }, () => sendIssue(gateway, sub, "d-same", 5)),
@@ -258,16 +257,7 @@ Deno.test("gateway e2e: an answer being delivered is not delivered again when an
   await using model = await startFakeModel({
     fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }),
   });
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(h.home, { apiBaseUrls: platforms.baseUrls, modelBaseUrl: model.baseUrl });
-  const sub = await subscribe(h.home, env, "triage", [
-    "--prompt",
-    "Triage #{issue.number}",
-    "--deliver",
-    "telegram",
-    "--deliver-chat-id",
-    "-1001234",
-  ]);
+  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}");
   const gateway = await startGateway(h.home, env);
   try {
     // The first delivery hangs: event 1 stays in delivery while event 2 is accepted and run.
