@@ -1,6 +1,9 @@
 /** Shared helpers of the MCP tests: config entries from YAML, the way users write them. */
+import assert from "node:assert/strict";
 import { ConfigSource } from "../../src/home/config.ts";
 import { type McpServerConfig, parseMcpServers } from "../../src/mcp/config.ts";
+import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
+import { McpServerError } from "../../src/mcp/errors.ts";
 
 /** Parses a `mcp_servers` YAML body (the part under `mcp_servers:`), failing on config errors. */
 export function serversFromYaml(
@@ -34,4 +37,34 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The client side of a test connection. */
+export const CLIENT = {
+  clientInfo: { name: "agent-test", version: "0" },
+  processEnv: (name: string) => Deno.env.get(name),
+};
+
+/**
+ * Connects `config` expecting failure; returns the error (an McpServerError naming the server)
+ * and the time taken.
+ */
+export async function failure(
+  config: McpServerConfig,
+): Promise<{ error: McpServerError; ms: number }> {
+  const started = performance.now();
+  let connection: McpConnection | undefined;
+  try {
+    connection = await connectServer(config, CLIENT);
+  } catch (error) {
+    assert.ok(error instanceof McpServerError, `not an McpServerError: ${error}`);
+    assert.equal(error.server, config.name);
+    assert.ok(
+      error.message.startsWith(`MCP server '${config.name}': `),
+      `message does not name the server: ${error.message}`,
+    );
+    return { error, ms: performance.now() - started };
+  }
+  await connection.close();
+  assert.fail(`MCP server '${config.name}' connected but should not have`);
 }

@@ -7,21 +7,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
-import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
-import { bodySummary, McpServerError } from "../../src/mcp/errors.ts";
+import { connectServer } from "../../src/mcp/connect.ts";
+import { bodySummary } from "../../src/mcp/errors.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
 import { makeTestCertificates } from "../fixtures/mcp/certs.ts";
 import { expressNotFound } from "../fixtures/mcp/express_sse.ts";
 import { MISC_FIXTURE, startHttpFixture } from "../fixtures/mcp/spawn.ts";
-import { serversFromYaml } from "./_helpers.ts";
+import { CLIENT, failure, serversFromYaml } from "./_helpers.ts";
 
 const EXPRESS_SSE = new URL("../fixtures/mcp/express_sse.ts", import.meta.url).pathname;
-
-const CLIENT = {
-  clientInfo: { name: "agent-test", version: "0" },
-  processEnv: (name: string) => Deno.env.get(name),
-};
 
 /** JSON is valid YAML: embeds any value in a config text. */
 const y = (value: unknown) => JSON.stringify(value);
@@ -29,20 +24,6 @@ const y = (value: unknown) => JSON.stringify(value);
 function entry(name: string, lines: Record<string, unknown>): McpServerConfig {
   const body = Object.entries(lines).map(([key, value]) => `\n  ${key}: ${y(value)}`).join("");
   return serversFromYaml(`${name}:${body}`)[0];
-}
-
-/** Connects `config` expecting failure; returns the error and the time taken. */
-async function failure(config: McpServerConfig): Promise<{ error: McpServerError; ms: number }> {
-  const started = performance.now();
-  let connection: McpConnection | undefined;
-  try {
-    connection = await connectServer(config, CLIENT);
-  } catch (error) {
-    assert.ok(error instanceof McpServerError, `not an McpServerError: ${error}`);
-    return { error, ms: performance.now() - started };
-  }
-  await connection.close();
-  assert.fail(`MCP server '${config.name}' connected but should not have`);
 }
 
 function assertOneShortLine(message: string): void {

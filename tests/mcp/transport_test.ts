@@ -9,18 +9,12 @@ import assert from "node:assert/strict";
 import { ConfigSource } from "../../src/home/config.ts";
 import { type McpServerConfig, parseMcpServers } from "../../src/mcp/config.ts";
 import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
-import { McpServerError } from "../../src/mcp/errors.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import type { RegisteredTool } from "../../src/mcp/registry.ts";
 import { type EverythingServer, everythingStdio, startEverything } from "../cli/_mcp_helpers.ts";
 import { makeTestCertificates, type TestCertificates } from "../fixtures/mcp/certs.ts";
 import { type HttpFixture, MISC_FIXTURE, startHttpFixture } from "../fixtures/mcp/spawn.ts";
-import { serversFromYaml } from "./_helpers.ts";
-
-const CLIENT = {
-  clientInfo: { name: "agent-test", version: "0" },
-  processEnv: (name: string) => Deno.env.get(name),
-};
+import { CLIENT, failure, serversFromYaml } from "./_helpers.ts";
 
 /** JSON is valid YAML: embeds any value in a config text. */
 const y = (value: unknown) => JSON.stringify(value);
@@ -45,25 +39,6 @@ function servers(
 function textOf(result: { content?: unknown }): string {
   const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
   return content.map((block) => block.text ?? "").join("");
-}
-
-/** Connects `config` expecting failure; returns the error (an McpServerError) and the time taken. */
-async function failure(config: McpServerConfig): Promise<{ error: McpServerError; ms: number }> {
-  const started = performance.now();
-  let connection: McpConnection | undefined;
-  try {
-    connection = await connectServer(config, CLIENT);
-  } catch (error) {
-    assert.ok(error instanceof McpServerError, `not an McpServerError: ${error}`);
-    assert.equal(error.server, config.name);
-    assert.ok(
-      error.message.startsWith(`MCP server '${config.name}': `),
-      `message does not name the server: ${error.message}`,
-    );
-    return { error, ms: performance.now() - started };
-  }
-  await connection.close();
-  assert.fail(`MCP server '${config.name}' connected but should not have`);
 }
 
 /** Connects, calls `echo`, closes. */
