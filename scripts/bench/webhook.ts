@@ -1,14 +1,17 @@
 /**
  * Webhook intake benchmark: `deno run -A scripts/bench/webhook.ts [--duration 10]
- * [--connections 32] [--threads 2] [--warmup 3] [--only ours,ceiling,adnanh] [--rate-window 60]
- * [--cpu-prof <dir>]`.
+ * [--connections 32] [--threads 2] [--warmup 3] [--only ours,floor,ceiling,adnanh]
+ * [--rate-window 60] [--cpu-prof <dir>]`.
  *
- * Drives three servers, one after another (never at once), with the same `wrk` settings and the
+ * Drives four servers, one after another (never at once), with the same `wrk` settings and the
  * same signed GitHub `issues` POST (fixed body and X-Hub-Signature-256, a unique
  * X-GitHub-Delivery per request, see webhook_wrk.lua), after a short warm-up run each:
  * - ours: the real `deno run -A main.ts gateway run` on a temp <home>, with a subscription made by
  *   `agent webhook subscribe`; every request is answered 202 once its event is committed to the
  *   durable inbox (checked against the inbox afterwards);
+ * - floor: the ceiling plus the least that "202 only after commit" needs: JSON parse, a
+ *   delivery-id claim and the insert of the event into SQLite, answered after its (group)
+ *   commit (webhook_floor.ts); not a target, it shows what durability alone costs here;
  * - ceiling: a bare `Deno.serve` handler in its own process that reads the body, checks the
  *   HMAC-SHA256 signature in constant time and answers 202 (webhook_ceiling.ts);
  * - adnanh/webhook: one hook whose trigger rule is `payload-hmac-sha256` on the same header and
@@ -28,7 +31,7 @@ import { parseArgs } from "node:util";
 import { githubSignature } from "../../src/webhook/signatures.ts";
 import { ROOT } from "./_fixture.ts";
 
-const SERVERS = ["ours", "ceiling", "adnanh"] as const;
+const SERVERS = ["ours", "floor", "ceiling", "adnanh"] as const;
 type ServerName = typeof SERVERS[number];
 const TARGET_CEILING_SHARE = 0.5;
 const TARGET_ADNANH_RATIO = 3;
@@ -37,6 +40,7 @@ const SECRET = "bench-secret-4f1d0c5e9a7b2d8c";
 const EVENT = "issues";
 const LUA = join(ROOT, "scripts", "bench", "webhook_wrk.lua");
 const CEILING = join(ROOT, "scripts", "bench", "webhook_ceiling.ts");
+const FLOOR = join(ROOT, "scripts", "bench", "webhook_floor.ts");
 
 /** A GitHub `issues` / `opened` delivery, trimmed to the fields a triage prompt uses (≈2 KB). */
 const PAYLOAD = {
@@ -175,6 +179,8 @@ report();
 async function measure(name: ServerName): Promise<Measured> {
   const server = name === "ours"
     ? await startOurs()
+    : name === "floor"
+    ? await startFloor()
     : name === "ceiling"
     ? await startCeiling()
     : await startAdnanh();
@@ -329,6 +335,40 @@ async function startOurs(): Promise<RunningServer> {
       }
     },
     stop: () => stopChild(child, "the gateway"),
+  };
+}
+
+async function startFloor(): Promise<RunningServer> {
+  const database = join(work, "floor.sqlite3");
+  const child = spawn(
+    Deno.execPath(),
+    ["run", "-A", "--quiet", FLOOR],
+    denoEnv({ BENCH_SECRET: SECRET, BENCH_DB: database }),
+  );
+  const output = drain(child);
+  const port = Number(
+    /listening (\d+)/.exec(await output.until("\n", "the floor server"))![1],
+  );
+  return {
+    label: "floor (+ parse, SQLite commit)",
+    url: `http://127.0.0.1:${port}/webhooks/bench`,
+    pid: child.pid,
+    afterRun: (tag, accepted) => {
+      const db = new DatabaseSync(database);
+      try {
+        const { n } = db.prepare("SELECT COUNT(*) AS n FROM events WHERE delivery_id LIKE ?")
+          .get(`${tag}-%`) as { n: number };
+        if (Number(n) < accepted) {
+          throw new Error(
+            `floor: wrk counted ${accepted} accepted answers but only ${n} committed`,
+          );
+        }
+        return `committed: ${Number(n).toLocaleString("en")} events of this run`;
+      } finally {
+        db.close();
+      }
+    },
+    stop: () => stopChild(child, "the floor server"),
   };
 }
 
@@ -488,8 +528,15 @@ function report(): void {
   }
   const by = (name: ServerName) => results.find((r) => r.server === name);
   const ours = by("ours");
+  const floor = by("floor");
   const ceiling = by("ceiling");
   const adnanh = by("adnanh");
+  if (floor && ceiling) {
+    console.log(
+      `\nfloor / ceiling: ${percent(floor, ceiling)} (what a durable commit before 202 leaves)` +
+        (ours ? `; ours / floor: ${percent(ours, floor)}` : ""),
+    );
+  }
   const targets: { name: string; value: string; target: string; ok: boolean }[] = [];
   if (ours && ceiling) {
     const share = ours.acceptedPerSecond / ceiling.acceptedPerSecond;
@@ -712,10 +759,14 @@ function positiveInt(name: string, text: string): number {
 function usage(message: string): never {
   console.error(
     `${message}\nusage: deno run -A scripts/bench/webhook.ts [--duration 10] ` +
-      "[--connections 32] [--threads 2] [--warmup 3] [--only ours,ceiling,adnanh] " +
+      "[--connections 32] [--threads 2] [--warmup 3] [--only ours,floor,ceiling,adnanh] " +
       "[--rate-window 60] [--cpu-prof <dir>]",
   );
   Deno.exit(2);
+}
+
+function percent(part: Measured, whole: Measured): string {
+  return `${(part.acceptedPerSecond / whole.acceptedPerSecond * 100).toFixed(1)} %`;
 }
 
 function fmtRate(perSecond: number): string {
