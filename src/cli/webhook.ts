@@ -1,5 +1,5 @@
 /**
- * `agent webhook`: list, subscribe, remove, test.
+ * `agent webhook`: list, subscribe, remove, test (events and redeliver: webhook_events.ts).
  *
  * @module
  */
@@ -52,6 +52,7 @@ import {
   updateSubscriptions,
 } from "../webhook/subscriptions.ts";
 import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import { addWebhookEventCommands } from "./webhook_events.ts";
 import type { CommandState } from "./mod.ts";
 
 const NOT_ENABLED = "The webhook platform is not enabled. Enable it with `agent gateway setup`, " +
@@ -422,6 +423,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const hint = ignoredHint(text, route.events, event);
       if (hint) io.err(`note: ${hint}\n`);
     });
+
+  addWebhookEventCommands(webhook, io, state);
 }
 
 /**

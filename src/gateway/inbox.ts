@@ -68,6 +68,32 @@ const SCHEMA_VERSION = 4;
 export const NEXT_DUE_SQL =
   `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
    ORDER BY next_attempt_at, created_at LIMIT 1`;
+/** An event as `agent webhook events` shows it: where it stands, without its payload. */
+export interface EventSummary {
+  id: string;
+  route: string;
+  event: string;
+  deliveryId: string;
+  /** The delivery target frozen at acceptance. */
+  deliver: string;
+  state: EventState;
+  runAttempts: number;
+  deliveryAttempts: number;
+  partsSent: number;
+  endReason?: string;
+  error?: string;
+  createdAt: number;
+  updatedAt: number;
+  /** When a queued event or a delivery retry is due. */
+  nextAttemptAt: number;
+}
+
+/** What {@linkcode Inbox.requeue} did: requeued (and how), or why not. */
+export type RequeueResult =
+  | { ok: true; state: "queued" | "delivering" }
+  | { ok: false; problem: "unknown" }
+  | { ok: false; problem: "pending" | "silent"; state: EventState };
+
 /** What {@linkcode Inbox.recover} did. */
 export interface Recovery {
   /** Runs put back in the queue. */
@@ -404,6 +430,69 @@ export class Inbox implements Disposable {
     return row ? toEvent(row) : undefined;
   }
 
+  /**
+   * Events, newest first, optionally of one `state` and `route`; at most `limit`. What the gateway
+   * keeps: finished events go after a week (see {@linkcode Inbox.prune}).
+   */
+  list(filter: { state?: EventState; route?: string; limit: number }): EventSummary[] {
+    const rows = this.#sql(
+      `SELECT id, route, event, delivery_id, plan, state, run_attempts, delivery_attempts,
+         parts_sent, end_reason, error, created_at, updated_at, next_attempt_at FROM events
+       WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR route = ?2)
+       ORDER BY id DESC LIMIT ?3`,
+    ).all(filter.state ?? null, filter.route ?? null, filter.limit) as Record<string, unknown>[];
+    return rows.map(toSummary);
+  }
+
+  /** The events whose id or delivery id is `key` (one delivery id may reach several routes). */
+  find(key: string): EventSummary[] {
+    const rows = this.#sql(
+      `SELECT id, route, event, delivery_id, plan, state, run_attempts, delivery_attempts,
+         parts_sent, end_reason, error, created_at, updated_at, next_attempt_at FROM events
+       WHERE id = ?1 OR delivery_id = ?1 ORDER BY id`,
+    ).all(key) as Record<string, unknown>[];
+    return rows.map(toSummary);
+  }
+
+  /**
+   * Puts a finished event back in the queue: its answer is delivered again (`failed`: the parts
+   * not sent yet; `done`: all of it), or, with `rerun`, the agent runs its prompt again and the
+   * new answer is delivered. Its delivery (and run) attempts start again from zero. An event
+   * still queued, running or being delivered is left alone, and so is a `done` event that has
+   * nothing to deliver (its answer was `[SILENT]`) unless `rerun`.
+   */
+  requeue(id: string, options: { rerun: boolean }, nowMs: number): RequeueResult {
+    return this.#atomic(() => {
+      const row = this.#sql(
+        "SELECT state, delivery_attempts, answer FROM events WHERE id = ?",
+      ).get(id) as
+        | { state: EventState; delivery_attempts: number; answer: string | null }
+        | undefined;
+      if (!row) return { ok: false, problem: "unknown" };
+      if (row.state !== "done" && row.state !== "failed") {
+        return { ok: false, problem: "pending", state: row.state };
+      }
+      if (options.rerun) {
+        this.#sql(
+          `UPDATE events SET state = 'queued', answer = NULL, end_reason = NULL, error = NULL,
+             run_attempts = 0, delivery_attempts = 0, parts_sent = 0, leased = 0,
+             next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+        ).run(nowMs, nowMs, id);
+        return { ok: true, state: "queued" };
+      }
+      // A done event delivered nothing when its run said [SILENT] (no attempt was made).
+      if (row.state === "done" && Number(row.delivery_attempts) === 0) {
+        return { ok: false, problem: "silent", state: row.state };
+      }
+      this.#sql(
+        `UPDATE events SET state = 'delivering', delivery_attempts = 0, leased = 0,
+           parts_sent = CASE WHEN state = 'done' THEN 0 ELSE parts_sent END,
+           next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+      ).run(nowMs, nowMs, id);
+      return { ok: true, state: "delivering" };
+    });
+  }
+
   /** Counts per state. */
   counts(): Record<EventState, number> {
     const counts: Record<EventState, number> = {
@@ -561,6 +650,29 @@ export function timeOrderedId(nowMs: number): string {
 /** Reused for the random bits of each id (filled anew every time). */
 const ID_RANDOM = new Uint8Array(8);
 const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
+function toSummary(row: Record<string, unknown>): EventSummary {
+  let deliver = "";
+  try {
+    deliver = String(JSON.parse(String(row.plan)).deliver ?? "");
+  } catch { /* written by this code: always JSON */ }
+  return {
+    id: String(row.id),
+    route: String(row.route),
+    event: String(row.event),
+    deliveryId: String(row.delivery_id),
+    deliver,
+    state: row.state as EventState,
+    runAttempts: Number(row.run_attempts),
+    deliveryAttempts: Number(row.delivery_attempts),
+    partsSent: Number(row.parts_sent),
+    endReason: row.end_reason === null ? undefined : String(row.end_reason),
+    error: row.error === null ? undefined : String(row.error),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    nextAttemptAt: Number(row.next_attempt_at),
+  };
+}
 
 function toEvent(row: Record<string, unknown>): InboxEvent {
   return {

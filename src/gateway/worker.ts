@@ -11,6 +11,11 @@ import type { Inbox, InboxEvent } from "./inbox.ts";
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
 const MAX_RETRY_WAIT_MS = 60 * 60_000;
+/**
+ * How often an idle pool looks at the inbox anyway: `agent webhook redeliver` requeues events
+ * from another process, which cannot wake this one.
+ */
+export const IDLE_POLL_MS = 5_000;
 
 /** Runs the agent for one event. */
 export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<RunResult>;
@@ -63,6 +68,8 @@ export interface WorkerPoolOptions {
    * Default 5 000.
    */
   retryBaseMs?: number;
+  /** How often an idle pool looks for events requeued by another process. Default 5 000. */
+  idlePollMs?: number;
   now?: () => number;
   log(
     level: "info" | "warning" | "error",
@@ -95,6 +102,7 @@ export class WorkerPool {
       concurrency: 2,
       maxDeliveryAttempts: 5,
       retryBaseMs: 5_000,
+      idlePollMs: IDLE_POLL_MS,
       now: Date.now,
       ...options,
     };
@@ -176,9 +184,8 @@ export class WorkerPool {
   #schedule(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
-    const due = this.#o.inbox.nextDueAt();
-    if (due === undefined) return;
-    const delay = Math.min(Math.max(0, due - this.#o.now()), 60_000);
+    const due = this.#o.inbox.nextDueAt() ?? Infinity;
+    const delay = Math.min(Math.max(0, due - this.#o.now()), this.#o.idlePollMs);
     this.#timer = setTimeout(() => this.wake(), delay);
   }
 
@@ -278,7 +285,8 @@ export class WorkerPool {
       log(
         "error",
         "event {id} (delivery {delivery_id}) on {route}: delivery to {target} failed for good " +
-          `after {attempts} ${attempt === 1 ? "attempt" : "attempts"}: {error}`,
+          `after {attempts} ${attempt === 1 ? "attempt" : "attempts"}: {error}. Once that is ` +
+          "fixed, `agent webhook redeliver {id}` sends it again",
         {
           id: event.id,
           delivery_id: event.deliveryId,

@@ -256,3 +256,91 @@ Deno.test("subscribe --events with no event name is a usage error (leaving it ou
   }
   assert.throws(() => Deno.statSync(join(h.home, "webhook_subscriptions.json")));
 });
+
+Deno.test("events and redeliver on a home whose gateway never accepted an event: nothing is created", async () => {
+  await using h = await tempHome();
+  const events = await cli(h.home, ["webhook", "events", "--json"]);
+  assert.equal(events.code, 0, events.stderr);
+  assert.deepEqual(parseOneJson(events.stdout), { events: [] });
+  const text = await cli(h.home, ["webhook", "events"]);
+  assert.match(text.stdout, /^No events: the gateway has not accepted an event/);
+  const failed = await cli(h.home, ["webhook", "redeliver", "--failed"]);
+  assert.equal(failed.code, 0, failed.stderr);
+  assert.equal(failed.stdout, "No failed events.\n");
+  const byId = await cli(h.home, ["webhook", "redeliver", "some-id"]);
+  assert.equal(byId.code, 1);
+  assert.match(byId.stderr, /no events: the gateway has not accepted any event/);
+  assert.equal(
+    [...Deno.readDirSync(h.home)].some((entry) => entry.name === "gateway"),
+    false,
+    "the inbox is not created by looking at it",
+  );
+});
+
+Deno.test("events and redeliver refuse bad options with exit 2", async () => {
+  await using h = await tempHome();
+  for (
+    const [argv, message] of [
+      [["events", "--state", "lost"], /--state must be one of queued, running, delivering/],
+      [["events", "--limit", "0"], /--limit takes a whole number ≥ 1/],
+      [["redeliver"], /name the events to redeliver/],
+      [["redeliver", "x", "--failed"], /give event ids or --failed, not both/],
+      [["redeliver", "x", "--route", "github"], /--route goes with --failed/],
+    ] as const
+  ) {
+    const result = await cli(h.home, ["webhook", ...argv]);
+    assert.equal(result.code, 2, argv.join(" "));
+    assert.match(result.stderr, message, argv.join(" "));
+  }
+});
+
+Deno.test("events lists newest first and says when --limit hides some; redeliver --failed --route takes that route's failed events", async () => {
+  await using h = await tempHome();
+  const path = join(h.home, "gateway", "inbox.sqlite3");
+  const plan = { deliver: "slack", deliverExtra: { chat_id: "C1" }, skills: [] };
+  const ids: string[] = [];
+  {
+    using inbox = Inbox.open(path);
+    for (const [route, deliveryId] of [["a", "d1"], ["b", "d2"], ["a", "d3"]]) {
+      const id = inbox.enqueue(
+        { route, event: "push", deliveryId, payload: {}, prompt: "p", plan },
+        1,
+      );
+      inbox.take(1);
+      inbox.finishRun(id, { answer: "x", endReason: "completed", deliver: true }, 2);
+      inbox.recordDelivery(id, { ok: false, error: "channel_not_found" }, 3);
+      ids.push(id);
+    }
+  }
+  const limited = await cli(h.home, ["webhook", "events", "--limit", "2"]);
+  assert.deepEqual(
+    limited.stdout.split("\n").filter((line) => /^\S+  failed/.test(line)).map((line) =>
+      line.split(" ")[0]
+    ),
+    [ids[2], ids[1]],
+  );
+  assert.match(limited.stdout, /\(the newest 2; --limit shows more\)/);
+  const all = await cli(h.home, ["webhook", "events", "--limit", "3"]);
+  assert.doesNotMatch(all.stdout, /--limit shows more/);
+
+  const redo = await cli(h.home, ["webhook", "redeliver", "--failed", "--route", "a", "--json"]);
+  assert.equal(redo.code, 0, redo.stderr);
+  const { requeued, refused } = parseOneJson(redo.stdout) as {
+    requeued: { id: string; state: string }[];
+    refused: unknown[];
+  };
+  assert.deepEqual(requeued.map((e) => [e.id, e.state]), [
+    [ids[0], "delivering"],
+    [ids[2], "delivering"],
+  ]);
+  assert.deepEqual(refused, []);
+  // Requeued again before the gateway took them: refused, exit 1, the reason given.
+  const again = await cli(h.home, ["webhook", "redeliver", ids[0]]);
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /not requeued: it is delivering already/);
+  const states = await cli(h.home, ["webhook", "events", "--json"]);
+  assert.deepEqual(
+    (parseOneJson(states.stdout).events as { id: string; state: string }[]).map((e) => e.state),
+    ["delivering", "failed", "delivering"],
+  );
+});

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { tempHome } from "../cli/_helpers.ts";
+import { cli, parseOneJson, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
 import { type FakeModel, startFakeModel } from "../fixtures/fake_model.ts";
 import { type FakePlatforms, startFakePlatforms } from "../fixtures/fake_platforms.ts";
@@ -683,4 +683,69 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
 
   const again = await send();
   assert.deepEqual(again.json, { status: "duplicate", delivery_id: "d-digest" });
+});
+
+Deno.test("gateway e2e: `agent webhook redeliver` sends a failed event again through the running gateway", async () => {
+  await using s = await startStack({ delivery_attempts: 1 });
+  s.platforms.slack.setFallback("server_error");
+  const sub = await subscribe(s.home, s.env, "flaky", [
+    "--deliver",
+    "slack",
+    "--deliver-chat-id",
+    "C0123456789",
+    "--prompt",
+    "Summarise {id}",
+  ]);
+  const body = JSON.stringify({ id: 7 });
+  s.model.push({ content: "Seven is fine." });
+  const accepted = await post(s.gateway, "flaky", body, {
+    "x-github-event": "ping",
+    "x-github-delivery": "d-redo",
+    "x-hub-signature-256": signGithub(sub.secret, body),
+  });
+  assert.equal(accepted.status, 202);
+  await waitUntil(
+    () => inboxEvents(s.home).some((row) => row.state === "failed"),
+    "the event to fail for good",
+  );
+  const [{ id }] = inboxEvents(s.home);
+  const run = (args: string[]) => cli(s.home, ["webhook", ...args], { now: Date.now() });
+
+  const listed = await run(["events", "--state", "failed", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  const events = parseOneJson(listed.stdout).events as Record<string, unknown>[];
+  assert.deepEqual(events.map((e) => [e.id, e.route, e.delivery_id, e.state, e.deliver]), [
+    [id, "flaky", "d-redo", "failed", "slack"],
+  ]);
+  assert.match(String(events[0].error), /500/);
+  const text = await run(["events"]);
+  assert.match(text.stdout, new RegExp(`^${id}  failed  flaky \\(ping\\)$`, "m"));
+  assert.match(text.stdout, /deliver: +slack \(run completed, 1 delivery attempt\)/);
+
+  // The platform works again: the answer the agent gave is sent, without a second run.
+  s.platforms.slack.setFallback("ok");
+  const redo = await run(["redeliver", "d-redo"]);
+  assert.equal(redo.code, 0, redo.stderr);
+  assert.match(redo.stdout, new RegExp(`event ${id} \\(flaky, ping, delivery d-redo\\): queued`));
+  assert.match(redo.stdout, /A running gateway picks this up within 5 s/);
+  await waitUntil(
+    () => inboxEvents(s.home).some((row) => row.id === id && row.state === "done"),
+    "the redelivered event to be done",
+  );
+  const texts = s.platforms.slack.requests.map((request) => request.body);
+  assert.deepEqual(texts, [
+    { channel: "C0123456789", text: "Seven is fine." },
+    { channel: "C0123456789", text: "Seven is fine." },
+  ]);
+  assert.equal(s.model.requests.length, 1, "the agent ran once");
+
+  // Now done: redelivering it again is allowed, an event under way or unknown is not.
+  const none = await run(["redeliver", "--failed", "--json"]);
+  assert.deepEqual(parseOneJson(none.stdout), { requeued: [], refused: [] });
+  const unknown = await run(["redeliver", "no-such-event"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /no event with the id or delivery id 'no-such-event'/);
+  const bare = await run(["redeliver"]);
+  assert.equal(bare.code, 2);
+  assert.match(bare.stderr, /use --failed/);
 });

@@ -450,3 +450,125 @@ Deno.test("event ids are UUIDv7, increasing also within one millisecond and when
     (base + 60_000).toString(16).padStart(12, "0"),
   );
 });
+
+/** Runs `id` (taken at `at`) to a completed answer and records one delivery outcome. */
+function finish(
+  inbox: Inbox,
+  id: string,
+  at: number,
+  delivery: { ok: true } | { ok: false; error: string; partsSent?: number },
+): void {
+  inbox.take(at);
+  inbox.finishRun(id, { answer: `answer of ${id}`, endReason: "completed", deliver: true }, at);
+  inbox.recordDelivery(id, delivery, at);
+}
+
+Deno.test("list: newest first, by state and route, at most limit; find by event or delivery id", async () => {
+  await withInbox((inbox) => {
+    const a = inbox.enqueue(event("d-a"), 10);
+    const b = inbox.enqueue(event("d-b", "gitlab"), 20);
+    const c = inbox.enqueue(event("d-c"), 30);
+    finish(inbox, a, 40, { ok: false, error: "chat not found" });
+    assert.deepEqual(inbox.list({ limit: 10 }).map((e) => e.id), [c, b, a]);
+    assert.deepEqual(inbox.list({ limit: 2 }).map((e) => e.id), [c, b]);
+    assert.deepEqual(inbox.list({ route: "gitlab", limit: 10 }).map((e) => e.id), [b]);
+    const [failed] = inbox.list({ state: "failed", limit: 10 });
+    assert.deepEqual(
+      { ...failed },
+      {
+        id: a,
+        route: "github",
+        event: "issues",
+        deliveryId: "d-a",
+        deliver: "telegram",
+        state: "failed",
+        runAttempts: 1,
+        deliveryAttempts: 1,
+        partsSent: 0,
+        endReason: "completed",
+        error: "chat not found",
+        createdAt: 10,
+        updatedAt: 40,
+        nextAttemptAt: 40,
+      },
+    );
+    assert.deepEqual(inbox.find(a).map((e) => e.id), [a]);
+    assert.deepEqual(inbox.find("d-b").map((e) => e.id), [b]);
+    assert.deepEqual(inbox.find("nothing"), []);
+  });
+});
+
+Deno.test("requeue: a failed delivery is due again with the parts not sent yet, a done one in whole", async () => {
+  await withInbox((inbox) => {
+    const failed = inbox.enqueue(event("d1"), 0);
+    finish(inbox, failed, 1, { ok: false, error: "HTTP 403", partsSent: 2 });
+    const done = inbox.enqueue(event("d2"), 2);
+    finish(inbox, done, 3, { ok: true });
+    inbox.recordParts(done, 3);
+
+    assert.deepEqual(inbox.requeue(failed, { rerun: false }, 100), {
+      ok: true,
+      state: "delivering",
+    });
+    let again = inbox.get(failed)!;
+    assert.equal(again.state, "delivering");
+    assert.equal(again.deliveryAttempts, 0, "the retries start again");
+    assert.equal(again.partsSent, 2, "parts already out are not sent twice");
+    assert.equal(again.answer, `answer of ${failed}`);
+    assert.equal(again.runAttempts, 1, "the agent does not run again");
+    assert.equal(inbox.take(100)?.id, failed, "due now");
+
+    assert.deepEqual(inbox.requeue(done, { rerun: false }, 200), { ok: true, state: "delivering" });
+    again = inbox.get(done)!;
+    assert.equal(again.partsSent, 0, "a done event is sent in whole");
+    assert.equal(inbox.take(200)?.id, done);
+  });
+});
+
+Deno.test("requeue with rerun: the event is queued to run again, its old answer forgotten", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("d1"), 0);
+    finish(inbox, id, 1, { ok: false, error: "HTTP 403", partsSent: 1 });
+    assert.deepEqual(inbox.requeue(id, { rerun: true }, 50), { ok: true, state: "queued" });
+    const again = inbox.get(id)!;
+    assert.equal(again.state, "queued");
+    assert.equal(again.answer, undefined);
+    assert.equal(again.error, undefined);
+    assert.equal(again.partsSent, 0);
+    assert.equal(again.deliveryAttempts, 0);
+    assert.equal(again.runAttempts, 0);
+    assert.equal(again.prompt, "prompt d1", "the prompt rendered at acceptance is kept");
+    const taken = inbox.take(50)!;
+    assert.equal(taken.state, "running");
+    assert.equal(taken.runAttempts, 1);
+  });
+});
+
+Deno.test("requeue refuses an event under way, a silent one (unless rerun) and an unknown id", async () => {
+  await withInbox((inbox) => {
+    const queued = inbox.enqueue(event("d1"), 0);
+    assert.deepEqual(inbox.requeue(queued, { rerun: false }, 1), {
+      ok: false,
+      problem: "pending",
+      state: "queued",
+    });
+    inbox.take(1);
+    assert.deepEqual(inbox.requeue(queued, { rerun: true }, 1), {
+      ok: false,
+      problem: "pending",
+      state: "running",
+    });
+    inbox.finishRun(queued, { answer: "[SILENT]", endReason: "completed", deliver: false }, 2);
+    assert.deepEqual(inbox.requeue(queued, { rerun: false }, 3), {
+      ok: false,
+      problem: "silent",
+      state: "done",
+    });
+    assert.equal(inbox.get(queued)!.state, "done", "left as it was");
+    assert.deepEqual(inbox.requeue(queued, { rerun: true }, 3), { ok: true, state: "queued" });
+    assert.deepEqual(inbox.requeue("no-such-id", { rerun: false }, 3), {
+      ok: false,
+      problem: "unknown",
+    });
+  });
+});

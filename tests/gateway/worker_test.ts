@@ -49,6 +49,7 @@ async function setup(options: {
   answers?: Record<string, RunResult>;
   deliver?: EventDeliverer;
   maxDeliveryAttempts?: number;
+  idlePollMs?: number;
 }) {
   const dir = await Deno.makeTempDir();
   const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
@@ -76,6 +77,7 @@ async function setup(options: {
     },
     retryBaseMs: 1,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
+    idlePollMs: options.idlePollMs,
     log: (level, message, properties) => {
       logs.push({ level, message, properties });
       setTimeout(notify, 0);
@@ -333,4 +335,24 @@ Deno.test("a worker runs an event only once it is committed as running, and deli
     inbox.close();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("an idle pool picks up an event another process requeued, without being woken", async () => {
+  await using t = await setup({ idlePollMs: 10 });
+  t.pool.start();
+  const id = t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  // `agent webhook redeliver` writes through its own connection and cannot call wake(). (Both
+  // live on this thread here, so the pool's open transaction is committed first.)
+  t.inbox.commit();
+  const other = Inbox.open(t.inbox.path);
+  try {
+    assert.equal(other.requeue(id, { rerun: false }, Date.now()).ok, true);
+  } finally {
+    other.close();
+  }
+  await t.until(() => t.deliveries.length === 2);
+  assert.deepEqual(t.deliveries.map((d) => d.message), ["answer d1", "answer d1"]);
+  assert.deepEqual(t.runs, ["d1"], "redelivery does not run the agent again");
 });

@@ -1,0 +1,258 @@
+/**
+ * `agent webhook events` and `agent webhook redeliver`: what the gateway's inbox holds, and
+ * sending a finished event's answer again (or running its agent again), for instance once the
+ * token whose absence made its delivery fail for good is set.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { existsSync } from "node:fs";
+import { type EventState, type EventSummary, Inbox, type RequeueResult } from "../gateway/inbox.ts";
+import { IDLE_POLL_MS } from "../gateway/worker.ts";
+import { loadConfig } from "../home/config.ts";
+import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import type { CommandState } from "./mod.ts";
+
+const STATES: readonly EventState[] = ["queued", "running", "delivering", "done", "failed"];
+const DEFAULT_LIMIT = 20;
+
+/** Adds `events` and `redeliver` to the `webhook` command group. */
+export function addWebhookEventCommands(webhook: Command, io: CliIo, state: CommandState): void {
+  webhook.command("events").description(
+    "list the events the gateway accepted for agent runs, newest first (<home>/gateway/inbox.sqlite3)",
+  )
+    .option("--route <name>", "only the events of this route")
+    .option("--state <state>", `only events in this state: ${STATES.join(", ")}`)
+    .option("--limit <n>", `show at most n events (default ${DEFAULT_LIMIT})`)
+    .option("--json", "print one JSON document")
+    .addHelpText(
+      "after",
+      "\nStates: queued (waiting for its run), running, delivering (the answer is being sent or\n" +
+        "waits for a retry), done (delivered, or nothing to deliver), failed (delivery gave up;\n" +
+        "`agent webhook redeliver <id>` sends it again). Finished events are kept for a week.\n" +
+        "Direct deliveries (--deliver-only) are answered at once and are not listed.",
+    )
+    .action((options) => {
+      const filter = {
+        route: options.route?.trim() || undefined,
+        state: stateOption(options.state),
+        limit: limitOption(options.limit),
+      };
+      // One more than shown, to tell whether --limit hides some.
+      const found = withInbox(io, (inbox) => inbox.list({ ...filter, limit: filter.limit + 1 }));
+      const events = (found ?? []).slice(0, filter.limit);
+      const more = (found ?? []).length > filter.limit;
+      if (options.json) return printJson(io, { events: events.map(eventJson) });
+      if (events.length === 0) {
+        io.out(
+          found === undefined
+            ? "No events: the gateway has not accepted an event for an agent run yet.\n"
+            : `No events${describeFilter(filter)}.\n`,
+        );
+        return;
+      }
+      const now = io.now();
+      for (const event of events) io.out(eventText(event, now));
+      if (more) {
+        io.out(`(the newest ${filter.limit}; --limit shows more)\n`);
+      }
+    });
+
+  webhook.command("redeliver").description(
+    "send a finished event's answer again, or run its agent again with --rerun",
+  )
+    .argument("[ids...]", "event ids or delivery ids (see `agent webhook events`)")
+    .option("--failed", "every event whose delivery failed for good (with --route: of that route)")
+    .option("--route <name>", "with --failed: only the events of this route")
+    .option("--rerun", "run the agent on the event's prompt again and deliver the new answer")
+    .option("--json", "print one JSON document")
+    .addHelpText(
+      "after",
+      "\nA failed event gets the parts of its answer that were not sent; a done one is sent\n" +
+        "whole. The running gateway picks requeued events up within a few seconds; a stopped one\n" +
+        "at its next start. The route's target as it was when the event arrived is used.",
+    )
+    .action((ids, options) => {
+      if (ids.length === 0 && !options.failed) {
+        throw new UsageError(
+          "name the events to redeliver (ids from `agent webhook events`), or use --failed",
+        );
+      }
+      if (ids.length > 0 && options.failed) {
+        throw new UsageError("give event ids or --failed, not both");
+      }
+      if (options.route !== undefined && !options.failed) {
+        throw new UsageError("--route goes with --failed (ids already name their events)");
+      }
+      const found = withInbox(io, (inbox) => {
+        const targets = options.failed
+          ? inbox.list({ state: "failed", route: options.route?.trim() || undefined, limit: -1 })
+            .reverse()
+          : ids.flatMap((key) => resolveKey(inbox, key.trim()));
+        const unique = [...new Map(targets.map((event) => [event.id, event])).values()];
+        return unique.map((event) => ({
+          event,
+          result: inbox.requeue(event.id, { rerun: options.rerun === true }, io.now()),
+        }));
+      });
+      if (found === undefined && !options.failed) {
+        throw new CliError("no events: the gateway has not accepted any event on this <home> yet");
+      }
+      const outcomes = found ?? [];
+      const failed = outcomes.filter(({ result }) => !result.ok);
+      if (failed.length > 0) state.exitCode = 1;
+      if (options.json) {
+        return printJson(io, {
+          requeued: outcomes.filter(({ result }) => result.ok).map(({ event, result }) => ({
+            id: event.id,
+            route: event.route,
+            delivery_id: event.deliveryId,
+            state: (result as { state: string }).state,
+          })),
+          refused: failed.map(({ event, result }) => ({
+            id: event.id,
+            route: event.route,
+            delivery_id: event.deliveryId,
+            reason: refusal(event, result),
+          })),
+        });
+      }
+      if (outcomes.length === 0) {
+        io.out(
+          `No failed events${options.route ? ` of route '${options.route.trim()}'` : ""}.\n`,
+        );
+        return;
+      }
+      for (const { event, result } of outcomes) {
+        const what = `event ${event.id} (${event.route}, ${event.event}, delivery ` +
+          `${event.deliveryId})`;
+        if (!result.ok) {
+          io.err(`${what}: not requeued: ${refusal(event, result)}\n`);
+          continue;
+        }
+        io.out(
+          result.state === "queued"
+            ? `${what}: queued to run again; its new answer goes to ${event.deliver}\n`
+            : `${what}: queued for delivery to ${event.deliver} again\n`,
+        );
+        if (result.state === "delivering" && event.endReason && event.endReason !== "completed") {
+          io.err(
+            `note: its run ended ${event.endReason}, so what is delivered is the notice saying ` +
+              "so; add --rerun to run the agent again\n",
+          );
+        }
+      }
+      if (outcomes.some(({ result }) => result.ok)) {
+        io.out(
+          `A running gateway picks this up within ${IDLE_POLL_MS / 1000} s; otherwise it ` +
+            "happens at the next `agent gateway run`.\n",
+        );
+      }
+    });
+}
+
+/**
+ * Opens the inbox for `work`, or returns undefined when there is none yet (the gateway never
+ * accepted an event here); opening never creates it.
+ */
+function withInbox<T>(io: CliIo, work: (inbox: Inbox) => T): T | undefined {
+  const path = loadConfig({ env: io.env }).paths.gatewayInbox;
+  if (!existsSync(path)) return undefined;
+  using inbox = Inbox.open(path);
+  return work(inbox);
+}
+
+/** The events `key` names: an event id, else a delivery id (which may reach several routes). */
+function resolveKey(inbox: Inbox, key: string): EventSummary[] {
+  const found = inbox.find(key);
+  if (found.length === 0) {
+    throw new UsageError(
+      `no event with the id or delivery id '${key}' (see \`agent webhook events\`; finished ` +
+        "events are kept for a week)",
+    );
+  }
+  return found;
+}
+
+function refusal(event: EventSummary, result: RequeueResult): string {
+  if (result.ok) return "";
+  switch (result.problem) {
+    case "unknown":
+      return "it is no longer in the inbox";
+    case "pending":
+      return `it is ${result.state} already; only done or failed events are requeued`;
+    case "silent":
+      return `its answer was [SILENT], so there is nothing to deliver; --rerun runs the agent ` +
+        `again (route ${event.route})`;
+  }
+}
+
+function stateOption(value: string | undefined): EventState | undefined {
+  if (value === undefined) return undefined;
+  const state = value.trim().toLowerCase();
+  if (!(STATES as readonly string[]).includes(state)) {
+    throw new UsageError(`--state must be one of ${STATES.join(", ")} (got '${value}')`);
+  }
+  return state as EventState;
+}
+
+function limitOption(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_LIMIT;
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new UsageError(`--limit takes a whole number ≥ 1 (got '${value}')`);
+  }
+  return limit;
+}
+
+function describeFilter(filter: { route?: string; state?: EventState }): string {
+  return (filter.state ? ` in state ${filter.state}` : "") +
+    (filter.route ? ` of route '${filter.route}'` : "");
+}
+
+function eventJson(event: EventSummary) {
+  return {
+    id: event.id,
+    route: event.route,
+    event: event.event,
+    delivery_id: event.deliveryId,
+    deliver: event.deliver,
+    state: event.state,
+    run_attempts: event.runAttempts,
+    delivery_attempts: event.deliveryAttempts,
+    parts_sent: event.partsSent,
+    end_reason: event.endReason ?? null,
+    error: event.error ?? null,
+    created_at: isoTime(event.createdAt),
+    updated_at: isoTime(event.updatedAt),
+    next_attempt_at: event.state === "queued" || event.state === "delivering"
+      ? isoTime(event.nextAttemptAt)
+      : null,
+  };
+}
+
+function eventText(event: EventSummary, now: number): string {
+  const lines = [`${event.id}  ${event.state}  ${event.route} (${event.event})`];
+  lines.push(`  delivery id: ${event.deliveryId}`);
+  lines.push(`  received:    ${isoTime(event.createdAt)}`);
+  const progress = [
+    event.endReason ? `run ${event.endReason}` : "",
+    event.deliveryAttempts > 0
+      ? `${event.deliveryAttempts} delivery ${
+        event.deliveryAttempts === 1 ? "attempt" : "attempts"
+      }`
+      : "",
+  ].filter(Boolean);
+  lines.push(
+    `  deliver:     ${event.deliver}${progress.length ? ` (${progress.join(", ")})` : ""}`,
+  );
+  if (event.state === "delivering" && event.nextAttemptAt > now) {
+    lines.push(`  next try:    in ${Math.ceil((event.nextAttemptAt - now) / 1000)} s`);
+  }
+  if (event.error) lines.push(`  error:       ${event.error.replace(/\s+/g, " ")}`);
+  return `${lines.join("\n")}\n`;
+}
+
+function isoTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
