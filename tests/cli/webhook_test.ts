@@ -314,7 +314,7 @@ Deno.test("events lists newest first and says when --limit hides some; redeliver
   }
   const limited = await cli(h.home, ["webhook", "events", "--limit", "2"]);
   assert.deepEqual(
-    limited.stdout.split("\n").filter((line) => /^\S+  failed/.test(line)).map((line) =>
+    limited.stdout.split("\n").filter((line) => /^\S+ {2}failed/.test(line)).map((line) =>
       line.split(" ")[0]
     ),
     [ids[2], ids[1]],
