@@ -58,6 +58,9 @@ import type { CommandState } from "./mod.ts";
 const NOT_ENABLED = "The webhook platform is not enabled. Enable it with `agent gateway setup`, " +
   "or set platforms.webhook.enabled: true in config.yaml (or WEBHOOK_ENABLED=true).";
 
+/** How long `webhook test` waits for the gateway's answer unless --timeout says otherwise. */
+const TEST_TIMEOUT_MS = 30_000;
+
 const TEST_PAYLOAD = { test: true, event_type: "test", message: "Hello from agent webhook test" };
 
 /** Adds the `webhook` group to `program`. */
@@ -341,9 +344,19 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       "the event name sent as X-GitHub-Event; a route with --events takes only those",
       "test",
     )
+    .option(
+      "--timeout <seconds>",
+      `how long to wait for the gateway's answer (default ${TEST_TIMEOUT_MS / 1000})`,
+    )
     .option("--json", "print one JSON document").action(async (rawName, options) => {
       const { config, settings } = load(io);
       const name = routeName(rawName);
+      const timeoutMs = options.timeout === undefined
+        ? TEST_TIMEOUT_MS
+        : Number(options.timeout) * 1000;
+      if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+        throw new UsageError(`--timeout takes a number of seconds > 0 (got '${options.timeout}')`);
+      }
       const records = read(config);
       const routes = [
         ...settings.routes,
@@ -400,9 +413,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             "x-github-delivery": crypto.randomUUID(),
           },
           body,
-          signal: AbortSignal.timeout(30_000),
+          signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (error) {
+        if (error instanceof DOMException && error.name === "TimeoutError") {
+          throw new CliError(
+            `no answer from ${url} within ${timeoutMs / 1000} s: something accepts ` +
+              "connections on that port but did not reply (a gateway stuck on its inbox, or " +
+              "another program on the port); see logs/gateway.log",
+          );
+        }
         throw new CliError(
           `cannot reach ${url} (${error instanceof Error ? error.message : error}); ` +
             "start the gateway with `agent gateway run`" +

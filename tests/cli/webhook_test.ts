@@ -344,3 +344,35 @@ Deno.test("events lists newest first and says when --limit hides some; redeliver
     ["delivering", "failed", "delivering"],
   );
 });
+
+Deno.test("test: a port that accepts but never answers is reported as no answer, not as unreachable", async () => {
+  await using h = await tempHome();
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of silent) held.push(conn);
+  })();
+  try {
+    const port = (silent.addr as Deno.NetAddr).port;
+    Deno.writeTextFileSync(
+      join(h.home, "config.yaml"),
+      `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n`,
+    );
+    const sub = await cli(h.home, ["webhook", "subscribe", "quiet"]);
+    assert.equal(sub.code, 0, sub.stderr);
+    const result = await cli(h.home, ["webhook", "test", "quiet", "--timeout", "0.3"]);
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /no answer from http:\/\/127\.0\.0\.1:\d+\/webhooks\/quiet within 0\.3 s: something accepts connections/,
+    );
+    assert.doesNotMatch(result.stderr, /cannot reach/);
+    const bad = await cli(h.home, ["webhook", "test", "quiet", "--timeout", "soon"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--timeout takes a number of seconds > 0/);
+  } finally {
+    silent.close();
+    await accepting.catch(() => {});
+    for (const conn of held) conn.close();
+  }
+});
