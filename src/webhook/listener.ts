@@ -356,7 +356,16 @@ function claimDelivery(deps: ListenerDeps): Step {
           delivery_id: id,
         }, 409);
       }
-      return c.json({ status: "duplicate", delivery_id: id });
+      // The claim may be one a request of this turn took, whose commit is still to come and may
+      // fail (then it is rolled back): "duplicate" tells the sender to drop the event, so it is
+      // said only once the claim is committed.
+      return await deps.inbox.durable().then(
+        () => c.json({ status: "duplicate", delivery_id: id }),
+        () => {
+          c.header("Retry-After", "30");
+          return c.json({ error: "the event could not be stored; try again later" }, 503);
+        },
+      );
     }
     c.set("claimHeld", held);
     try {

@@ -484,6 +484,26 @@ Deno.test("a failed commit → 503 with Retry-After and the error logged, never 
   );
 });
 
+Deno.test("a duplicate of a request whose commit fails is not told 'duplicate': 503 like the first", async () => {
+  await using h = await harness({
+    routes: { r: route() },
+    wrapInbox: (inbox) =>
+      new Proxy(inbox, {
+        get(target, key) {
+          if (key === "durable") return () => Promise.reject(new Error("disk I/O error"));
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      }),
+  });
+  const send = () => h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "same" });
+  const responses = await Promise.all([send(), send()]);
+  const answers = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
+  // The second request found the first one's claim, which that failed commit takes back.
+  assert.deepEqual(answers.map(([status]) => status), [503, 503], JSON.stringify(answers));
+  assert.equal(responses[1].headers.get("retry-after"), "30");
+});
+
 Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and the inbox exact", async () => {
   const body = '{"chat":1234567890123456789,"issue":{"id":98765432109876543210}}';
   const headers = { "x-hub-signature-256": githubSignature(SECRET, body) };
