@@ -81,10 +81,12 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const records = read(config);
       // The gateway's own route table decides what is served, and says why not.
       const problems = [...settings.routeProblems];
+      const warnings: string[] = [];
       const table = new RouteTable({
         file: config.paths.subscriptions,
         staticRoutes: settings.routes,
         report: (problem) => problems.push(problem),
+        warn: (warning) => warnings.push(warning),
       });
       const rows = [
         ...settings.routes.map((route) => listRow(settings, route, table.get(route.name))),
@@ -107,10 +109,11 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           base_url: webhookBaseUrl(settings),
           subscriptions: rows,
           problems,
+          warnings,
         });
       }
       if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);
-      for (const problem of problems) io.err(`warning: ${problem}\n`);
+      for (const problem of [...problems, ...warnings]) io.err(`warning: ${problem}\n`);
       if (rows.length === 0) {
         io.out("No subscriptions. Create one with `agent webhook subscribe <name>`.\n");
         return;

@@ -212,6 +212,7 @@ export class Gateway {
       file: config.paths.subscriptions,
       staticRoutes: settings.routes,
       report: (problem) => log.error("{problem}", { problem }),
+      warn: (warning) => log.warn("{warning}", { warning }),
     });
     // Read once, at start: said now rather than by the first event's failed delivery.
     for (const route of routes.all()) {

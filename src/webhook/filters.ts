@@ -59,7 +59,15 @@ export type FilterCondition =
   | { field: string; op: "equals" | "not_equals" | "contains"; value: unknown }
   | { field: string; op: "in"; values: unknown[] }
   | { field: string; op: "in_file"; path: string }
-  | { field: string; op: "regex"; pattern: string };
+  | {
+    field: string;
+    op: "regex";
+    pattern: string;
+    /** The pattern compiled by {@linkcode parseFilters}, once per load. */
+    regex?: RegExp;
+    /** Why the pattern is not a valid regular expression: the condition is false. */
+    invalid?: string;
+  };
 
 /** A group: every, some or none of its filters match. */
 export type FilterGroup = { all: Filter[] } | { any: Filter[] } | { not: Filter };
@@ -112,8 +120,11 @@ const regexCache = new Map<string, RegExp | string>();
  * `undefined` and `null` mean "no filter". A list means `all`. Every problem names its place
  * (`where`, then `[i]`, `.all[i]`, `.not` …) and what to write instead; when there is any
  * problem, no filter is returned, because a filter with a condition dropped would let through
- * events it was written to stop. An invalid `regex` is not a problem here: it evaluates to false
- * with a warning (decisions.md §6).
+ * events it was written to stop.
+ *
+ * Each `regex` is compiled here, once. An invalid one is not a problem but a warning (the route
+ * is served, and the condition evaluates to false, decisions.md §6): it is returned in
+ * `warnings` and kept in the condition as `invalid`, so that matching never reports it again.
  *
  * A `regex` with a nested quantifier (see {@linkcode nestedQuantifier}) is a problem: such a
  * pattern can take seconds or minutes on a short crafted value, and regexes run on the
@@ -123,7 +134,8 @@ const regexCache = new Map<string, RegExp | string>();
  * @param where Where the value sits in the config, for the problems, e.g.
  *   `platforms.webhook.extra.routes.deploy.filters`.
  * @param options Where relative `in_file` paths are read from.
- * @returns The filter when there is one and it is valid, and the problems found.
+ * @returns The filter when there is one and it is valid, the problems found, and the warnings
+ *   (invalid regexes), each naming its place.
  *
  * @example
  * ```ts
@@ -134,6 +146,7 @@ const regexCache = new Map<string, RegExp | string>();
  * assert.deepEqual(ok, {
  *   filter: { all: [{ field: "action", op: "in", values: ["opened", "reopened"] }] },
  *   problems: [],
+ *   warnings: [],
  * });
  *
  * const bad = parseFilters({ field: "action", equal: "opened" }, "filters");
@@ -151,17 +164,23 @@ const regexCache = new Map<string, RegExp | string>();
  *
  * const slow = parseFilters({ field: "title", regex: "(a+)+$" }, "filters");
  * assert.match(slow.problems[0], /nested quantifier/);
+ *
+ * const typo = parseFilters({ any: [{ field: "a", regex: "[" }, { field: "b", equals: 1 }] }, "f");
+ * assert.ok(typo.filter); // served: `b` still decides
+ * assert.deepEqual(typo.problems, []);
+ * assert.match(typo.warnings[0], /^f\.any\[0\]: filter on .a.: regex "\[" is not a valid/);
  * ```
  */
 export function parseFilters(
   raw: unknown,
   where: string,
   options: ParseOptions = {},
-): { filter?: Filter; problems: string[] } {
-  if (raw === undefined || raw === null) return { problems: [] };
+): { filter?: Filter; problems: string[]; warnings: string[] } {
+  if (raw === undefined || raw === null) return { problems: [], warnings: [] };
   const problems: string[] = [];
-  const filter = parseNode(raw, where, 0, { problems, baseDir: options.baseDir });
-  return problems.length === 0 && filter ? { filter, problems } : { problems };
+  const warnings: string[] = [];
+  const filter = parseNode(raw, where, 0, { problems, warnings, baseDir: options.baseDir });
+  return problems.length === 0 && filter ? { filter, problems, warnings } : { problems, warnings };
 }
 
 /**
@@ -182,9 +201,10 @@ export function parseFilters(
  * relative path against its `baseDir`); `regex` searches the value's string form (strings as is,
  * numbers and booleans as printed, others as JSON, at most {@linkcode MAX_REGEX_INPUT_CHARS}
  * characters) with a JavaScript regular expression, a leading `(?i)`, `(?m)` or `(?s)` becoming
- * its flag. An invalid regex, a regex with a nested
- * quantifier, an unreadable file or a tree nested too deep evaluate to false and are reported
- * through `options.warn`.
+ * its flag. An invalid regex, a regex with a nested quantifier, an unreadable file or a tree
+ * nested too deep evaluate to false and are reported through `options.warn` — except an invalid
+ * regex that {@linkcode parseFilters} already reported (it warns once, when the route is loaded,
+ * not on every request).
  *
  * @param filter A filter from {@linkcode parseFilters}.
  * @param input The payload, event name and headers of the request.
@@ -231,6 +251,7 @@ export function matchFilter(
 
 interface ParseState {
   problems: string[];
+  warnings: string[];
   baseDir?: string;
 }
 
@@ -384,7 +405,13 @@ function parseCondition(
         );
         return undefined;
       }
-      return { field, op, pattern: value };
+      const regex = compile(value);
+      if (typeof regex !== "string") return { field, op, pattern: value, regex };
+      state.warnings.push(
+        `${where}: ${invalidRegexWarning(field, value, regex)} (the route is served: its ` +
+          "other conditions still decide)",
+      );
+      return { field, op, pattern: value, invalid: regex };
     }
   }
 }
@@ -523,13 +550,12 @@ function test(condition: FilterCondition, value: unknown, context: EvalContext):
       return list.has(text);
     }
     case "regex": {
-      if (value === undefined) return false;
-      const regex = compile(condition.pattern);
+      // Reported when the route was loaded: false, quietly, on every request.
+      if (value === undefined || condition.invalid !== undefined) return false;
+      // A condition built without parseFilters has no compiled pattern yet.
+      const regex = condition.regex ?? compile(condition.pattern);
       if (typeof regex === "string") {
-        context.warn(
-          `filter on '${condition.field}': regex ${JSON.stringify(condition.pattern)} ${regex}; ` +
-            "the condition is false until the pattern is fixed",
-        );
+        context.warn(invalidRegexWarning(condition.field, condition.pattern, regex));
         return false;
       }
       const text = scalarText(value) ?? stringifyJsonExact(value);
@@ -631,6 +657,11 @@ function isScalar(value: unknown): value is string | number | boolean | bigint {
 /** Strings as they are, numbers and booleans as printed; nothing for other values. */
 function scalarText(value: unknown): string | undefined {
   return isScalar(value) ? String(value) : undefined;
+}
+
+function invalidRegexWarning(field: string, pattern: string, why: string): string {
+  return `filter on '${field}': regex ${JSON.stringify(pattern)} ${why}; the condition is ` +
+    "false until the pattern is fixed";
 }
 
 function compile(pattern: string): RegExp | string {

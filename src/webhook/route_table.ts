@@ -3,7 +3,8 @@
  * re-read on a POST when the file changed. A change is noticed by modification time, size and
  * inode together (an atomic rewrite always has a new inode, so a same-second edit is not
  * missed). A corrupt file keeps the previous routes, and a record that became invalid keeps its
- * previous version; each error is reported once per change.
+ * previous version; each error is reported once per change. A route served despite a flaw (an
+ * invalid filter regex) is warned about once per load, never per request.
  *
  * @module
  */
@@ -25,8 +26,14 @@ export interface RouteTableOptions {
   home?: string;
   /** Static routes of config.yaml (they win over subscriptions of the same name). */
   staticRoutes: readonly Route[];
-  /** Where problems are reported. */
+  /** Where problems are reported: what keeps a route, or the file, from being used. */
   report: (problem: string) => void;
+  /**
+   * Where warnings are reported: something wrong in a route that is still served (an invalid
+   * filter regex, whose condition is always false). Once per load of the route: at start for a
+   * static route, at each reload of the file for a subscription. Default: `report`.
+   */
+  warn?: (warning: string) => void;
 }
 
 /**
@@ -51,8 +58,9 @@ export class RouteTable {
     this.#options = options;
     this.#home = options.home ?? dirname(options.file);
     for (const route of options.staticRoutes) {
-      const { served, problems } = this.#serve(route);
+      const { served, problems, warnings } = this.#serve(route);
       for (const problem of problems) options.report(problem);
+      for (const warning of warnings) this.#warn(warning);
       if (served) this.#static.set(route.name, served);
       else options.report(`route '${route.name}' is not served until its filters are fixed`);
     }
@@ -78,7 +86,7 @@ export class RouteTable {
     }
     const next = new Map<string, ServedRoute>();
     for (const [name, record] of Object.entries(records)) {
-      const { served, problems } = this.#load(name, record);
+      const { served, problems, warnings } = this.#load(name, record);
       if (problems.length > 0) {
         for (const problem of problems) report(problem);
         const previous = this.#dynamic.get(name);
@@ -99,6 +107,7 @@ export class RouteTable {
         );
         continue;
       }
+      for (const warning of warnings) this.#warn(warning);
       next.set(served.name, served);
     }
     this.#dynamic = next;
@@ -114,21 +123,37 @@ export class RouteTable {
     return [...this.#static.values(), ...this.#dynamic.values()];
   }
 
-  /** One record of the file as a served route, or the problems that keep it from being one. */
-  #load(name: string, record: SubscriptionRecord): { served?: ServedRoute; problems: string[] } {
-    const { routes, problems } = dynamicRoutes({ [name]: record }, this.#options.file);
-    if (problems.length > 0) return { problems };
-    return routes.length === 0 ? { problems: [] } : this.#serve(routes[0]);
+  #warn(warning: string): void {
+    (this.#options.warn ?? this.#options.report)(warning);
   }
 
-  #serve(route: Route): { served?: ServedRoute; problems: string[] } {
-    if (route.filters === undefined) return { served: { ...route }, problems: [] };
+  /** One record of the file as a served route, or the problems that keep it from being one. */
+  #load(name: string, record: SubscriptionRecord): Served {
+    const { routes, problems } = dynamicRoutes({ [name]: record }, this.#options.file);
+    if (problems.length > 0) return { problems, warnings: [] };
+    return routes.length === 0 ? { problems: [], warnings: [] } : this.#serve(routes[0]);
+  }
+
+  /** A route with its filter parsed (and its regexes compiled), or why it cannot be served. */
+  #serve(route: Route): Served {
+    if (route.filters === undefined) return { served: { ...route }, problems: [], warnings: [] };
     const where = route.source === "static"
       ? `platforms.webhook.extra.routes.${route.name}.filters`
       : `${this.#options.file}: ${route.name}.filters`;
-    const { filter, problems } = parseFilters(route.filters, where, { baseDir: this.#home });
-    return problems.length > 0 ? { problems } : { served: { ...route, filter }, problems: [] };
+    const { filter, problems, warnings } = parseFilters(route.filters, where, {
+      baseDir: this.#home,
+    });
+    return problems.length > 0
+      ? { problems, warnings }
+      : { served: { ...route, filter }, problems, warnings };
   }
+}
+
+/** What loading one route gave. */
+interface Served {
+  served?: ServedRoute;
+  problems: string[];
+  warnings: string[];
 }
 
 function fileStamp(file: string): string {

@@ -8,7 +8,9 @@
  *   with python3.
  * - The script runs in the scripts folder with a minimal environment (no secrets of the parent)
  *   plus `AGENT_WEBHOOK_EVENT`, `AGENT_WEBHOOK_DELIVERY_ID` and `AGENT_WEBHOOK_ROUTE`, in its own
- *   process group that is killed on timeout; its stdout is capped.
+ *   process group that is killed on timeout and when it exits; its stdout is capped. Once it has
+ *   exited, its output is read for at most {@linkcode OUTPUT_GRACE_MS} more (a process it started
+ *   outside its group may hold it open), with a warning when that cut it short.
  * - With bubblewrap (`script_sandbox: auto|bwrap|off`) it sees a read-only system and scripts
  *   folder, a private `/tmp`, no network and nothing else of `<home>`.
  * - Nonzero exit, timeout, empty stdout or `[SILENT]` → the event is ignored; a JSON object
@@ -20,12 +22,21 @@
 import { isAbsolute, join, normalize, relative } from "node:path";
 import { concatBytes } from "../home/files.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
+import { logger } from "../home/log.ts";
 
 /** The default cap of a script's stdout: 1 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 /** At most this much of a script's stderr is kept for the detail of a failed run. */
 export const MAX_STDERR_BYTES = 64 * 1024;
+
+/**
+ * Once the script has exited, its stdout and stderr are read for at most this much longer. A
+ * process it started outside its process group (`setsid`, a daemon) inherits them and may keep
+ * them open for as long as it runs; the script's own output is complete when it exits, so the
+ * outcome is decided from what was read and the exit status, with a warning.
+ */
+export const OUTPUT_GRACE_MS = 200;
 
 /** A script printing exactly this (after trimming) asks for the event to be ignored. */
 export const SILENT_MARKER = "[SILENT]";
@@ -71,6 +82,11 @@ export interface ScriptRequest {
    * not deno. Default `Deno.build.standalone`.
    */
   standalone?: boolean;
+  /**
+   * Hears what went wrong around a run that still has an outcome (a process the script started
+   * kept its output open). Default: a warning in the gateway's log naming the route.
+   */
+  warn?: (message: string) => void;
 }
 
 /** Why a script's event is ignored. */
@@ -363,6 +379,15 @@ export async function runRouteScript(request: ScriptRequest): Promise<ScriptOutc
     const input = encoder.encode(stringifyJsonExact(request.payload) + "\n");
     const maxOutputBytes = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const run = await execute(plan, input, request.timeoutMs, maxOutputBytes);
+    if (run.outputHeld && run.stop === undefined) {
+      const warn = request.warn ??
+        ((text: string) =>
+          logger("webhook").warn("route {route}: {message}", {
+            route: request.route,
+            message: text,
+          }));
+      warn(heldOutputWarning(request.script));
+    }
     return outcomeOf(run, request, maxOutputBytes);
   } finally {
     if (tempDir) await Deno.remove(tempDir, { recursive: true }).catch(() => {});
@@ -523,6 +548,8 @@ async function probeSandbox(path: string): Promise<{ path: string } | { error: s
 interface Run {
   stop?: "timeout" | "output_too_large";
   status?: Deno.CommandStatus;
+  /** The script exited, but its stdout or stderr stayed open {@linkcode OUTPUT_GRACE_MS} later. */
+  outputHeld?: boolean;
   spawnError?: string;
   stdout: Uint8Array;
   stderr: string;
@@ -552,32 +579,52 @@ async function execute(
   const stderr = child.stderr.getReader();
   let stop: Run["stop"];
   let exited = false;
-  let halted!: () => void;
-  const haltedSignal = new Promise<void>((resolve) => halted = resolve);
+  let outputHeld = false;
+  let readDone = false;
+  let released!: () => void;
+  const releasedSignal = new Promise<void>((resolve) => released = resolve);
+  const stopReading = () => {
+    stdout.cancel().catch(() => {});
+    stderr.cancel().catch(() => {});
+    released();
+  };
   const halt = (reason: NonNullable<Run["stop"]>) => {
     stop ??= reason;
     killProcess(child.pid, plan.ownGroup, exited);
-    stdout.cancel().catch(() => {});
-    stderr.cancel().catch(() => {});
-    halted();
+    stopReading();
   };
   const timer = setTimeout(() => halt("timeout"), timeoutMs);
+  let grace: ReturnType<typeof setTimeout> | undefined;
   try {
-    const [out, err, status] = await Promise.all([
-      readCapped(stdout, maxOutputBytes, () => halt("output_too_large")),
-      readHead(stderr, MAX_STDERR_BYTES),
+    const [[out, err], status] = await Promise.all([
+      Promise.all([
+        readCapped(stdout, maxOutputBytes, () => halt("output_too_large")),
+        readHead(stderr, MAX_STDERR_BYTES),
+      ]).finally(() => {
+        readDone = true;
+      }),
       child.status.then((status) => {
         exited = true;
+        // The script is done: what follows is no timeout of its own.
+        clearTimeout(timer);
         // Whatever the script left running in its group goes with it (as in the sandbox).
         killProcess(child.pid, plan.ownGroup, exited);
+        // A process that left the group (setsid, a daemon) may hold stdout or stderr open for
+        // as long as it runs: the output of the script itself is complete by now.
+        grace = setTimeout(() => {
+          if (!readDone) outputHeld = true;
+          stopReading();
+        }, OUTPUT_GRACE_MS);
         return status;
       }),
-      // A process that escaped the group could hold stdin unread forever: stop waiting at halt.
-      Promise.race([writeInput(child.stdin, input), haltedSignal]),
+      // A process that escaped the group could hold stdin unread forever: stop waiting at halt
+      // or once the grace after the exit is over.
+      Promise.race([writeInput(child.stdin, input), releasedSignal]),
     ]);
-    return { stop, status, stdout: out, stderr: new TextDecoder().decode(err) };
+    return { stop, status, outputHeld, stdout: out, stderr: new TextDecoder().decode(err) };
   } finally {
     clearTimeout(timer);
+    clearTimeout(grace);
   }
 }
 
@@ -655,6 +702,14 @@ async function writeInput(stream: WritableStream<Uint8Array>, bytes: Uint8Array)
   } catch {
     // The script exited (or was killed) without reading all of its input: not our problem.
   }
+}
+
+function heldOutputWarning(script: string): string {
+  return `route script ${JSON.stringify(script)} exited, but a process it started (with setsid, ` +
+    `nohup or as a daemon) kept its stdout or stderr open: the gateway stopped reading ` +
+    `${OUTPUT_GRACE_MS} ms after the script exited, used what the script had printed, and could ` +
+    `not stop that process (it left the script's process group). Redirect the output of what ` +
+    `the script starts in the background (\`cmd >/dev/null 2>&1 &\`) or wait for it to finish`;
 }
 
 function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): ScriptOutcome {

@@ -55,8 +55,8 @@ function check(condition: unknown, over: Partial<FilterInput> = {}): boolean {
 // --- parseFilters ---------------------------------------------------------------------------
 
 Deno.test("parseFilters: no filters configured means no filter and no problem", () => {
-  assert.deepEqual(parseFilters(undefined, WHERE), { problems: [] });
-  assert.deepEqual(parseFilters(null, WHERE), { problems: [] });
+  assert.deepEqual(parseFilters(undefined, WHERE), { problems: [], warnings: [] });
+  assert.deepEqual(parseFilters(null, WHERE), { problems: [], warnings: [] });
 });
 
 Deno.test("parseFilters: a list means all, a condition gets its operator", () => {
@@ -80,7 +80,7 @@ Deno.test("parseFilters: a list means all, a condition gets its operator", () =>
         { field: "action", op: "not_equals", value: "closed" },
         { field: "action", op: "in", values: ["opened", "reopened"] },
         { field: "repository.owner.login", op: "in_file", path: "/etc/owners" },
-        { field: "commits.0.message", op: "regex", pattern: "^Deploy" },
+        { field: "commits.0.message", op: "regex", pattern: "^Deploy", regex: /^Deploy/ },
       ],
     },
   );
@@ -175,8 +175,35 @@ Deno.test("parseFilters: operator values are checked", () => {
   assert.match(problemsOf({ field: "a", regex: 5 })[0], /`regex` takes a regular expression/);
 });
 
-Deno.test("parseFilters: an invalid regex is not a parse problem", () => {
-  assert.deepEqual(parse({ field: "a", regex: "(" }), { field: "a", op: "regex", pattern: "(" });
+Deno.test("parseFilters: an invalid regex is a warning naming its place, not a problem", () => {
+  const { filter, problems, warnings } = parseFilters(
+    { any: [{ field: "a", regex: "[" }, { field: "b", equals: 1 }] },
+    WHERE,
+  );
+  assert.deepEqual(problems, []);
+  assert.deepEqual(filter, {
+    any: [
+      {
+        field: "a",
+        op: "regex",
+        pattern: "[",
+        invalid: "is not a valid JavaScript regular expression (Invalid regular expression: " +
+          "/[/: Unterminated character class)",
+      },
+      { field: "b", op: "equals", value: 1 },
+    ],
+  });
+  assert.deepEqual(warnings, [
+    `${WHERE}.any[0]: filter on 'a': regex "[" is not a valid JavaScript regular expression ` +
+    "(Invalid regular expression: /[/: Unterminated character class); the condition is false " +
+    "until the pattern is fixed (the route is served: its other conditions still decide)",
+  ]);
+});
+
+Deno.test("parseFilters: each regex is compiled once, when the filter is parsed", () => {
+  const condition = parse({ field: "title", regex: "(?i)^deploy" }) as { regex?: RegExp };
+  assert.ok(condition.regex instanceof RegExp);
+  assert.deepEqual([condition.regex.source, condition.regex.flags], ["^deploy", "i"]);
 });
 
 Deno.test("parseFilters: every problem is reported, with its place", () => {
@@ -278,9 +305,23 @@ Deno.test("matchFilter: regex tests at most the first 10 000 characters", () => 
   assert.equal(check({ field: "text", regex: "TAIL" }, { payload: { text: "aTAIL" } }), true);
 });
 
-Deno.test("matchFilter: an invalid regex is false with a warning", () => {
+Deno.test("matchFilter: an invalid regex parsed at load is false, and not warned about again", () => {
   const warnings: string[] = [];
-  const filter = parse({ not: { field: "action", regex: "(unclosed" } });
+  const filter = parse({ any: [{ field: "action", regex: "[" }, { field: "number", equals: 42 }] });
+  const warn = (m: string) => warnings.push(m);
+  for (let i = 0; i < 3; i++) {
+    assert.equal(matchFilter(filter, input(), { warn }), true);
+    assert.equal(
+      matchFilter(filter, input({ payload: { action: "x", number: 8 } }), { warn }),
+      false,
+    );
+  }
+  assert.deepEqual(warnings, [], "parseFilters reported it; requests must not repeat it");
+});
+
+Deno.test("matchFilter: an invalid regex built by hand is false with a warning", () => {
+  const warnings: string[] = [];
+  const filter: Filter = { not: { field: "action", op: "regex", pattern: "(unclosed" } };
   assert.equal(matchFilter(filter, input(), { warn: (m) => warnings.push(m) }), true);
   assert.equal(warnings.length, 1);
   assert.match(

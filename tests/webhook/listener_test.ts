@@ -353,6 +353,24 @@ Deno.test("filters that do not match → 200 ignored (filter)", async () => {
   await opened.body?.cancel();
 });
 
+Deno.test("an invalid filter regex: the route is served, warned about once at load, not per request", async () => {
+  await using h = await harness({
+    routes: {
+      r: route({ filters: { any: [{ field: "a", regex: "[" }, { field: "b", equals: 1 }] } }),
+    },
+  });
+  const regexWarnings = () => h.logs.filter((line) => line.includes(`regex "["`));
+  assert.equal(regexWarnings().length, 1, h.logs.join("\n"));
+  const statuses = [];
+  for (const payload of [{ a: "x", b: 1 }, { a: "x", b: 2 }, { a: "y", b: 1 }, { a: "[", b: 3 }]) {
+    const response = await h.signed("r", payload);
+    statuses.push(response.status);
+    await response.body?.cancel();
+  }
+  assert.deepEqual(statuses, [202, 200, 202, 200]);
+  assert.equal(regexWarnings().length, 1, h.logs.join("\n"));
+});
+
 Deno.test("the same delivery id → one accepted, the rest duplicates (also when sent at once)", async () => {
   await using h = await harness({ routes: { r: route() } });
   const responses = await Promise.all(

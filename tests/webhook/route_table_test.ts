@@ -124,6 +124,59 @@ Deno.test("RouteTable: a static route with a nested-quantifier regex is refused 
   });
 });
 
+const TYPO_FILTERS = { any: [{ field: "a", regex: "[" }, { field: "b", equals: 1 }] };
+
+Deno.test("RouteTable: a static route with an invalid regex is served, with one warning at load", async () => {
+  await withHome((_home, file) => {
+    const reports: string[] = [];
+    const warnings: string[] = [];
+    const table = new RouteTable({
+      file,
+      staticRoutes: [staticRoute("typo", { filters: TYPO_FILTERS })],
+      report: (p) => reports.push(p),
+      warn: (w) => warnings.push(w),
+    });
+    assert.deepEqual(reports, []);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(
+      warnings[0],
+      /^platforms\.webhook\.extra\.routes\.typo\.filters\.any\[0\]: filter on 'a': regex "\[" is not a valid JavaScript regular expression \(.+\); the condition is false until the pattern is fixed \(the route is served: its other conditions still decide\)$/,
+    );
+    const { filter } = table.get("typo")!;
+    const quiet = { warn: (m: string) => assert.fail(`warned per request: ${m}`) };
+    for (let i = 0; i < 3; i++) {
+      assert.equal(
+        matchFilter(filter!, { payload: { b: 1 }, event: "e", headers: {} }, quiet),
+        true,
+      );
+      assert.equal(
+        matchFilter(filter!, { payload: { a: "[" }, event: "e", headers: {} }, quiet),
+        false,
+      );
+    }
+    table.refresh();
+    assert.equal(warnings.length, 1, "a refresh without a change does not warn again");
+  });
+});
+
+Deno.test("RouteTable: a subscription with an invalid regex is served, warned once per change of the file", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { ci: record({ filters: TYPO_FILTERS }) });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.ok(table.get("ci")?.filter);
+    // Without a warn hook, warnings go where problems go (what `agent webhook list` prints).
+    assert.equal(reports.length, 1, reports.join("\n"));
+    assert.match(reports[0], /webhook_subscriptions\.json: ci\.filters\.any\[0\]: filter on 'a'/);
+    table.refresh();
+    assert.equal(reports.length, 1);
+    writeSubscriptions(file, { ci: record({ filters: TYPO_FILTERS, prompt: "edited" }) });
+    table.refresh();
+    assert.equal(table.get("ci")?.prompt, "edited");
+    assert.equal(reports.length, 2);
+  });
+});
+
 Deno.test("RouteTable: relative in_file paths are read from <home>, not the working directory", async () => {
   await withHome((home, file) => {
     Deno.mkdirSync(join(home, "lists"));

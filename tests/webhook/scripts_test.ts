@@ -26,6 +26,11 @@ if (!NO_SANDBOX && !SANDBOX_PYTHON) {
   console.log(`scripts_test: skipping sandboxed python tests: no python3 in ${SANDBOX_PATH}`);
 }
 
+const HOST_SETSID = await commandWorks("setsid", ["true"]);
+if (!HOST_SETSID) {
+  console.log("scripts_test: skipping detached-child tests: setsid (util-linux) is not on PATH");
+}
+
 // --- helpers --------------------------------------------------------------------------------
 
 const PAYLOAD = { action: "opened", number: 7, title: "Fix it" };
@@ -535,6 +540,49 @@ for (const { sandbox, ignore } of MODES) {
     assert.deepEqual(outcome, { kind: "payload", payload: { ok: true } });
     await waitFor(() => processesWith(marker).length === 0, "the leftover sleep to die");
   });
+
+  test(
+    "a child detached with setsid that keeps stdout open does not hold the outcome",
+    async () => {
+      const marker = `agent-test-detached-${crypto.randomUUID()}`;
+      // The script goes on once the child is in its own session (out of reach of the group kill).
+      const detach = `cat >/dev/null\nfifo="$TMPDIR/up"\nmkfifo "$fifo"\n` +
+        `setsid bash -c 'echo up > "$1"; exec -a ${marker} sleep 42' _ "$fifo" &\n` +
+        `read -r _ < "$fifo"\n`;
+      const warnings: string[] = [];
+      const overrides = { timeoutMs: 20_000, warn: (text: string) => warnings.push(text) };
+      try {
+        const started = Date.now();
+        const outcome = await run("bgsetsid.sh", `${detach}echo '{"bgs":true}'\n`, overrides);
+        const failed = await run("bgfail.sh", `${detach}echo 'no token' >&2\nexit 3\n`, overrides);
+        const elapsed = Date.now() - started;
+        assert.deepEqual(outcome, { kind: "payload", payload: { bgs: true } });
+        assert.equal(
+          ignored(failed, "exit"),
+          'route script "bgfail.sh" exited with code 3: no token',
+        );
+        // Both runs together well under one timeout: neither waited for the detached sleep.
+        assert.ok(elapsed < 10_000, `the runs took ${elapsed} ms, as if waiting for the child`);
+        if (sandbox === "off") {
+          // It left the script's process group: only the warning can tell about it.
+          assert.equal(warnings.length, 2, warnings.join("\n"));
+          assert.match(
+            warnings[0],
+            /^route script "bgsetsid\.sh" exited, but a process it started \(with setsid, .*kept its stdout or stderr open: the gateway stopped reading 200 ms after the script exited.*>\/dev\/null 2>&1 &/,
+          );
+          assert.ok(!warnings[0].includes("ran longer"), warnings[0]);
+          assert.match(warnings[1], /^route script "bgfail\.sh" exited, but/);
+        } else {
+          // The sandbox's pid namespace ends with the script, and the child with it.
+          assert.deepEqual(warnings, []);
+          await waitFor(() => processesWith(marker).length === 0, "the detached sleep to die");
+        }
+      } finally {
+        for (const pid of processesWith(marker)) Deno.kill(pid, "SIGKILL");
+      }
+    },
+    !HOST_SETSID,
+  );
 
   test("a flood of stdout stops the script at maxOutputBytes", async () => {
     const marker = `agent-test-flood-${crypto.randomUUID()}`;
