@@ -113,6 +113,8 @@ export class AgentSession {
   readonly #stderr: StderrLog | undefined;
   readonly #redact: (text: string) => string;
   readonly #flusher: MetricsFlusher;
+  /** Warnings of the usage metrics (a busy or damaged store) not yet passed on. */
+  #metricsWarnings: string[] = [];
   #closed = false;
 
   private constructor(
@@ -160,7 +162,11 @@ export class AgentSession {
       });
     }
     this.#ownsMetrics = options.metrics === undefined;
-    this.metrics = options.metrics ?? openUsageMetrics(options.config);
+    // Its warnings join the next run's result (`agent run --json` lists them), else the log.
+    this.metrics = options.metrics ??
+      openUsageMetrics(options.config, {
+        onWarning: (message) => this.#metricsWarnings.push(message),
+      });
     this.#flusher = new MetricsFlusher(
       this.metrics,
       (what, error) => log.warn("{what}: {error}", { what, error: String(error) }),
@@ -200,6 +206,7 @@ export class AgentSession {
         log.warn("could not count a skill load: {error}", { error: String(error) });
       }
     }
+    warnings.push(...this.#takeMetricsWarnings());
     for (const warning of warnings) log.warn(warning);
     const result = await runLoop({
       systemPrompt: buildSystemPrompt({ extra: this.settings.systemPrompt, skills }),
@@ -219,7 +226,14 @@ export class AgentSession {
       warnings,
     });
     this.#afterRun();
+    const late = this.#takeMetricsWarnings();
+    for (const warning of late) log.warn(warning);
+    result.warnings.push(...late);
     return result;
+  }
+
+  #takeMetricsWarnings(): string[] {
+    return this.#metricsWarnings.splice(0);
   }
 
   /**
@@ -251,6 +265,7 @@ export class AgentSession {
       this.#flusher.packageDue();
       this.metrics.close();
     }
+    for (const warning of this.#takeMetricsWarnings()) log.warn(warning);
   }
 
   /** After a task: automatic packaging (at most once per UTC day) and sending what is due. */

@@ -4,13 +4,16 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile, prepareSections } from "../home/config_edit.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
+  escapeControls,
   InvalidStoredCountsError,
   type MetricsPackage,
+  MetricsStoreBusyError,
+  MetricsStoreDamagedError,
   MetricsStoreUnavailableError,
   type MetricsValidationError,
   openExistingUsageMetrics,
@@ -40,7 +43,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       const config = loadMetricsConfig(io);
       const service = openExisting(config, io);
       try {
-        showStatus(io, config, service, options.json === true);
+        storeGuard(() => showStatus(io, config, service, options.json === true));
       } finally {
         service?.close();
       }
@@ -123,11 +126,13 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       try {
         // Packages are validated before they are written: a failure writes and sends nothing.
         const built = storeGuard(() => service?.exportNow() ?? []);
-        const copies = outDir ? copyPackages(built, outDir) : [];
-        const sent = service ? await sendWithProgress(io, service) : [];
+        const { copies, failed } = outDir
+          ? copyPackages(built, outDir)
+          : { copies: [], failed: undefined };
+        const sent = service ? await storeGuardAsync(() => sendWithProgress(io, service)) : [];
         if (!allSent(sent)) state.exitCode = ExitCode.failed;
         if (options.json) {
-          return printJson(io, {
+          printJson(io, {
             packages: built.map((entry, i) => ({
               package_id: entry.package.package_id,
               day: entry.package.period_start.slice(0, 10),
@@ -137,6 +142,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             })),
             sent: sent.map(sentJson),
           });
+          if (failed) throw copyFailure(failed, outDir!, built);
+          return;
         }
         if (built.length === 0) {
           io.out("Nothing to export: no counts recorded since the last export.\n");
@@ -148,6 +155,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           );
         }
         reportSent(io, sent);
+        if (failed) throw copyFailure(failed, outDir!, built);
       } finally {
         service?.close();
       }
@@ -165,16 +173,36 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         );
       }
       if (!config.telemetry.send) {
+        if (config.source.boolean("telemetry.shared_metrics.send") === true) {
+          throw new CliError(
+            `sending is on but ${ENDPOINT_KEY} is not set in ${config.paths.config}, so ` +
+              "nothing is sent: run `agent metrics enable --send --endpoint <url>` to set it",
+          );
+        }
         throw new CliError(
           "sending is off: run `agent metrics enable --send --endpoint <url>` to turn it on",
         );
       }
-      const service = openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure });
+      const service = storeGuard(() =>
+        openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure })
+      );
       try {
-        const sent = await sendWithProgress(io, service);
+        const sent = await storeGuardAsync(() => sendWithProgress(io, service));
+        // Another process (a second `metrics send`, the gateway) claimed the due packages.
+        const elsewhere = sent.length === 0 ? storeGuard(() => service.packagesBeingSent()) : 0;
         if (!allSent(sent)) state.exitCode = ExitCode.failed;
-        if (options.json) return printJson(io, { sent: sent.map(sentJson) });
-        if (sent.length === 0) io.out("Nothing due to send.\n");
+        if (options.json) {
+          return printJson(io, {
+            sent: sent.map(sentJson),
+            ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
+          });
+        }
+        if (elsewhere > 0) {
+          io.out(
+            `Nothing sent: another agent process is sending ${elsewhere} package` +
+              `${elsewhere === 1 ? "" : "s"} now; \`agent metrics status\` shows the result.\n`,
+          );
+        } else if (sent.length === 0) io.out("Nothing due to send.\n");
         reportSent(io, sent);
       } finally {
         service.close();
@@ -186,9 +214,15 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   ).argument("<files...>", "package files, or - for stdin")
     .option("--json", "print one JSON document: { valid, results: [{ file, valid, errors }] }")
     .action(async (files, options) => {
+      if (files.filter((file) => file === "-").length > 1) {
+        throw new UsageError(
+          "validate: - (stdin) is named more than once; stdin can be read only once, so name it " +
+            "once (save the package to a file to check it twice)",
+        );
+      }
       const results: ValidationReport[] = [];
       for (const file of files) {
-        const read = file === "-" ? { text: await io.readStdin() } : readPackageFile(file);
+        const read = file === "-" ? await readStdinPackage(io) : readPackageFile(file);
         results.push(
           "text" in read
             ? { file, ...validateText(read.text) }
@@ -207,20 +241,22 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           results: results.map(({ file, valid, errors }) => ({ file, valid, errors })),
         });
       }
+      // Text output goes to a terminal: keys and values of a hostile file must not drive it.
       for (const result of results) {
-        if (result.valid) io.out(`${result.file}: valid agent.shared_metrics.v2 package\n`);
+        const file = escapeControls(result.file);
+        if (result.valid) io.out(`${file}: valid agent.shared_metrics.v2 package\n`);
         else if (result.errors[0].rule === "file") {
-          io.err(`agent: ${result.file}: ${result.errors[0].message}\n`);
+          io.err(`agent: ${file}: ${escapeControls(result.errors[0].message)}\n`);
         } else {
           io.out(
-            `${result.file}: invalid (${result.errors.length} error${
+            `${file}: invalid (${result.errors.length} error${
               result.errors.length === 1 ? "" : "s"
             })\n`,
           );
           for (const error of result.errors) {
             // One line each; the pointer once (most messages start with it already).
-            const message = error.message.replace(/\r?\n/g, "\\n");
-            const pointer = error.pointer || "/";
+            const message = escapeControls(error.message);
+            const pointer = escapeControls(error.pointer || "/");
             io.out(
               message.startsWith(`${pointer} `) ? `  ${message}\n` : `  ${pointer}: ${message}\n`,
             );
@@ -398,16 +434,18 @@ function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
   for (const outcome of sent) {
     if (outcome.status === "sent") io.out(`Sent ${outcome.packageId}\n`);
     else if (outcome.status === "unreadable") {
-      io.out(`Not sent ${outcome.packageId}: ${outcome.reason}\n`);
+      const reason = escapeControls(outcome.reason);
+      io.out(`Not sent ${outcome.packageId}: ${reason}\n`);
       io.err(
-        `agent: ${outcome.file}: not sent, ${outcome.reason}. Its package is marked rejected ` +
+        `agent: ${outcome.file}: not sent, ${reason}. Its package is marked rejected ` +
           "and is never sent (`agent metrics status` counts it as rejected)\n",
       );
     } else if (outcome.status === "invalid") {
       io.out(`Not sent ${outcome.packageId}: the file does not validate\n`);
       io.err(
         `agent: ${outcome.file}: not sent, it does not validate against agent.shared_metrics.v2 ` +
-          `(${outcome.reason}). It was moved to ${outcome.movedTo} and is never sent. ` +
+          `(${escapeControls(outcome.reason)}). It was moved to ${outcome.movedTo} and is never ` +
+          "sent. " +
           "Fix: look at it, then delete it (or run `agent metrics reset` to start over)\n",
       );
     } else if (outcome.status === "rejected") {
@@ -416,9 +454,9 @@ function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
       );
     } else {
       io.out(
-        `Deferred ${outcome.packageId} until ${
-          new Date(outcome.retryAt).toISOString()
-        }: ${outcome.reason}\n`,
+        `Deferred ${outcome.packageId} until ${new Date(outcome.retryAt).toISOString()}: ${
+          escapeControls(outcome.reason)
+        }\n`,
       );
     }
   }
@@ -454,15 +492,58 @@ function prepareOutDir(dir: string): string {
   if (!Deno.statSync(dir).isDirectory) {
     throw new UsageError(`--out ${dir}: cannot use it as the export folder (it is not a folder)`);
   }
+  // Try a write now: packages exported to the outbox are not exported again.
+  const probe = join(dir, `.agent-export-check-${crypto.randomUUID()}.tmp`);
+  try {
+    Deno.writeTextFileSync(probe, "", { createNew: true });
+    Deno.removeSync(probe);
+  } catch (error) {
+    throw new UsageError(
+      `--out ${dir}: cannot write there (${
+        error instanceof Error ? error.message : String(error)
+      }); nothing was exported. Pick a folder you can write to`,
+    );
+  }
   return dir;
 }
 
-function copyPackages(built: { package: MetricsPackage; path: string }[], dir: string): string[] {
-  return built.map((entry) => {
+type Built = { package: MetricsPackage; path: string }[];
+
+/**
+ * Copies the new packages to `--out`. A failure stops the copies (the disk is full, say) but
+ * not the export: the packages are in the outbox and marked exported either way.
+ */
+function copyPackages(
+  built: Built,
+  dir: string,
+): { copies: (string | undefined)[]; failed?: { reason: string } } {
+  const copies: (string | undefined)[] = [];
+  for (const entry of built) {
     const target = join(dir, `${entry.package.package_id}.json`);
-    writeFileAtomic(target, Deno.readTextFileSync(entry.path));
-    return target;
-  });
+    try {
+      writeFileAtomic(target, Deno.readTextFileSync(entry.path));
+    } catch (error) {
+      return { copies, failed: { reason: error instanceof Error ? error.message : String(error) } };
+    }
+    copies.push(target);
+  }
+  return { copies };
+}
+
+/** The packages not copied to `--out` are in the outbox: say where and how to copy them. */
+function copyFailure(failed: { reason: string }, dir: string, built: Built): CliError {
+  const outbox = built.length > 0 ? dirname(built[0].path) : "the outbox";
+  const missing = built.filter((entry) => !exists(join(dir, `${entry.package.package_id}.json`)))
+    .map((entry) => entry.path);
+  return new CliError(
+    `cannot copy to ${dir} (${failed.reason}). The package${
+      missing.length === 1 ? " is" : "s are"
+    } ` +
+      `exported all the same (a later export does not repeat ${
+        missing.length === 1 ? "it" : "them"
+      }) and kept in ${outbox}; copy ${missing.length === 1 ? "it" : "them"} with: ` +
+      `cp ${missing.join(" ")} ${dir}/`,
+  );
 }
 
 /**
@@ -500,13 +581,26 @@ function storeGuard<T>(work: () => T): T {
   try {
     return work();
   } catch (error) {
-    if (
-      error instanceof MetricsStoreUnavailableError || error instanceof InvalidStoredCountsError
-    ) {
-      throw new CliError(error.message);
-    }
-    throw error;
+    throw asCliError(error);
   }
+}
+
+/** {@linkcode storeGuard} for async work. */
+async function storeGuardAsync<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw asCliError(error);
+  }
+}
+
+function asCliError(error: unknown): unknown {
+  return error instanceof MetricsStoreUnavailableError ||
+      error instanceof InvalidStoredCountsError ||
+      error instanceof MetricsStoreDamagedError ||
+      error instanceof MetricsStoreBusyError
+    ? new CliError(error.message)
+    : error;
 }
 
 const storeFailure: UsageMetricsOptions["onStoreUnavailable"] = (error) => {
@@ -522,16 +616,46 @@ interface ValidationReport {
   unreadable?: boolean;
 }
 
-/** The file's text, or why it cannot be checked (rule `file`, pointer `""`). */
-function readPackageFile(
-  file: string,
-): { text: string } | { error: MetricsValidationError; unreadable: boolean } {
-  const problem = (message: string, unreadable = false) => ({
-    error: { pointer: "", rule: "file", message, value: null },
-    unreadable,
-  });
+/** Packages are a few KiB; anything near this is not one (and must not be read into memory). */
+export const MAX_PACKAGE_FILE_BYTES = 16 * 1024 * 1024;
+const MAX_SIZE_TEXT = "16 MiB";
+
+type PackageRead = { text: string } | { error: MetricsValidationError; unreadable: boolean };
+
+function fileProblem(message: string, unreadable = false): PackageRead {
+  return { error: { pointer: "", rule: "file", message, value: null }, unreadable };
+}
+
+/**
+ * The file's text, or why it cannot be checked (rule `file`, pointer `""`). Only regular files
+ * are read (a device such as /dev/zero or a FIFO never ends), and only up to
+ * {@linkcode MAX_PACKAGE_FILE_BYTES}, checked before reading.
+ */
+function readPackageFile(file: string): PackageRead {
+  const problem = fileProblem;
   try {
-    return { text: Deno.readTextFileSync(file) };
+    const info = Deno.statSync(file);
+    if (info.isDirectory) {
+      return problem("is a folder, not a package file; name the .json files in it");
+    }
+    if (!info.isFile) {
+      return problem(
+        "is not a regular file (a device, pipe or socket); save the package to a file, or pipe " +
+          "it to stdin with -",
+      );
+    }
+    if (info.size > MAX_PACKAGE_FILE_BYTES) {
+      return problem(
+        `is ${info.size} bytes, more than the ${MAX_SIZE_TEXT} a package file may have; ` +
+          "packages are a few KiB, so this is not one",
+      );
+    }
+    using handle = Deno.openSync(file, { read: true });
+    const bytes = readCapped(handle);
+    if (bytes === undefined) {
+      return problem(`grew past ${MAX_SIZE_TEXT} while being read; it is not a package file`);
+    }
+    return { text: new TextDecoder().decode(bytes) };
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       return problem("no such file; check the path (or pass - to read stdin)");
@@ -541,6 +665,57 @@ function readPackageFile(
     }
     return problem(`cannot read (${error instanceof Error ? error.message : error})`, true);
   }
+}
+
+/** All bytes of `handle`, or `undefined` past {@linkcode MAX_PACKAGE_FILE_BYTES}. */
+function readCapped(handle: Deno.FsFile): Uint8Array | undefined {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const buffer = new Uint8Array(64 * 1024);
+  for (;;) {
+    const n = handle.readSync(buffer);
+    if (n === null) break;
+    total += n;
+    if (total > MAX_PACKAGE_FILE_BYTES) return undefined;
+    chunks.push(buffer.slice(0, n));
+  }
+  return concat(chunks, total);
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
+/** stdin's text, read up to {@linkcode MAX_PACKAGE_FILE_BYTES} when it is a stream. */
+async function readStdinPackage(io: CliIo): Promise<PackageRead> {
+  if (!io.stdin) return { text: await io.readStdin() };
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = io.stdin().getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_PACKAGE_FILE_BYTES) {
+        return fileProblem(
+          `is more than the ${MAX_SIZE_TEXT} a package may have; packages are a few KiB, so ` +
+            "this is not one",
+        );
+      }
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+  return { text: new TextDecoder().decode(concat(chunks, total)) };
 }
 
 function validateText(text: string): { valid: boolean; errors: MetricsValidationError[] } {

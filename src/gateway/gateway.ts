@@ -145,7 +145,9 @@ export class Gateway {
       const problem = secret === undefined ? true : checkSecret(secret, hint);
       if (problem !== true) log.warn(`${what} is weak: {problem}`, { problem });
     }
-    const metrics = openUsageMetrics(config);
+    const metrics = openUsageMetrics(config, {
+      onWarning: (message) => log.warn("{message}", { message }),
+    });
     // Without a model, direct-delivery routes still work; agent runs end with the reason.
     const session = agent.model
       ? await AgentSession.open({

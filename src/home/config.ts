@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { dirname, join } from "node:path";
 import { isMap, isNode, isSeq, LineCounter, parseDocument } from "yaml";
 import type { Document } from "yaml";
 import { ConfigError } from "./errors.ts";
@@ -283,25 +284,39 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
   const configured = source.boolean("telemetry.shared_metrics.enabled");
   const sendConfigured = source.boolean("telemetry.shared_metrics.send") ?? false;
   const endpoint = source.string("telemetry.shared_metrics.endpoint")?.trim() || undefined;
-  const doNotTrack = scope.get("DO_NOT_TRACK")?.trim().toLowerCase();
+  const dotenvFile = join(dirname(source.file), ".env");
+  // DO_NOT_TRACK set in either place forces off: a `DO_NOT_TRACK=0` in .env must not undo it.
+  const dnt = scope.both("DO_NOT_TRACK");
+  const tracking = (value: string | undefined) => {
+    const text = value?.trim().toLowerCase();
+    return !!text && text !== "0" && text !== "false";
+  };
+  // The operator's environment beats .env for the default.
+  const shared = scope.both("AGENT_SHARED_METRICS");
+  const operatorDefault = shared.environment ?? shared.dotenv;
+  const operatorSource = shared.environment !== undefined
+    ? "in the environment"
+    : `in ${dotenvFile}`;
   let enabled: boolean;
   let decidedBy: string;
-  if (doNotTrack && doNotTrack !== "0" && doNotTrack !== "false") {
+  if (tracking(dnt.environment) || tracking(dnt.dotenv)) {
     enabled = false;
-    decidedBy = "DO_NOT_TRACK is set (forces usage metrics off)";
+    const where = tracking(dnt.environment) ? "in the environment" : `in ${dotenvFile}`;
+    decidedBy = `DO_NOT_TRACK is set ${where} (forces usage metrics off)`;
   } else if (configured !== undefined) {
     enabled = configured;
     decidedBy = `telemetry.shared_metrics.enabled: ${configured} in ${source.file}`;
   } else {
-    const operatorDefault = scope.get("AGENT_SHARED_METRICS");
     const parsed = operatorDefault === undefined ? undefined : parseBoolish(operatorDefault);
     if (operatorDefault !== undefined && parsed === undefined) {
-      warnings.push(`AGENT_SHARED_METRICS=${operatorDefault} is not true or false; ignored`);
+      warnings.push(
+        `AGENT_SHARED_METRICS=${operatorDefault} ${operatorSource} is not true or false; ignored`,
+      );
     }
     enabled = parsed ?? false;
     decidedBy = parsed === undefined
       ? "default (off until you opt in)"
-      : `AGENT_SHARED_METRICS=${operatorDefault}`;
+      : `AGENT_SHARED_METRICS=${operatorDefault} ${operatorSource}`;
   }
   let send = enabled && sendConfigured;
   if (sendConfigured && !enabled) {

@@ -47,6 +47,17 @@ export class SecretScope {
     return this.#env(name) === undefined ? undefined : "environment";
   }
 
+  /**
+   * The value of `name` in each source, for settings where the two must not shadow each other
+   * (consent: `DO_NOT_TRACK` in either forces metrics off; the operator's environment beats `.env`).
+   */
+  both(name: string): { dotenv?: string; environment?: string } {
+    return {
+      dotenv: Object.hasOwn(this.#dotenv, name) ? this.#dotenv[name] : undefined,
+      environment: this.#env(name),
+    };
+  }
+
   /** Names defined in `.env` (values are never listed). */
   dotenvNames(): string[] {
     return Object.keys(this.#dotenv);

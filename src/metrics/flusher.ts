@@ -5,6 +5,7 @@
  * @module
  */
 import type { UsageMetrics } from "./mod.ts";
+import { escapeControls } from "./printable.ts";
 
 /** The sends under way, per metrics store. */
 const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
@@ -54,13 +55,16 @@ export class MetricsFlusher {
             if (outcome.status === "invalid") {
               this.#warn(
                 `usage-metrics package ${outcome.file} was not sent`,
-                `it does not validate (${outcome.reason}); it was moved to ${outcome.movedTo}` +
+                `it does not validate (${escapeControls(outcome.reason)}); it was moved to ` +
+                  `${outcome.movedTo}` +
                   " and is never sent; delete it once you have looked at it",
               );
             } else if (outcome.status === "unreadable") {
               this.#warn(
                 `usage-metrics package ${outcome.file} was not sent`,
-                `${outcome.reason}; its package is marked rejected and is never sent`,
+                `${
+                  escapeControls(outcome.reason)
+                }; its package is marked rejected and is never sent`,
               );
             }
           }

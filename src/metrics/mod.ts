@@ -34,11 +34,21 @@ import {
   rejectedFile,
   writePackages,
 } from "./packager.ts";
-import { disabledRecorder, type MetricsRecorder, StoreRecorder } from "./recorder.ts";
+import {
+  disabledRecorder,
+  type MetricsRecorder,
+  RECORD_BUSY_TIMEOUT_MS,
+  StoreRecorder,
+} from "./recorder.ts";
 import { currentResource } from "./resource.ts";
 import { validateMetricsPackage } from "./schema.ts";
 import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
-import { MetricsStore, MetricsStoreUnavailableError } from "./store.ts";
+import {
+  MetricsStore,
+  MetricsStoreBusyError,
+  MetricsStoreDamagedError,
+  MetricsStoreUnavailableError,
+} from "./store.ts";
 
 export * from "./contract.ts";
 export { MetricsContractError, type MetricsEvent, type ToolSource } from "./events.ts";
@@ -51,7 +61,12 @@ export {
 } from "./schema.ts";
 export { type SendOutcome, validateEndpoint } from "./sender.ts";
 export { InvalidStoredCountsError } from "./packager.ts";
-export { MetricsStoreUnavailableError } from "./store.ts";
+export {
+  MetricsStoreBusyError,
+  MetricsStoreDamagedError,
+  MetricsStoreUnavailableError,
+} from "./store.ts";
+export { escapeControls } from "./printable.ts";
 
 /**
  * An outbox file that failed the v2 schema right before sending (edited or damaged on disk). It
@@ -99,16 +114,26 @@ export interface UsageMetricsOptions {
    * CLI's metrics commands pass a function that throws instead.
    */
   onStoreUnavailable?: (error: MetricsStoreUnavailableError) => void;
+  /**
+   * Where the problems of recording go (each once): the store cannot be opened (when
+   * `onStoreUnavailable` is not given), is busy or damaged while recording, counts dropped on
+   * close. Default: one `warning:` line on stderr per problem and process. A session passes a
+   * function that adds them to its runs' warnings (`agent run --json` shows them there).
+   */
+  onWarning?: (message: string) => void;
 }
 
-/** Store files already warned about in this process (warn once, not once per run). */
-const WARNED_STORES = new Set<string>();
+/** Warnings already printed in this process (warn once, not once per run). */
+const WARNED = new Set<string>();
 
-function warnOnce(error: MetricsStoreUnavailableError): void {
-  if (WARNED_STORES.has(error.path)) return;
-  WARNED_STORES.add(error.path);
-  console.error(`warning: usage metrics are skipped: ${error.message}`);
+function warnOnStderrOnce(message: string): void {
+  if (WARNED.has(message)) return;
+  WARNED.add(message);
+  console.error(`warning: ${message}`);
 }
+
+/** How long a sender's claim on a package lasts if it never reports an outcome (a crash). */
+const SEND_CLAIM_MS = 15 * 60_000;
 
 /** The usage-metrics service of one `<home>`. */
 export class UsageMetrics {
@@ -119,6 +144,7 @@ export class UsageMetrics {
   readonly #paths: HomePaths;
   readonly #store: MetricsStore | undefined;
   readonly #now: () => number;
+  readonly #warn: (message: string) => void;
 
   constructor(
     settings: TelemetrySettings,
@@ -130,10 +156,12 @@ export class UsageMetrics {
     this.#paths = paths;
     this.#store = store;
     this.#now = options.now ?? Date.now;
+    this.#warn = options.onWarning ?? warnOnStderrOnce;
     this.recorder = store && settings.enabled
       ? new StoreRecorder(store, options.resource ?? currentResource((n) => Deno.env.get(n)), {
         now: this.#now,
         flushDelayMs: options.flushDelayMs,
+        onWarning: this.#warn,
       })
       : disabledRecorder;
   }
@@ -152,12 +180,17 @@ export class UsageMetrics {
 
   /**
    * The automatic packaging run, for after a task ends and on shutdown: at most once per UTC
-   * day, finished days only. Returns the packages written.
+   * day, finished days only. Returns the packages written. It waits at most 250 ms for another
+   * process's lock (then throws `MetricsStoreBusyError`; the next run packages instead).
    */
   packageDue(): MetricsPackage[] {
-    if (!this.#store) return [];
+    const store = this.#store;
+    if (!store) return [];
     this.recorder.flush();
-    return packageDueDays(this.#store, this.#paths.metricsOutbox, this.#now());
+    return store.withBusyTimeout(
+      RECORD_BUSY_TIMEOUT_MS,
+      () => packageDueDays(store, this.#paths.metricsOutbox, this.#now()),
+    );
   }
 
   /** Builds every pending delta (today included) into the outbox now, and prunes old exports. */
@@ -177,6 +210,10 @@ export class UsageMetrics {
    * sent but moved to `outbox/rejected/` and reported as `invalid`; one that cannot be read
    * (deleted by hand) is reported as `unreadable`. Both are marked rejected and never retried.
    * Does nothing unless `send` is on. Never throws for network or HTTP failures.
+   *
+   * One sender at a time per package: the due packages are claimed in the store first, so a
+   * second sender (another process, the gateway's hourly pass) finds them not due and sends
+   * nothing ({@linkcode packagesBeingSent} tells why).
    */
   async sendDue(
     options: Omit<SenderOptions, "endpoint" | "now"> = {},
@@ -184,8 +221,31 @@ export class UsageMetrics {
     const store = this.#store;
     const endpoint = this.settings.endpoint;
     if (!store || !this.settings.send || !endpoint) return [];
+    const due = store.claimDuePackages(this.#now(), SEND_CLAIM_MS);
+    const unfinished = new Set(due.map((record) => record.packageId));
+    try {
+      return await this.#sendClaimed(store, endpoint, due, unfinished, options);
+    } finally {
+      // A pass that threw (or a store write that failed) leaves no package claimed for 15 min.
+      try {
+        store.releaseClaims(unfinished, this.#now());
+      } catch { /* the lease ends on its own */ }
+    }
+  }
+
+  /** How many due packages another sender is sending right now (none without a store). */
+  packagesBeingSent(): number {
+    return this.#store?.packagesBeingSent(this.#now()) ?? 0;
+  }
+
+  async #sendClaimed(
+    store: MetricsStore,
+    endpoint: string,
+    due: ReturnType<MetricsStore["duePackages"]>,
+    unfinished: Set<string>,
+    options: Omit<SenderOptions, "endpoint" | "now">,
+  ): Promise<OutboxSendOutcome[]> {
     const outbox = this.#paths.metricsOutbox;
-    const due = store.duePackages(this.#now());
     const outgoing = [];
     const unsendable: (InvalidOutboxFile | UnreadableOutboxFile)[] = [];
     for (const record of due) {
@@ -199,6 +259,7 @@ export class UsageMetrics {
           state: "rejected",
           detail: missing ? "outbox file missing" : "outbox file unreadable",
         }, this.#now());
+        unfinished.delete(record.packageId);
         const reason = missing
           ? "the outbox file is missing"
           : `the outbox file cannot be read (${error instanceof Error ? error.message : error})`;
@@ -217,6 +278,7 @@ export class UsageMetrics {
         state: "rejected",
         detail: "invalid outbox file, moved to outbox/rejected/",
       }, this.#now());
+      unfinished.delete(record.packageId);
       unsendable.push({ packageId: record.packageId, status: "invalid", file, movedTo, reason });
     }
     if (outgoing.length === 0) return unsendable;
@@ -238,6 +300,7 @@ export class UsageMetrics {
           nowMs,
         );
       }
+      unfinished.delete(outcome.packageId);
     }
     return [...unsendable, ...outcomes];
   }
@@ -250,12 +313,28 @@ export class UsageMetrics {
     const store = this.#store;
     if (!store || !this.recorder.enabled) return;
     const key = `skill_use:${createHash("sha256").update(name).digest("hex")}`;
-    const { useCount, patched } = store.transaction(() => {
-      const previous = parseSkillUse(store.getMeta(key));
-      const next = { uses: (previous?.uses ?? 0) + 1, digest };
-      store.setMeta(key, JSON.stringify(next));
-      return { useCount: next.uses, patched: previous !== undefined && previous.digest !== digest };
-    });
+    let counted: { useCount: number; patched: boolean };
+    try {
+      counted = store.withBusyTimeout(RECORD_BUSY_TIMEOUT_MS, () =>
+        store.transaction(() => {
+          const previous = parseSkillUse(store.getMeta(key));
+          const next = { uses: (previous?.uses ?? 0) + 1, digest };
+          store.setMeta(key, JSON.stringify(next));
+          return {
+            useCount: next.uses,
+            patched: previous !== undefined && previous.digest !== digest,
+          };
+        }));
+    } catch (error) {
+      // Never stop a run for metrics: the load is not counted, once said.
+      this.#warn(
+        `usage metrics: a skill load was not counted (${
+          error instanceof Error ? error.message : String(error)
+        })`,
+      );
+      return;
+    }
+    const { useCount, patched } = counted;
     this.recorder.record({
       kind: "skill_load",
       provenance,
@@ -317,8 +396,12 @@ export function openUsageMetrics(
     try {
       store = MetricsStore.open(config.paths.metricsDb);
     } catch (error) {
-      if (!(error instanceof MetricsStoreUnavailableError)) throw error;
-      (options.onStoreUnavailable ?? warnOnce)(error);
+      if (error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError) {
+        // Busy while opening (a migration waiting for a lock) or damaged: run without metrics.
+        (options.onWarning ?? warnOnStderrOnce)(`usage metrics are skipped: ${error.message}`);
+      } else if (!(error instanceof MetricsStoreUnavailableError)) throw error;
+      else if (options.onStoreUnavailable) options.onStoreUnavailable(error);
+      else (options.onWarning ?? warnOnStderrOnce)(`usage metrics are skipped: ${error.message}`);
     }
   }
   return new UsageMetrics(config.telemetry, config.paths, store, options);

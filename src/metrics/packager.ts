@@ -16,7 +16,7 @@ import {
 } from "./contract.ts";
 import { utcDay } from "./recorder.ts";
 import { type MetricsValidationError, validateMetricsPackage } from "./schema.ts";
-import { DAY_MS, type MetricsStore, type PendingDelta } from "./store.ts";
+import { DAY_MS, type MetricsStore, MetricsStoreDamagedError, type PendingDelta } from "./store.ts";
 
 /** Exported packages older than this are pruned. */
 export const RETENTION_DAYS = 30;
@@ -70,7 +70,7 @@ export class InvalidStoredCountsError extends Error {
 export function previewPackages(store: MetricsStore, options: PackagingOptions): MetricsPackage[] {
   const installId = store.installId();
   return groupDeltas(store, options).map((group) =>
-    checked(store, toPackage(group, installId, options.nowMs))
+    checked(store, toPackage(store, group, installId, options.nowMs))
   );
 }
 
@@ -100,7 +100,7 @@ export function writePackages(
       const installId = store.installId();
       const built = groupDeltas(store, options).map((group) => ({
         group,
-        pkg: checked(store, toPackage(group, installId, options.nowMs)),
+        pkg: checked(store, toPackage(store, group, installId, options.nowMs)),
       }));
       const packages: MetricsPackage[] = [];
       for (const { group, pkg } of built) {
@@ -193,12 +193,21 @@ function checked(store: MetricsStore, pkg: MetricsPackage): MetricsPackage {
   return pkg;
 }
 
-function toPackage(group: DeltaGroup, installId: string, nowMs: number): MetricsPackage {
+function toPackage(
+  store: MetricsStore,
+  group: DeltaGroup,
+  installId: string,
+  nowMs: number,
+): MetricsPackage {
   const start = Date.parse(`${group.day}T00:00:00Z`);
   const metrics: MetricItem[] = group.rows.map((row) => ({
     name: row.name as MetricName,
     type: "counter",
-    dimensions: JSON.parse(row.dimensions),
+    dimensions: storedJson(
+      store,
+      row.dimensions,
+      `the dimensions of ${row.name} on ${row.day} are`,
+    ),
     value: Number(row.delta),
   }));
   return {
@@ -208,9 +217,19 @@ function toPackage(group: DeltaGroup, installId: string, nowMs: number): Metrics
     period_start: `${group.day}T00:00:00Z`,
     period_end: `${utcDay(start + DAY_MS)}T00:00:00Z`,
     generated_at: new Date(nowMs).toISOString(),
-    resource: JSON.parse(group.resource),
+    resource: storedJson(store, group.resource, `the resource of ${group.day} is`),
     metrics,
   };
+}
+
+/** A JSON column of the store; text that is not JSON means the store was changed by hand. */
+// deno-lint-ignore no-explicit-any
+function storedJson(store: MetricsStore, text: string, what: string): any {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new MetricsStoreDamagedError(store.path, `${what} not JSON`, { cause: error });
+  }
 }
 
 /** Outbox files (and temporaries) the ledger does not know come from an uncommitted run. */

@@ -7,7 +7,9 @@
  *
  * Status handling:
  * - any 2xx (202 is what the collector answers; 200, 201, 204 are accepted too) → `sent`;
- * - 400, 413 and every other 4xx except 429 → `rejected` (permanent, never retried);
+ * - 400, 413 and 422 → `rejected` (permanent, never retried);
+ * - any other 4xx but 429 (404 from a wrong path, 401/403 from an auth outage, 408) → retried
+ *   like a 5xx: a misconfigured or briefly failing endpoint must not discard every package;
  * - 429 → this package and all remaining ones `deferred` until `Retry-After` (the pass stops);
  * - 5xx, network errors and timeouts → up to 3 tries with backoff 1 s, 5 s (±20 % jitter), then
  *   `deferred` for 25 s (±20 %); the pass stops and the remaining packages are deferred too,
@@ -30,7 +32,7 @@ export interface OutgoingPackage {
  * What happened to one package in a pass.
  *
  * - `sent`: the endpoint accepted it (any 2xx); the caller may mark it exported.
- * - `rejected`: the endpoint refused it for good (400, 413, other 4xx); never send it again.
+ * - `rejected`: the endpoint refused it for good (400, 413, 422); never send it again.
  * - `deferred`: try again at `retryAt` (ms since the epoch, same clock as `SenderOptions.now`).
  */
 export type SendOutcome =
@@ -68,6 +70,8 @@ const DEFAULT_RETRY_AFTER_MS = 60_000;
 /** A bogus or hostile `Retry-After` must not silence metrics for longer than a day. */
 const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** The answers that refuse a package for good; every other 4xx but 429 is retried. */
+const PERMANENT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422]);
 
 const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
 const ENDPOINT_RULE =
@@ -252,13 +256,9 @@ async function sendOne(pkg: OutgoingPackage, pass: Pass): Promise<PackageResult>
         }
         if (status === 429) {
           const now = pass.now();
-          const waitMs = retryAfterMs(answer.retryAfter, now);
+          const wait = retryAfter(answer.retryAfter, now);
           return {
-            outcome: deferred(
-              packageId,
-              now + waitMs,
-              `HTTP 429: the endpoint asked to wait ${Math.ceil(waitMs / 1000)} s`,
-            ),
+            outcome: deferred(packageId, now + wait.ms, `HTTP 429: ${wait.reason}`),
             stopReason: "the endpoint answered HTTP 429 (too many requests)",
           };
         }
@@ -272,10 +272,13 @@ async function sendOne(pkg: OutgoingPackage, pass: Pass): Promise<PackageResult>
             stopReason: `the endpoint answered a redirect (HTTP ${status})`,
           };
         }
-        if (status >= 400 && status < 500) {
+        if (PERMANENT_STATUSES.has(status)) {
           return { outcome: { packageId, status: "rejected", httpStatus: status } };
         }
-        transient = `HTTP ${status}`;
+        transient = status >= 400 && status < 500
+          ? `HTTP ${status}, retried like a server error (only 400, 413 and 422 are permanent; ` +
+            `check ${ENDPOINT_KEY} if it persists)`
+          : `HTTP ${status}`;
       }
     }
     if (tryNumber >= MAX_TRIES) {
@@ -363,25 +366,51 @@ async function attempt(request: EncodedRequest, pass: Pass): Promise<Answer> {
   }
 }
 
+/**
+ * An error with its causes: `fetch` says only "fetch failed"; what failed (connection refused to
+ * 127.0.0.1:59999, a TLS or DNS error) is in its `cause`.
+ */
 function describeError(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return String(error);
+  const parts: string[] = [];
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; depth++) {
+    const text = e instanceof Error ? e.message || e.name : String(e);
+    if (!parts.some((part) => part.includes(text))) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ");
 }
 
 /**
- * `Retry-After` as a wait in ms: delta-seconds or an HTTP-date; missing or invalid → 60 s;
- * a date in the past → 0; capped at one day.
+ * `Retry-After` as a wait in ms and the sentence saying so: delta-seconds or an HTTP-date;
+ * missing or not understood → 60 s; a date in the past → 0; capped at one day.
  */
-function retryAfterMs(header: string | null, now: number): number {
+function retryAfter(header: string | null, now: number): { ms: number; reason: string } {
   const value = header?.trim() ?? "";
-  let waitMs = DEFAULT_RETRY_AFTER_MS;
-  if (/^\d+$/.test(value)) {
-    waitMs = Number(value) * 1000;
-  } else {
+  let asked: number | undefined;
+  if (/^\d+$/.test(value)) asked = Number(value) * 1000;
+  else {
     const at = parseHttpDate(value);
-    if (at !== undefined) waitMs = Math.max(0, at - now);
+    if (at !== undefined) asked = Math.max(0, at - now);
   }
-  return Math.min(waitMs, MAX_RETRY_AFTER_MS);
+  const seconds = (ms: number) => `${Math.ceil(ms / 1000)} s`;
+  if (asked === undefined) {
+    const heard = value === ""
+      ? "the endpoint sent no Retry-After"
+      : `the endpoint's Retry-After "${value.slice(0, 64)}" was not understood`;
+    return {
+      ms: DEFAULT_RETRY_AFTER_MS,
+      reason: `${heard}; waiting the default ${seconds(DEFAULT_RETRY_AFTER_MS)}`,
+    };
+  }
+  if (asked > MAX_RETRY_AFTER_MS) {
+    return {
+      ms: MAX_RETRY_AFTER_MS,
+      reason: `the endpoint asked to wait ${
+        /^\d+$/.test(value) ? `${value} s` : seconds(asked)
+      }; waiting the maximum of ${seconds(MAX_RETRY_AFTER_MS)}`,
+    };
+  }
+  return { ms: asked, reason: `the endpoint asked to wait ${seconds(asked)}` };
 }
 
 const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { dirname } from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
@@ -46,6 +47,15 @@ export interface PackageRecord {
 }
 
 const SCHEMA_VERSION = 1;
+/** `last_result` of a package a sender has claimed. */
+const SENDING = "sending";
+
+/** How long a write waits for another process's lock by default (CLI commands). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 15_000;
+
+/** The fix of a damaged store, shared by the errors that name it. */
+const RESET_FIX = "Fix: run `agent metrics reset` to delete it and start a new one, or move the " +
+  "file aside to keep it";
 
 /** The store file exists but cannot be opened; the message names the file and the fix. */
 export class MetricsStoreUnavailableError extends Error {
@@ -54,14 +64,77 @@ export class MetricsStoreUnavailableError extends Error {
 
   constructor(path: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
-    super(
-      `the metrics store ${path} cannot be opened (${reason}). Fix: run \`agent metrics reset\` ` +
-        "to delete it and start a new one, or move the file aside to keep it",
-      { cause },
-    );
+    super(`the metrics store ${path} cannot be opened (${reason}). ${RESET_FIX}`, { cause });
     this.name = "MetricsStoreUnavailableError";
     this.path = path;
   }
+}
+
+/**
+ * The store opened but its content is not what this version writes (a table or the install id
+ * deleted, a count too large, changed by hand or by another program). The message names the
+ * file and the fix.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MetricsStoreDamagedError } from "./store.ts";
+ * const error = new MetricsStoreDamagedError("/h/metrics.sqlite3", "it has no install id");
+ * assert.match(error.message, /metrics\.sqlite3 is damaged \(it has no install id\).*metrics reset/);
+ * ```
+ */
+export class MetricsStoreDamagedError extends Error {
+  /** The store file. */
+  readonly path: string;
+
+  constructor(path: string, reason: string, options?: ErrorOptions) {
+    super(`the metrics store ${path} is damaged (${reason}). ${RESET_FIX}`, options);
+    this.name = "MetricsStoreDamagedError";
+    this.path = path;
+  }
+}
+
+/**
+ * Another process held the store's write lock for longer than this process was willing to wait.
+ * Nothing was changed; trying again later works.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MetricsStoreBusyError } from "./store.ts";
+ * assert.match(new MetricsStoreBusyError("/h/m.sqlite3").message, /busy: another agent process/);
+ * ```
+ */
+export class MetricsStoreBusyError extends Error {
+  /** The store file. */
+  readonly path: string;
+
+  constructor(path: string, options?: ErrorOptions) {
+    super(
+      `the metrics store ${path} is busy: another agent process holds it; try again`,
+      options,
+    );
+    this.name = "MetricsStoreBusyError";
+    this.path = path;
+  }
+}
+
+/**
+ * Whether `error` is SQLite's "the database is locked by someone else" (SQLITE_BUSY/LOCKED).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isBusyError } from "./store.ts";
+ * assert(isBusyError(new Error("database is locked")));
+ * assert(!isBusyError(new Error("no such table: packages")));
+ * ```
+ */
+export function isBusyError(error: unknown): boolean {
+  if (error instanceof MetricsStoreBusyError) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { errcode?: unknown }).errcode;
+  return code === 5 || code === 6 || /database (table )?is locked|SQLITE_BUSY/i.test(error.message);
 }
 
 /**
@@ -98,25 +171,59 @@ export class MetricsStore implements Disposable {
    * database, from a newer version, unreadable).
    */
   static open(path: string): MetricsStore {
+    const folderProblem = notAFolder(dirname(path));
+    if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+    let db: DatabaseSync;
     try {
-      return new MetricsStore(path, openPrivateDatabase(path, SCHEMA));
+      db = openPrivateDatabase(path, SCHEMA);
     } catch (error) {
+      if (isBusyError(error)) throw new MetricsStoreBusyError(path, { cause: error });
+      throw new MetricsStoreUnavailableError(path, error);
+    }
+    try {
+      return new MetricsStore(path, db);
+    } catch (error) {
+      db.close();
+      throw new MetricsStoreDamagedError(path, describe(error), { cause: error });
+    }
+  }
+
+  /**
+   * Whether a store exists at `path` (without creating one). A path that cannot hold a store (its
+   * folder is a file, say) throws {@linkcode MetricsStoreUnavailableError}: reporting "no store"
+   * would hide why nothing is ever recorded.
+   */
+  static exists(path: string): boolean {
+    const folderProblem = notAFolder(dirname(path));
+    if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+    try {
+      return Deno.statSync(path).isFile;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return false;
       throw new MetricsStoreUnavailableError(path, error);
     }
   }
 
-  /** Whether a store exists at `path` (without creating one). */
-  static exists(path: string): boolean {
+  /**
+   * Runs `work` waiting at most `ms` for another process's lock (instead of
+   * {@linkcode DEFAULT_BUSY_TIMEOUT_MS}): recording and automatic packaging must not hold a run.
+   */
+  withBusyTimeout<T>(ms: number, work: () => T): T {
+    this.#db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
     try {
-      return Deno.statSync(path).isFile;
-    } catch {
-      return false;
+      return work();
+    } finally {
+      if (this.#db.isOpen) this.#db.exec(`PRAGMA busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`);
     }
   }
 
-  /** Runs `work` in an immediate (write-locked) transaction; rolls back if it throws. */
+  /**
+   * Runs `work` in an immediate (write-locked) transaction; rolls back if it throws. A lock held
+   * too long by another process throws {@linkcode MetricsStoreBusyError}; content this version
+   * does not write throws {@linkcode MetricsStoreDamagedError}.
+   */
   transaction<T>(work: () => T): T {
-    return immediateTransaction(this.#db, work);
+    return this.#guard(() => immediateTransaction(this.#db, work));
   }
 
   /** Adds increments in one transaction. */
@@ -131,11 +238,7 @@ export class MetricsStore implements Disposable {
   /** The install id: a uuid4 created with the store and kept in it. */
   installId(): string {
     const id = this.getMeta("install_id");
-    if (!id) {
-      throw new Error(
-        `the metrics store ${this.path} has no install id; run \`agent metrics reset\``,
-      );
-    }
+    if (!id) throw new MetricsStoreDamagedError(this.path, "it has no install id");
     return id;
   }
 
@@ -155,12 +258,14 @@ export class MetricsStore implements Disposable {
 
   /** Deltas not yet packaged, ordered by day, resource, name, dimensions. */
   pendingDeltas(filter: { beforeDay?: string }): PendingDelta[] {
-    const sql = `SELECT day, name, resource, dimensions, total - packaged AS delta FROM counters
-      WHERE total > packaged ${filter.beforeDay ? "AND day < ?" : ""}
-      ORDER BY day, resource, name, dimensions`;
-    const statement = this.#db.prepare(sql);
-    const rows = filter.beforeDay ? statement.all(filter.beforeDay) : statement.all();
-    return rows as unknown as PendingDelta[];
+    return this.#guard(() => {
+      const sql = `SELECT day, name, resource, dimensions, total - packaged AS delta FROM counters
+        WHERE total > packaged ${filter.beforeDay ? "AND day < ?" : ""}
+        ORDER BY day, resource, name, dimensions`;
+      const statement = this.#db.prepare(sql);
+      const rows = filter.beforeDay ? statement.all(filter.beforeDay) : statement.all();
+      return rows as unknown as PendingDelta[];
+    });
   }
 
   /** Marks every delta of (day, resource) as packaged. Call inside {@linkcode transaction}. */
@@ -181,16 +286,61 @@ export class MetricsStore implements Disposable {
 
   /** Every package id in the ledger. */
   packageIds(): Set<string> {
-    const rows = this.#db.prepare("SELECT package_id FROM packages").all();
-    return new Set(rows.map((row) => String(row.package_id)));
+    return this.#guard(() => {
+      const rows = this.#db.prepare("SELECT package_id FROM packages").all();
+      return new Set(rows.map((row) => String(row.package_id)));
+    });
   }
 
   /** Packages waiting to be sent whose next attempt is due at `nowMs`. */
   duePackages(nowMs: number): PackageRecord[] {
-    return this.#db.prepare(
-      `SELECT package_id, day, created_at, state, attempts, next_attempt_at FROM packages
-       WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, package_id`,
-    ).all(nowMs).map(toPackageRecord);
+    return this.#guard(() =>
+      this.#db.prepare(
+        `SELECT package_id, day, created_at, state, attempts, next_attempt_at FROM packages
+         WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, package_id`,
+      ).all(nowMs).map(toPackageRecord)
+    );
+  }
+
+  /**
+   * Claims the packages due at `nowMs` for one sender: in one write transaction they are marked
+   * as being sent and not due again for `leaseMs`, so a second sender (another process, the
+   * gateway's hourly pass) does not post them too. Recording an outcome ends the claim; a sender
+   * that crashed leaves them to be sent again once the lease is over.
+   */
+  claimDuePackages(nowMs: number, leaseMs: number): PackageRecord[] {
+    return this.transaction(() => {
+      const due = this.duePackages(nowMs);
+      const claim = this.#db.prepare(
+        `UPDATE packages SET next_attempt_at = ?, last_result = '${SENDING}' WHERE package_id = ?`,
+      );
+      for (const record of due) claim.run(nowMs + leaseMs, record.packageId);
+      return due;
+    });
+  }
+
+  /** Makes claimed packages that got no outcome due again at `nowMs`. */
+  releaseClaims(packageIds: Iterable<string>, nowMs: number): void {
+    const ids = [...packageIds];
+    if (ids.length === 0) return;
+    this.transaction(() => {
+      const release = this.#db.prepare(
+        `UPDATE packages SET next_attempt_at = ?, last_result = NULL
+         WHERE package_id = ? AND state = 'pending' AND last_result = '${SENDING}'`,
+      );
+      for (const id of ids) release.run(nowMs, id);
+    });
+  }
+
+  /** How many packages another sender has claimed and not finished at `nowMs`. */
+  packagesBeingSent(nowMs: number): number {
+    return this.#guard(() => {
+      const row = this.#db.prepare(
+        `SELECT COUNT(*) AS n FROM packages
+         WHERE state = 'pending' AND last_result = '${SENDING}' AND next_attempt_at > ?`,
+      ).get(nowMs) as { n: number };
+      return Number(row.n);
+    });
   }
 
   /** Records the outcome of a send attempt. */
@@ -199,16 +349,19 @@ export class MetricsStore implements Disposable {
     outcome: { state: PackageState; nextAttemptAt?: number; detail: string },
     nowMs: number,
   ): void {
-    this.#db.prepare(
-      `UPDATE packages SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_result = ?,
-       sent_at = CASE WHEN ? = 'sent' THEN ? ELSE sent_at END WHERE package_id = ?`,
-    ).run(
-      outcome.state,
-      outcome.nextAttemptAt ?? 0,
-      outcome.detail,
-      outcome.state,
-      nowMs,
-      packageId,
+    this.#guard(() =>
+      this.#db.prepare(
+        `UPDATE packages SET state = ?, attempts = attempts + 1, next_attempt_at = ?,
+         last_result = ?, sent_at = CASE WHEN ? = 'sent' THEN ? ELSE sent_at END
+         WHERE package_id = ?`,
+      ).run(
+        outcome.state,
+        outcome.nextAttemptAt ?? 0,
+        outcome.detail,
+        outcome.state,
+        nowMs,
+        packageId,
+      )
     );
   }
 
@@ -235,6 +388,14 @@ export class MetricsStore implements Disposable {
     pendingEvents: number;
     packages: Record<PackageState, number>;
   } {
+    return this.#guard(() => this.#summary());
+  }
+
+  #summary(): {
+    pendingRows: number;
+    pendingEvents: number;
+    packages: Record<PackageState, number>;
+  } {
     const pending = this.#db.prepare(
       "SELECT COUNT(*) AS rows, COALESCE(SUM(total - packaged), 0) AS events FROM counters WHERE total > packaged",
     ).get() as { rows: number; events: number };
@@ -250,15 +411,41 @@ export class MetricsStore implements Disposable {
 
   /** A value of the meta table. */
   getMeta(key: string): string | undefined {
-    const row = this.#db.prepare("SELECT value FROM meta WHERE key = ?").get(key);
-    return row === undefined ? undefined : String(row.value);
+    return this.#guard(() => {
+      const row = this.#db.prepare("SELECT value FROM meta WHERE key = ?").get(key);
+      return row === undefined ? undefined : String(row.value);
+    });
   }
 
   /** Sets a value of the meta table. */
   setMeta(key: string, value: string): void {
-    this.#db.prepare(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    ).run(key, value);
+    this.#guard(() =>
+      this.#db.prepare(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ).run(key, value)
+    );
+  }
+
+  /**
+   * SQLite's errors in the user's words: a lock held by another process is
+   * {@linkcode MetricsStoreBusyError}; a missing table or column, a number too large for
+   * JavaScript or a corrupt page is {@linkcode MetricsStoreDamagedError}. Errors already
+   * translated pass through.
+   */
+  #guard<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      if (
+        error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError ||
+        !(error instanceof Error)
+      ) throw error;
+      if (isBusyError(error)) throw new MetricsStoreBusyError(this.path, { cause: error });
+      if (isDamage(error)) {
+        throw new MetricsStoreDamagedError(this.path, describe(error), { cause: error });
+      }
+      throw error;
+    }
   }
 
   /** Closes the database. */
@@ -269,6 +456,32 @@ export class MetricsStore implements Disposable {
   [Symbol.dispose](): void {
     this.close();
   }
+}
+
+/** SQLite errors that mean the file's content is not what this version wrote. */
+function isDamage(error: Error): boolean {
+  if (error instanceof RangeError) return true; // an integer beyond 2^53 written by hand
+  const code = (error as { code?: unknown }).code;
+  return code === "ERR_SQLITE_ERROR" &&
+    /no such (table|column)|malformed|not a database|datatype mismatch|constraint failed/i.test(
+      error.message,
+    );
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Why `folder` cannot hold the store (it exists and is not a folder), or `undefined`. */
+function notAFolder(folder: string): string | undefined {
+  try {
+    if (!Deno.statSync(folder).isDirectory) return `${folder} is a file, not a folder`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotADirectory) {
+      return `a parent of ${folder} is a file, not a folder`;
+    }
+  }
+  return undefined;
 }
 
 function toPackageRecord(row: Record<string, unknown>): PackageRecord {

@@ -245,6 +245,41 @@ Deno.test("AGENT_SHARED_METRICS is a default below the config key", async () => 
   assert.equal(bogus.enabled, false);
 });
 
+Deno.test("DO_NOT_TRACK in either the environment or .env forces off; status says where", async () => {
+  await using h = await tempHome();
+  await cli(h.home, ["metrics", "enable"]);
+  Deno.writeTextFileSync(`${h.home}/.env`, "DO_NOT_TRACK=0\n");
+  const env = await status(h.home, { DO_NOT_TRACK: "1" });
+  assert.equal(env.enabled, false, ".env's DO_NOT_TRACK=0 must not undo the environment's");
+  assert.equal(env.decided_by, "DO_NOT_TRACK is set in the environment (forces usage metrics off)");
+
+  Deno.writeTextFileSync(`${h.home}/.env`, "DO_NOT_TRACK=1\n");
+  const dotenv = await status(h.home, { DO_NOT_TRACK: "0" });
+  assert.equal(dotenv.enabled, false);
+  assert.equal(
+    dotenv.decided_by,
+    `DO_NOT_TRACK is set in ${h.home}/.env (forces usage metrics off)`,
+  );
+  assert.deepEqual(filesIn(`${h.home}/telemetry`), [], "nothing is created");
+});
+
+Deno.test("AGENT_SHARED_METRICS: the environment beats .env; status names the source", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(`${h.home}/.env`, "AGENT_SHARED_METRICS=true\n");
+  const operator = await status(h.home, { AGENT_SHARED_METRICS: "false" });
+  assert.equal(operator.enabled, false);
+  assert.equal(operator.decided_by, "AGENT_SHARED_METRICS=false in the environment");
+
+  const dotenv = await status(h.home);
+  assert.equal(dotenv.enabled, true);
+  assert.equal(dotenv.decided_by, `AGENT_SHARED_METRICS=true in ${h.home}/.env`);
+  const human = await cli(h.home, ["metrics", "status"]);
+  assert.match(
+    human.stdout,
+    /^Usage metrics: collecting \(AGENT_SHARED_METRICS=true in .*\.env\)/m,
+  );
+});
+
 // ---------------------------------------------------------------------------------------------
 // Broken configuration
 

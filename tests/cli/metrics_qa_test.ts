@@ -141,7 +141,7 @@ Deno.test("status prints what decided consent in one pair of brackets; JSON unch
   assert.equal((await status(h.home)).decided_by, "default (off until you opt in)");
   assert.equal(
     await statusLine({ AGENT_SHARED_METRICS: "false" }),
-    "Usage metrics: off (AGENT_SHARED_METRICS=false)",
+    "Usage metrics: off (AGENT_SHARED_METRICS=false in the environment)",
   );
   const preview = await cli(h.home, ["metrics", "preview"]);
   assert.equal(
@@ -153,21 +153,21 @@ Deno.test("status prints what decided consent in one pair of brackets; JSON unch
   const enabled = await cli(h.home, ["metrics", "enable"], { env: dnt });
   assert.match(
     enabled.stdout,
-    /^Collection stays off for now \(DO_NOT_TRACK is set: forces usage metrics off\)\.$/m,
+    /^Collection stays off for now \(DO_NOT_TRACK is set in the environment: forces usage metrics off\)\.$/m,
   );
   assert.equal(
     await statusLine(dnt),
-    "Usage metrics: off (DO_NOT_TRACK is set: forces usage metrics off)",
+    "Usage metrics: off (DO_NOT_TRACK is set in the environment: forces usage metrics off)",
   );
   assert.equal(
     (await status(h.home, dnt)).decided_by,
-    "DO_NOT_TRACK is set (forces usage metrics off)",
+    "DO_NOT_TRACK is set in the environment (forces usage metrics off)",
   );
   const send = await cli(h.home, ["metrics", "send"], { env: dnt });
   assert.equal(send.code, 1);
   assert.equal(
     send.stderr,
-    "agent: nothing is sent: usage metrics are off (DO_NOT_TRACK is set: forces usage metrics off)\n",
+    "agent: nothing is sent: usage metrics are off (DO_NOT_TRACK is set in the environment: forces usage metrics off)\n",
   );
   assert.equal(
     await statusLine(),

@@ -66,13 +66,13 @@ Deno.test("telemetry: AGENT_SHARED_METRICS applies when the config key is absent
   for (const value of ["true", "TRUE", "1", "yes", "on"]) {
     const t = resolve("", { AGENT_SHARED_METRICS: value });
     assert.equal(t.enabled, true, value);
-    assert.equal(t.decidedBy, `AGENT_SHARED_METRICS=${value}`);
+    assert.equal(t.decidedBy, `AGENT_SHARED_METRICS=${value} in the environment`);
     assert.deepEqual(t.warnings, []);
   }
   for (const value of ["false", "0", "no", "Off"]) {
     const t = resolve("", { AGENT_SHARED_METRICS: value });
     assert.equal(t.enabled, false, value);
-    assert.equal(t.decidedBy, `AGENT_SHARED_METRICS=${value}`);
+    assert.equal(t.decidedBy, `AGENT_SHARED_METRICS=${value} in the environment`);
     assert.deepEqual(t.warnings, []);
   }
 });
@@ -144,13 +144,18 @@ Deno.test("telemetry: DO_NOT_TRACK and AGENT_SHARED_METRICS are read from .env t
 
   const operator = resolve("", {}, { AGENT_SHARED_METRICS: "true" });
   assert.equal(operator.enabled, true);
-  assert.equal(operator.decidedBy, "AGENT_SHARED_METRICS=true");
+  assert.match(operator.decidedBy, /^AGENT_SHARED_METRICS=true in .*\.env$/);
 
-  // .env wins over the process environment here as everywhere.
-  const dotenvWins = resolve("", { AGENT_SHARED_METRICS: "true" }, {
-    AGENT_SHARED_METRICS: "false",
+  // Unlike secrets, the operator's environment wins over .env for the consent default …
+  const envWins = resolve("", { AGENT_SHARED_METRICS: "false" }, {
+    AGENT_SHARED_METRICS: "true",
   });
-  assert.equal(dotenvWins.enabled, false);
+  assert.equal(envWins.enabled, false);
+  assert.equal(envWins.decidedBy, "AGENT_SHARED_METRICS=false in the environment");
+  // … and DO_NOT_TRACK set in either place forces off: DO_NOT_TRACK=0 in .env undoes nothing.
+  const dntEnv = resolve(yaml({ enabled: "true" }), { DO_NOT_TRACK: "1" }, { DO_NOT_TRACK: "0" });
+  assert.equal(dntEnv.enabled, false);
+  assert.match(dntEnv.decidedBy, /^DO_NOT_TRACK is set in the environment/);
 });
 
 Deno.test("telemetry: send with enabled and an endpoint → send true, no warnings", () => {

@@ -208,7 +208,7 @@ Deno.test("the gzip threshold counts UTF-8 bytes, not characters", async () => {
   assert.equal(await gunzip(new Uint8Array(collector.received[0].body)), pkg.body);
 });
 
-for (const status of [400, 413, 404, 422]) {
+for (const status of [400, 413, 422]) {
   Deno.test(`${status} → rejected, not retried, and the pass goes on`, async () => {
     await using collector = startCollector(statuses(status, 202));
     const { options, sleeps } = testOptions(collector.endpoint);
@@ -221,6 +221,23 @@ for (const status of [400, 413, 404, 422]) {
     ]);
     assert.equal(collector.received.length, 2, "one request per package, no retry");
     assert.deepEqual(sleeps, []);
+  });
+}
+
+for (const status of [401, 403, 404, 408, 418]) {
+  Deno.test(`${status} → retried with the 5xx backoff, then deferred, never rejected`, async () => {
+    await using collector = startCollector(statuses(status));
+    const { options, sleeps } = testOptions(collector.endpoint);
+
+    const outcomes = await sendPackages([makePackage("p1"), makePackage("p2")], options);
+
+    assert.deepEqual(outcomes.map((o) => o.status), ["deferred", "deferred"]);
+    assert.equal(outcomes[0].status === "deferred" && outcomes[0].retryAt, NOW + 25_000);
+    const reason = outcomes[0].status === "deferred" ? outcomes[0].reason : "";
+    assert.match(reason, new RegExp(`^HTTP ${status}, retried like a server error`));
+    assert.match(reason, /only 400, 413 and 422 are permanent/);
+    assert.equal(collector.received.length, 3, "three tries, then the pass stops");
+    assert.deepEqual(sleeps, [1_000, 5_000]);
   });
 }
 
@@ -274,6 +291,32 @@ for (
     ]);
   });
 }
+
+Deno.test("429 reasons: a wait beyond the cap names both; a header not understood says so", async () => {
+  for (
+    const [header, reason] of [
+      [
+        "99999999",
+        /^HTTP 429: the endpoint asked to wait 99999999 s; waiting the maximum of 86400 s$/,
+      ],
+      [
+        "abc",
+        /^HTTP 429: the endpoint's Retry-After "abc" was not understood; waiting the default 60 s$/,
+      ],
+      [null, /^HTTP 429: the endpoint sent no Retry-After; waiting the default 60 s$/],
+      ["120", /^HTTP 429: the endpoint asked to wait 120 s$/],
+    ] as const
+  ) {
+    await using collector = startCollector(() =>
+      new Response(null, { status: 429, headers: header === null ? {} : { "Retry-After": header } })
+    );
+    const [outcome] = await sendPackages(
+      [makePackage("p1")],
+      testOptions(collector.endpoint).options,
+    );
+    assert.match(outcome.status === "deferred" ? outcome.reason : "", reason);
+  }
+});
 
 for (const header of [null, "", "soon", "-5", "1.5", "2026-01-01T00:05:00Z"]) {
   Deno.test(`429 with Retry-After ${JSON.stringify(header)} → deferred 60 s`, async () => {
@@ -361,7 +404,11 @@ Deno.test("connection refused → retried, then deferred", async () => {
 
   assert.deepEqual(outcomes.map((o) => o.status), ["deferred", "deferred"]);
   assert.equal(outcomes[0].status === "deferred" && outcomes[0].retryAt, NOW + 25_000);
-  assert.match(outcomes[0].status === "deferred" ? outcomes[0].reason : "", /network error/);
+  const reason = outcomes[0].status === "deferred" ? outcomes[0].reason : "";
+  assert.match(reason, /^network error: /);
+  // `fetch` says only "fetch failed"; the cause says what failed and where.
+  assert.match(reason, /connection refused/i);
+  assert.ok(reason.includes(`127.0.0.1:${port}`), reason);
   assert.deepEqual(sleeps, [1_000, 5_000]);
 });
 
