@@ -4,6 +4,7 @@
  *
  * @module
  */
+import process from "node:process";
 import type { EnvReader } from "../home/paths.ts";
 
 /** The outside world of one CLI invocation. */
@@ -116,7 +117,7 @@ export function processIo(): CliIo {
     readStdin: () => new Response(Deno.stdin.readable).text(),
     confirm: async (question) => {
       const { confirm } = await import("@inquirer/prompts");
-      return await confirm({ message: question, default: false });
+      return await confirm({ message: question, default: false }, { output: process.stderr });
     },
     now: () => Date.now(),
     stdin: () => Deno.stdin.readable,
@@ -143,9 +144,14 @@ export function processIo(): CliIo {
   };
 }
 
-/** {@linkcode Prompter} on `@inquirer/prompts` (loaded on first use). */
+/**
+ * {@linkcode Prompter} on `@inquirer/prompts` (loaded on first use). Questions go to stderr, like
+ * progress: stdout may be redirected to a file (`agent gateway setup > out.txt`), where a question
+ * would wait unseen.
+ */
 function inquirerPrompter(): Prompter {
   const prompts = () => import("@inquirer/prompts");
+  const context = { output: process.stderr };
   const cancellable = async <T>(ask: () => Promise<T>): Promise<T> => {
     try {
       return await ask();
@@ -156,19 +162,23 @@ function inquirerPrompter(): Prompter {
   };
   return {
     confirm: (message, defaultValue) =>
-      cancellable(async () => (await prompts()).confirm({ message, default: defaultValue })),
+      cancellable(async () =>
+        (await prompts()).confirm({ message, default: defaultValue }, context)
+      ),
     input: (message, options = {}) =>
-      cancellable(async () => (await prompts()).input({ message, ...options })),
+      cancellable(async () => (await prompts()).input({ message, ...options }, context)),
     select: <T extends string>(
       message: string,
       choices: readonly PromptChoice<T>[],
       defaultValue?: T,
     ) =>
       cancellable(async () =>
-        (await prompts()).select<T>({ message, choices, default: defaultValue })
+        (await prompts()).select<T>({ message, choices, default: defaultValue }, context)
       ),
     password: (message, validate) =>
-      cancellable(async () => (await prompts()).password({ message, mask: "*", validate })),
+      cancellable(async () =>
+        (await prompts()).password({ message, mask: "*", validate }, context)
+      ),
   };
 }
 
