@@ -6,6 +6,7 @@
  * @module
  */
 import { isIP } from "node:net";
+import { basename, dirname, join } from "node:path";
 import type { Command } from "@commander-js/extra-typings";
 import { parse as parseDotenv } from "dotenv";
 import { type Document, isAlias, isNode, visit } from "yaml";
@@ -72,7 +73,10 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
   gateway.command("setup").description(
     "enable webhooks, choose the port and bind address, set the global secret",
   )
-    .option("--enable", "enable the webhook listener (the default)")
+    .option(
+      "--enable",
+      "enable the webhook listener (the default when nothing disables it yet)",
+    )
     .option("--disable", "disable the webhook listener")
     .option(
       "--port <port>",
@@ -87,7 +91,9 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
       "after",
       "\nAt a terminal and without flags, setup asks each question and explains who can reach\n" +
         "the listener. With flags, or without a terminal, it asks nothing: unset choices keep\n" +
-        "their current value, and a global secret is generated when there is none.\n" +
+        "their current value (as the gateway reads it: config.yaml, .env, the environment),\n" +
+        "the listener is enabled unless config.yaml, .env or the environment disables it, and\n" +
+        "a global secret is generated when there is none.\n" +
         "It writes platforms.webhook in config.yaml (comments kept) and WEBHOOK_SECRET in .env.\n" +
         "Restart a running gateway afterwards.\n\n" +
         "Examples:\n" +
@@ -119,9 +125,11 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
     });
 }
 
-/** The values in the files now (environment overrides are reported, not adopted). */
+/** The values in effect now, resolved as the gateway resolves them. */
 interface CurrentSetup {
   enabled: boolean;
+  /** Whether config.yaml, `.env` or the environment sets `enabled` (else it is the default). */
+  enabledIsSet: boolean;
   port: number;
   host?: string;
   /** Whether a global secret exists, and where. */
@@ -164,23 +172,22 @@ function currentChoices(config: ResolvedConfig, io: CliIo, flags: SetupFlags): C
     });
   }
   const replacing = replaced.map((item) => item.key);
-  // A malformed setting is reported before anything is asked; the variables setup rewrites in
-  // .env are left out, so a bad one there does not block the run that replaces it.
+  // The current values are the ones the gateway resolves (config.yaml, then .env over the
+  // environment, each variable on its own). A malformed variable setup rewrites in .env reads
+  // as unset, so it does not block the run that replaces it.
   const rewritten = Object.fromEntries(
-    REWRITTEN_VARIABLES.filter((name) => config.secrets.source(name) === ".env")
-      .map((name) => [name, ""]),
+    REWRITTEN_VARIABLES.filter((name) =>
+      secrets.source(name) === ".env" && !validVariable(name, secrets.get(name) ?? "")
+    ).map((name) => [name, ""]),
   );
-  readWebhookSettings({ ...withChanges(config, io, rewritten), replacing });
+  const resolved = readWebhookSettings({ ...withChanges(config, io, rewritten), replacing });
   const read = <T>(key: string, get: () => T): T | undefined =>
     replacing.includes(key) ? undefined : get();
-  const portValue = read(PORT_KEY, () => source.get(PORT_KEY));
-  const port = Number(portValue);
   return {
-    enabled: read(ENABLED_KEY, () => source.boolean(ENABLED_KEY)) ?? false,
-    port: portValue !== undefined && portValue !== null && Number.isInteger(port)
-      ? port
-      : WEBHOOK_DEFAULTS.port,
-    host: read(HOST_KEY, () => source.string(HOST_KEY))?.trim() || undefined,
+    enabled: resolved.enabled,
+    enabledIsSet: resolved.enabledBy !== DEFAULT_ENABLED_BY,
+    port: resolved.port,
+    host: resolved.host,
     secretIn: secrets.get("WEBHOOK_SECRET")?.trim()
       ? secrets.source("WEBHOOK_SECRET")
       : read(SECRET_KEY, () => source.string(SECRET_KEY))?.trim()
@@ -190,9 +197,20 @@ function currentChoices(config: ResolvedConfig, io: CliIo, flags: SetupFlags): C
   };
 }
 
+/** `enabledBy` of {@linkcode readWebhookSettings} when nothing sets `enabled`. */
+const DEFAULT_ENABLED_BY = "default (off)";
+
+/** Whether `value` of a variable setup rewrites is usable (blank counts as unset, so usable). */
+function validVariable(name: (typeof REWRITTEN_VARIABLES)[number], value: string): boolean {
+  const text = value.trim();
+  if (text === "") return true;
+  return name === "WEBHOOK_PORT" ? checkPort(text) === true : parseBoolish(text) !== undefined;
+}
+
+/** Unset choices keep their current value; a fresh setup (nothing sets `enabled`) enables. */
 function defaultChoices(current: CurrentSetup): SetupChoices {
   return {
-    enabled: true,
+    enabled: current.enabledIsSet ? current.enabled : true,
     port: current.port,
     host: current.host,
     secret: { kind: current.secretIn ? "keep" : "generate" },
@@ -219,6 +237,7 @@ function choicesFromFlags(flags: SetupFlags, current: CurrentSetup): SetupChoice
     throw new UsageError("--secret and --generate-secret contradict: choose one");
   }
   const choices = defaultChoices(current);
+  if (flags.enable) choices.enabled = true;
   if (flags.disable) choices.enabled = false;
   if (flags.port !== undefined) {
     const problem = checkPort(flags.port);
@@ -384,17 +403,7 @@ function applyChoices(
     source: ConfigSource.parse(paths.config, edited.toString()),
   });
 
-  if (Object.keys(dotenv).length > 0) {
-    try {
-      setDotenvValues(paths.dotenv, dotenv);
-    } catch (error) {
-      if (error instanceof RangeError) {
-        throw new CliError(`cannot update ${paths.dotenv}: ${error.message}; nothing was changed`);
-      }
-      throw error;
-    }
-  }
-  editConfigFile(paths.config, edit);
+  writeSetupFiles({ ...paths, dotenvValues: dotenv, edit, secret: secretOutcome });
 
   const overridden = (name: string, what: string) =>
     warnings.push(
@@ -406,6 +415,126 @@ function applyChoices(
     warnings.push(`port ${after.port} is below 1024: most systems let only root listen on it`);
   }
   return report(config, after, secretOutcome, warnings);
+}
+
+/** The writes of {@linkcode writeSetupFiles}; tests pass failing ones. */
+export interface SetupWriters {
+  dotenv: (file: string, values: Readonly<Record<string, string>>) => void;
+  config: (file: string, edit: (document: Document) => void) => void;
+}
+
+/** What {@linkcode writeSetupFiles} writes. */
+export interface SetupWrites {
+  /** `<home>/config.yaml`. */
+  config: string;
+  /** `<home>/.env`. */
+  dotenv: string;
+  /** Variables to set in `.env` (none: `.env` is not written). */
+  dotenvValues: Readonly<Record<string, string>>;
+  /** The edit of `config.yaml`. */
+  edit: (document: Document) => void;
+  /** What happens to the global secret, to say what `.env` holds without printing it. */
+  secret: "kept" | "generated" | "set" | "moved to .env" | "none";
+}
+
+/**
+ * Writes `.env`, then `config.yaml`. Both are checked to be writable first, so a predictable
+ * failure changes nothing. `.env` goes first because it never loses a secret: when the secret
+ * moves out of `config.yaml`, it is in `.env` before it leaves `config.yaml`. If `config.yaml`
+ * still fails after `.env` was written, the `CliError` names what `.env` now holds (never the
+ * secret itself) and how to finish.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { writeSetupFiles } from "./gateway_setup.ts";
+ * const dir = await Deno.makeTempDir();
+ * writeSetupFiles({
+ *   config: `${dir}/config.yaml`,
+ *   dotenv: `${dir}/.env`,
+ *   dotenvValues: { WEBHOOK_PORT: "9000" },
+ *   edit: (doc) => void doc.setIn(["platforms", "webhook", "enabled"], true),
+ *   secret: "kept",
+ * });
+ * assert.equal(Deno.readTextFileSync(`${dir}/.env`), "WEBHOOK_PORT=9000\n");
+ * ```
+ */
+export function writeSetupFiles(
+  writes: SetupWrites,
+  writers: SetupWriters = { dotenv: setDotenvValues, config: editConfigFile },
+): void {
+  const { config, dotenv, dotenvValues } = writes;
+  const writingDotenv = Object.keys(dotenvValues).length > 0;
+  for (const file of writingDotenv ? [dotenv, config] : [config]) {
+    const problem = unwritable(file);
+    if (problem !== undefined) {
+      throw new CliError(
+        `cannot write ${file}: ${problem}; nothing was changed. Fix: make ${file} (and the ` +
+          "folder it is in) writable, then run setup again",
+      );
+    }
+  }
+  if (writingDotenv) {
+    try {
+      writers.dotenv(dotenv, dotenvValues);
+    } catch (error) {
+      if (!(error instanceof Error)) throw error;
+      const message = error instanceof RangeError
+        ? `cannot update ${dotenv}: ${error.message}`
+        : error.message;
+      throw new CliError(`${message}; nothing was changed`);
+    }
+  }
+  try {
+    writers.config(config, writes.edit);
+  } catch (error) {
+    if (!writingDotenv || !(error instanceof Error)) throw error;
+    const held = Object.entries(dotenvValues).map(([name, value]) =>
+      name === "WEBHOOK_SECRET"
+        ? `WEBHOOK_SECRET holds ${
+          {
+            generated: "a newly generated secret",
+            set: "the secret given with --secret",
+            "moved to .env": "the secret from config.yaml (still there too)",
+            kept: "the current secret",
+            none: "a secret",
+          }[writes.secret]
+        } (not shown)`
+        : `${name}=${value}`
+    );
+    const renewed = writes.secret === "generated" || writes.secret === "set";
+    throw new CliError(
+      `${error.message.replace(/\.$/, "")}. ${dotenv} was already updated: ${held.join(", ")}; ` +
+        `${config} is unchanged. Fix: make ${config} writable, then run \`agent gateway setup\` ` +
+        `again with the same options${
+          renewed ? " but without --generate-secret/--secret (the new secret in .env is kept)" : ""
+        }`,
+    );
+  }
+}
+
+/** Why an atomic write of `file` (temp file beside its target, then rename) would fail, if so. */
+function unwritable(file: string): string | undefined {
+  let target = file;
+  try {
+    target = Deno.realPathSync(file);
+    if (Deno.statSync(target).isDirectory) return "it is a folder";
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return reasonOf(error);
+  }
+  const probe = join(dirname(target), `.${basename(target)}.${crypto.randomUUID()}.probe`);
+  try {
+    Deno.openSync(probe, { write: true, createNew: true, mode: 0o600 }).close();
+  } catch (error) {
+    // A missing folder is created by the write itself.
+    return error instanceof Deno.errors.NotFound ? undefined : reasonOf(error);
+  }
+  Deno.removeSync(probe);
+  return undefined;
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message.replace(/: [a-z_]+ '[^']*'$/, "") : String(error);
 }
 
 /**

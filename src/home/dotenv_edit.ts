@@ -32,17 +32,60 @@ export function dotenvLine(name: string, value: string): string {
 }
 
 /**
+ * An assignment as dotenv's `parse()` finds it (its own expression, with indices): a quoted value
+ * may span lines, and a later match starts after the end of the previous one, so a line inside a
+ * multi-line value is never taken for an assignment.
+ */
+const ASSIGNMENT =
+  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/dgm;
+
+/** Where one assignment is in the text: whole lines, from its name's line to its value's end. */
+interface AssignmentSpan {
+  name: string;
+  /** Start of the line holding the name. */
+  start: number;
+  /** End of the line where the value ends (before its line break). */
+  end: number;
+  /** `export ` when the assignment had it. */
+  prefix: string;
+  /** An inline `# comment` after the value, kept on a rewritten line. */
+  comment: string;
+}
+
+function assignmentsOf(text: string): AssignmentSpan[] {
+  const spans: AssignmentSpan[] = [];
+  for (const match of text.matchAll(ASSIGNMENT)) {
+    const [nameStart, nameEnd] = match.indices![1]!;
+    const valueEnd = match.indices![2]?.[1] ?? nameEnd;
+    const start = text.lastIndexOf("\n", nameStart - 1) + 1;
+    const lineEnd = text.indexOf("\n", valueEnd);
+    const end = lineEnd === -1 ? text.length : lineEnd;
+    const rest = text.slice(valueEnd, end).trim();
+    spans.push({
+      name: match[1],
+      start,
+      end,
+      prefix: /^\s*export\s/.test(text.slice(start, nameStart)) ? "export " : "",
+      comment: rest.startsWith("#") ? rest : "",
+    });
+  }
+  return spans;
+}
+
+/**
  * Sets `values` in the dotenv file `file` (created 0600 when missing), atomically. An existing
- * assignment (also `export NAME=`) is replaced in place, later duplicates are removed, new names
- * are appended, in the file's line-end style (LF or CRLF). The result is parsed back: it must give exactly the values set and leave every
- * other variable as it was, otherwise nothing is written and a `RangeError` says why.
+ * assignment is replaced in place, the whole of its value (every line of a quoted multi-line
+ * value, as dotenv reads it), keeping an `export ` prefix and an inline `# comment`; later
+ * duplicates are removed, new names are appended, in the file's line-end style (LF or CRLF).
+ * Every other byte is kept. The result is parsed back: it must give exactly the values set and
+ * leave every other variable as it was, otherwise nothing is written and a `RangeError` says why.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { setDotenvValues } from "./dotenv_edit.ts";
  * const file = `${await Deno.makeTempDir()}/.env`;
- * Deno.writeTextFileSync(file, "# keys\nOPENAI_API_KEY=sk-1\nWEBHOOK_SECRET=old\n");
+ * Deno.writeTextFileSync(file, '# keys\nOPENAI_API_KEY=sk-1\nWEBHOOK_SECRET="old\nlines"\n');
  * setDotenvValues(file, { WEBHOOK_SECRET: "new secret" });
  * assert.equal(
  *   Deno.readTextFileSync(file),
@@ -56,27 +99,34 @@ export function setDotenvValues(file: string, values: Readonly<Record<string, st
 
 function setUnlocked(file: string, values: Readonly<Record<string, string>>): void {
   const original = readTextIfExists(file) ?? "";
-  const lines = original === "" ? [] : original.replace(/\r?\n$/, "").split(/\r?\n/);
-  const pending = new Map(Object.entries(values).map(([name, value]) => [name, value]));
+  const source = original.replaceAll("\r\n", "\n");
+  const pending = new Map(Object.entries(values));
   const seen = new Set<string>();
-  const kept: string[] = [];
-  for (const line of lines) {
-    // dotenv also reads `NAME: value` as an assignment.
-    const name = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)(?:\s*=|:\s)/.exec(line)?.[1];
-    if (name === undefined || !pending.has(name)) {
-      kept.push(line);
+  let edited = "";
+  let at = 0;
+  for (const span of assignmentsOf(source)) {
+    if (!pending.has(span.name)) continue;
+    edited += source.slice(at, span.start);
+    if (seen.has(span.name)) {
+      // a later duplicate would win over the new value: drop it with its line break
+      at = source[span.end] === "\n" ? span.end + 1 : span.end;
       continue;
     }
-    if (seen.has(name)) continue; // a later duplicate would win over the new value
-    seen.add(name);
-    kept.push(dotenvLine(name, pending.get(name)!));
+    seen.add(span.name);
+    const line = `${span.prefix}${dotenvLine(span.name, pending.get(span.name)!)}`;
+    edited += span.comment === "" ? line : `${line} ${span.comment}`;
+    at = span.end;
   }
+  edited += source.slice(at);
   for (const [name, value] of pending) {
-    if (!seen.has(name)) kept.push(dotenvLine(name, value));
+    if (seen.has(name)) continue;
+    if (edited !== "" && !edited.endsWith("\n")) edited += "\n";
+    edited += `${dotenvLine(name, value)}\n`;
   }
+  if (edited !== "" && !edited.endsWith("\n")) edited += "\n";
   // A file written with CRLF line ends keeps them (an editor on Windows shows it as it was).
   const eol = /\r\n/.test(original) ? "\r\n" : "\n";
-  const text = kept.length === 0 ? "" : `${kept.join(eol)}${eol}`;
+  const text = eol === "\n" ? edited : edited.replaceAll("\n", eol);
   const parsed = parse(text);
   const before = parse(original);
   for (const [name, value] of pending) {

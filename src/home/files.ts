@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 /** Mode of every folder the service creates under `<home>`. */
 export const PRIVATE_DIR_MODE = 0o700;
@@ -36,6 +36,8 @@ export interface AtomicWriteOptions {
  * Writes `data` to `path` atomically: a temporary file in the same folder is written and
  * fsynced, then renamed over `path`, and the folder is fsynced. A reader sees the old content or
  * the new one, never a part; a crash leaves at most a stray `.tmp` file, never a torn target.
+ * When `path` is a symbolic link (a `config.yaml` kept in a dotfiles repository, say), the file
+ * it points to is written that way (temporary file in the target's folder) and the link stays.
  *
  * @example
  * ```ts
@@ -52,10 +54,11 @@ export function writeFileAtomic(
   options: AtomicWriteOptions = {},
 ): void {
   const mode = options.mode ?? PRIVATE_FILE_MODE;
-  const dir = dirname(path);
+  const target = linkTarget(path);
+  const dir = dirname(target);
   ensurePrivateDir(dir);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const tmp = join(dir, `.${basename(path)}.${crypto.randomUUID()}.tmp`);
+  const tmp = join(dir, `.${basename(target)}.${crypto.randomUUID()}.tmp`);
   let file;
   try {
     file = Deno.openSync(tmp, { write: true, createNew: true, mode });
@@ -74,7 +77,7 @@ export function writeFileAtomic(
   file.close();
   try {
     Deno.chmodSync(tmp, mode);
-    Deno.renameSync(tmp, path);
+    Deno.renameSync(tmp, target);
   } catch (error) {
     try {
       Deno.removeSync(tmp);
@@ -82,6 +85,28 @@ export function writeFileAtomic(
     throw cannotWrite(path, error);
   }
   syncDir(dir);
+}
+
+/**
+ * The file `path` stands for: `path` itself, or, following a chain of symbolic links (a link
+ * whose target is missing too), the final target. A loop of links is an error naming `path`.
+ */
+function linkTarget(path: string): string {
+  let current = path;
+  for (let hops = 0; hops < 40; hops++) {
+    let link: string;
+    try {
+      if (!Deno.lstatSync(current).isSymlink) return current;
+      link = Deno.readLinkSync(current);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return current;
+      throw cannotWrite(path, error);
+    }
+    current = resolve(dirname(current), link);
+  }
+  throw new Error(
+    `cannot write ${path}: too many levels of symbolic links. Fix: point the link at a file`,
+  );
 }
 
 /**

@@ -33,7 +33,8 @@ Deno.test("setup fills in a webhook section whose keys are all commented out, ke
     assert.equal(run.code, 0, `${yaml}: ${run.stdout}${run.stderr}`);
     assert.equal(parseOneJson(run.stdout).port, 9100);
     const settings = settingsOf(h.home);
-    assert.equal(settings.enabled, true, yaml);
+    // An explicit `enabled: false` is kept: only --enable turns the listener on.
+    assert.equal(settings.enabled, !yaml.includes("enabled: false"), yaml);
     assert.equal(settings.port, 9100, yaml);
     const written = Deno.readTextFileSync(h.config);
     for (const comment of yaml.match(/#.*$/gm) ?? []) {

@@ -180,7 +180,14 @@ Deno.test("setup moves a secret out of config.yaml into .env", async () => {
 Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in the environment", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_PORT=7000\nWEBHOOK_ENABLED=false\n");
-  const fromDotenv = await cli(h.home, ["gateway", "setup", "--port", "7100", "--json"]);
+  const fromDotenv = await cli(h.home, [
+    "gateway",
+    "setup",
+    "--enable",
+    "--port",
+    "7100",
+    "--json",
+  ]);
   assert.equal(fromDotenv.code, 0, fromDotenv.stderr);
   assert.deepEqual(parseOneJson(fromDotenv.stdout).warnings, []);
   const env = dotenvOf(h.home);
@@ -197,9 +204,13 @@ Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in th
   assert.equal(settingsOf(h.home, { WEBHOOK_ENABLED: "false" }).enabled, true);
 
   Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_SECRET=0123456789abcdef\n");
-  const overridden = await cli(h.home, ["gateway", "setup", "--port", "7300", "--json"], {
-    env: { WEBHOOK_PORT: "7400", WEBHOOK_ENABLED: "no" },
-  });
+  const overridden = await cli(
+    h.home,
+    ["gateway", "setup", "--enable", "--port", "7300", "--json"],
+    {
+      env: { WEBHOOK_PORT: "7400", WEBHOOK_ENABLED: "no" },
+    },
+  );
   assert.equal(overridden.code, 0, overridden.stderr);
   const report = parseOneJson(overridden.stdout);
   assert.equal(report.port, 7400);

@@ -116,21 +116,52 @@ Deno.test("setDotenvValues: replaces in place, keeping every other line byte for
 
 Deno.test("setDotenvValues: export, indented and spaced assignments are replaced", async () => {
   await withTempDir((dir) => {
-    for (
-      const line of [
-        "export WEBHOOK_SECRET=old",
-        "export   WEBHOOK_SECRET=old",
-        "  WEBHOOK_SECRET=old",
-        "WEBHOOK_SECRET = old",
-        "WEBHOOK_SECRET='old value'",
-        'WEBHOOK_SECRET="old" # note',
-        "WEBHOOK_SECRET=",
-      ]
-    ) {
+    const cases: [string, string][] = [
+      ["export WEBHOOK_SECRET=old", "export WEBHOOK_SECRET=new"],
+      ["export   WEBHOOK_SECRET=old", "export WEBHOOK_SECRET=new"],
+      ["  WEBHOOK_SECRET=old", "WEBHOOK_SECRET=new"],
+      ["WEBHOOK_SECRET = old", "WEBHOOK_SECRET=new"],
+      ["WEBHOOK_SECRET='old value'", "WEBHOOK_SECRET=new"],
+      ['WEBHOOK_SECRET="old" # note', "WEBHOOK_SECRET=new # note"],
+      ["WEBHOOK_SECRET=old   #note", "WEBHOOK_SECRET=new #note"],
+      ["export WEBHOOK_SECRET='a b' # why", "export WEBHOOK_SECRET=new # why"],
+      ["WEBHOOK_SECRET=", "WEBHOOK_SECRET=new"],
+    ];
+    for (const [line, expected] of cases) {
       const file = dotenvFile(dir, `A=1\n${line}\nB=2\n`);
       setDotenvValues(file, { WEBHOOK_SECRET: "new" });
-      assert.equal(Deno.readTextFileSync(file), "A=1\nWEBHOOK_SECRET=new\nB=2\n", line);
+      const text = Deno.readTextFileSync(file);
+      assert.equal(text, `A=1\n${expected}\nB=2\n`, line);
+      assert.deepEqual(parse(text), { A: "1", WEBHOOK_SECRET: "new", B: "2" }, line);
     }
+  });
+});
+
+Deno.test("setDotenvValues: a quoted multi-line value is replaced whole; others stay byte-identical", async () => {
+  await withTempDir((dir) => {
+    const key = 'PRIVATE_KEY="-----BEGIN KEY-----\nMIIB\n-----END KEY-----"\n';
+    for (const old of ['"abc\ndef"', "'abc\ndef'", "`abc\n\ndef` # note", '"a\nb\nc"']) {
+      const file = dotenvFile(dir, `WEBHOOK_SECRET=${old}\n${key}`);
+      setDotenvValues(file, { WEBHOOK_SECRET: "new-secret" });
+      const text = Deno.readTextFileSync(file);
+      const comment = old.endsWith("# note") ? " # note" : "";
+      assert.equal(text, `WEBHOOK_SECRET=new-secret${comment}\n${key}`, old);
+      assert.deepEqual(parse(text), {
+        WEBHOOK_SECRET: "new-secret",
+        PRIVATE_KEY: "-----BEGIN KEY-----\nMIIB\n-----END KEY-----",
+      });
+    }
+    // The multi-line value last, without a final newline; and a later multi-line duplicate.
+    const last = dotenvFile(dir, `${key}A=1\nWEBHOOK_SECRET="x\ny"`);
+    setDotenvValues(last, { WEBHOOK_SECRET: "n" });
+    assert.equal(Deno.readTextFileSync(last), `${key}A=1\nWEBHOOK_SECRET=n\n`);
+    const dup = dotenvFile(dir, `W=1\n${key}W="2\n3"\nB=4\n`);
+    setDotenvValues(dup, { W: "new" });
+    assert.equal(Deno.readTextFileSync(dup), `W=new\n${key}B=4\n`);
+    // CRLF: the value's lines go too, every other line keeps its CRLF.
+    const crlf = dotenvFile(dir, 'A=1\r\nW="x\r\ny"\r\nB=2\r\n');
+    setDotenvValues(crlf, { W: "n" });
+    assert.equal(Deno.readTextFileSync(crlf), "A=1\r\nW=n\r\nB=2\r\n");
   });
 });
 
@@ -260,32 +291,29 @@ Deno.test("setDotenvValues: an invalid variable name is refused, the file untouc
   });
 });
 
-Deno.test("setDotenvValues: a multi-line value holding a look-alike assignment is refused", async () => {
+Deno.test("setDotenvValues: a look-alike assignment inside a multi-line value is left alone", async () => {
   await withTempDir((dir) => {
-    // The real assignment comes first: the look-alike inside CERT would be removed as a
-    // "duplicate", changing CERT.
-    const first = dotenvFile(dir, 'NAME=old\nCERT="-----BEGIN\nNAME=inside\n-----END"\nB=2\n');
+    const cert = 'CERT="-----BEGIN\nNAME=inside\n-----END"\n';
+    const first = dotenvFile(dir, `NAME=old\n${cert}B=2\n`);
     assert.deepEqual(parse(Deno.readTextFileSync(first)), {
       NAME: "old",
       CERT: "-----BEGIN\nNAME=inside\n-----END",
       B: "2",
     });
-    assertRefused(
-      first,
-      () => setDotenvValues(first, { NAME: "new" }),
-      /has a layout this edit cannot keep \(CERT\); edit it by hand$/,
-    );
-    // The look-alike comes first: it would be rewritten inside CERT and the real one removed,
-    // so NAME would not read back.
-    const second = dotenvFile(dir, 'CERT="-----BEGIN\nNAME=inside\n-----END"\nNAME=old\n');
-    assertRefused(
-      second,
-      () => setDotenvValues(second, { NAME: "new" }),
-      /^the value of NAME would not read back the same from .*\.env$/,
-    );
-    // Only a look-alike, no real assignment.
+    setDotenvValues(first, { NAME: "new" });
+    assert.equal(Deno.readTextFileSync(first), `NAME=new\n${cert}B=2\n`);
+    // The look-alike comes first: dotenv reads it as part of CERT, so the real one is replaced.
+    const second = dotenvFile(dir, `${cert}NAME=old\n`);
+    setDotenvValues(second, { NAME: "new" });
+    assert.equal(Deno.readTextFileSync(second), `${cert}NAME=new\n`);
+    // Only a look-alike, no real assignment: the name is appended.
     const only = dotenvFile(dir, 'CERT="a\nNAME=inside\nb"\n');
-    assertRefused(only, () => setDotenvValues(only, { NAME: "new" }), /would not read back/);
+    setDotenvValues(only, { NAME: "new" });
+    assert.equal(Deno.readTextFileSync(only), 'CERT="a\nNAME=inside\nb"\nNAME=new\n');
+    assert.deepEqual(parse(Deno.readTextFileSync(only)), {
+      CERT: "a\nNAME=inside\nb",
+      NAME: "new",
+    });
     // Setting another name leaves the multi-line value alone.
     const other = dotenvFile(dir, 'CERT="a\nNAME=inside\nb"\n');
     setDotenvValues(other, { OTHER: "1" });
