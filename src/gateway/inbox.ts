@@ -94,6 +94,10 @@ export type RequeueResult =
   | { ok: false; problem: "unknown" }
   | { ok: false; problem: "pending" | "silent"; state: EventState };
 
+/** The columns an {@linkcode EventSummary} is read from (no payload, prompt or answer). */
+const SUMMARY_COLUMNS = "id, route, event, delivery_id, plan, state, run_attempts, " +
+  "delivery_attempts, parts_sent, end_reason, error, created_at, updated_at, next_attempt_at";
+
 /** What {@linkcode Inbox.recover} did. */
 export interface Recovery {
   /** Runs put back in the queue. */
@@ -436,8 +440,7 @@ export class Inbox implements Disposable {
    */
   list(filter: { state?: EventState; route?: string; limit: number }): EventSummary[] {
     const rows = this.#sql(
-      `SELECT id, route, event, delivery_id, plan, state, run_attempts, delivery_attempts,
-         parts_sent, end_reason, error, created_at, updated_at, next_attempt_at FROM events
+      `SELECT ${SUMMARY_COLUMNS} FROM events
        WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR route = ?2)
        ORDER BY id DESC LIMIT ?3`,
     ).all(filter.state ?? null, filter.route ?? null, filter.limit) as Record<string, unknown>[];
@@ -447,8 +450,7 @@ export class Inbox implements Disposable {
   /** The events whose id or delivery id is `key` (one delivery id may reach several routes). */
   find(key: string): EventSummary[] {
     const rows = this.#sql(
-      `SELECT id, route, event, delivery_id, plan, state, run_attempts, delivery_attempts,
-         parts_sent, end_reason, error, created_at, updated_at, next_attempt_at FROM events
+      `SELECT ${SUMMARY_COLUMNS} FROM events
        WHERE id = ?1 OR delivery_id = ?1 ORDER BY id`,
     ).all(key) as Record<string, unknown>[];
     return rows.map(toSummary);

@@ -43,14 +43,20 @@ function assertOneLine(stderr: string, pattern: RegExp): void {
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]|\r/;
 
-Deno.test("agent run with a locked metrics store answers (exit 0) instead of failing", async () => {
-  await using h = await tempHome();
-  await using model = await startFakeModel({ fallback: { content: "the answer" } });
+/** A fake model answering "the answer", and `config` pointing at it with metrics enabled. */
+async function modelWithMetrics(config: string) {
+  const model = await startFakeModel({ fallback: { content: "the answer" } });
   Deno.writeTextFileSync(
-    h.config,
+    config,
     `model:\n  default: test-model\n  base_url: ${model.baseUrl}\n` +
       "telemetry:\n  shared_metrics:\n    enabled: true\n",
   );
+  return model;
+}
+
+Deno.test("agent run with a locked metrics store answers (exit 0) instead of failing", async () => {
+  await using h = await tempHome();
+  await using _model = await modelWithMetrics(h.config);
   recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
   using _held = lock(join(h.metrics, "metrics.sqlite3"));
   const run = await cli(h.home, ["run", "hi", "--json"]);
@@ -265,12 +271,7 @@ Deno.test("export --out to a folder that cannot be written: exit 2, nothing expo
 
 Deno.test("agent run --json with a damaged metrics store lists the store's warning once in warnings", async () => {
   await using h = await tempHome();
-  await using model = await startFakeModel({ fallback: { content: "the answer" } });
-  Deno.writeTextFileSync(
-    h.config,
-    `model:\n  default: test-model\n  base_url: ${model.baseUrl}\n` +
-      "telemetry:\n  shared_metrics:\n    enabled: true\n",
-  );
+  await using _model = await modelWithMetrics(h.config);
   Deno.mkdirSync(h.metrics, { recursive: true });
   Deno.writeTextFileSync(join(h.metrics, "metrics.sqlite3"), "this is not a database ".repeat(50));
   const run = await cli(h.home, ["run", "hi", "--json"]);

@@ -480,17 +480,21 @@ Deno.test("the 202 comes after the commit: another connection already sees the e
   }
 });
 
+/** The inbox with every commit failing (`durable()` rejects), as on a full disk. */
+function failingCommits(inbox: Inbox): Inbox {
+  return new Proxy(inbox, {
+    get(target, key) {
+      if (key === "durable") return () => Promise.reject(new Error("disk I/O error"));
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 Deno.test("a failed commit → 503 with Retry-After and the error logged, never a 202", async () => {
   await using h = await harness({
     routes: { r: route() },
-    wrapInbox: (inbox) =>
-      new Proxy(inbox, {
-        get(target, key) {
-          if (key === "durable") return () => Promise.reject(new Error("disk I/O error"));
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      }),
+    wrapInbox: failingCommits,
   });
   const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
   assert.equal(failed.status, 503);
@@ -505,14 +509,7 @@ Deno.test("a failed commit → 503 with Retry-After and the error logged, never 
 Deno.test("a duplicate of a request whose commit fails is not told 'duplicate': 503 like the first", async () => {
   await using h = await harness({
     routes: { r: route() },
-    wrapInbox: (inbox) =>
-      new Proxy(inbox, {
-        get(target, key) {
-          if (key === "durable") return () => Promise.reject(new Error("disk I/O error"));
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      }),
+    wrapInbox: failingCommits,
   });
   const send = () => h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "same" });
   const responses = await Promise.all([send(), send()]);
