@@ -20,7 +20,7 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { formatIssue } from "../mcp/mod.ts";
 import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
-import { LineReader } from "./lines.ts";
+import { type LineInput, openInput } from "./input.ts";
 import type { CommandState } from "./mod.ts";
 
 /** Adds `run` and `chat` to `program`. */
@@ -42,7 +42,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
       const skills = skillNames(options.skills, config);
       const prompt = await readPrompt(io, promptArgument);
       await withLogging(io, config, async () => {
-        const lines = io.stdinIsTerminal ? new LineReader(stdinOf(io)) : undefined;
+        const lines = io.stdinIsTerminal ? openInput(io) : undefined;
         const session = await openSession(io, config, approvalsFor(io, config, lines));
         try {
           const problems = mcpProblems(session, config);
@@ -75,13 +75,18 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "  /new         forget the conversation so far\n" +
         "  /exit        leave (Ctrl-D does too)\n" +
         "Ctrl-C cancels the current run and keeps the session; SIGTERM or SIGHUP stops it and " +
+        "leaves.\n\n" +
+        "Editing at a terminal: Left/Right, Home/End (Ctrl-A/E), Alt-B/F by word, Ctrl-W and\n" +
+        "Alt-Backspace (word before), Alt-D (word after), Ctrl-U/K (to start/end), Up/Down for\n" +
+        "earlier messages, Alt-Enter for a line break, Ctrl-L to clear. A multi-line paste is one\n" +
+        "message. Ctrl-C clears the line (on an empty line: see above); Ctrl-D on an empty line\n" +
         "leaves.",
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });
       const skills = skillNames(options.skills, config);
       await withLogging(io, config, async () => {
-        const lines = new LineReader(stdinOf(io));
+        const lines = openInput(io);
         const session = await openSession(io, config, approvalsFor(io, config, lines));
         try {
           await chat(io, session, config, lines, skills);
@@ -97,7 +102,7 @@ async function chat(
   io: CliIo,
   session: AgentSession,
   config: ResolvedConfig,
-  lines: LineReader,
+  lines: LineInput,
   skills: string[],
 ): Promise<void> {
   const model = session.model.settings;
@@ -110,13 +115,17 @@ async function chat(
   for (const line of mcpProblems(session, config)) io.err(`${line}\n`);
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
+  let reading = false;
   const stopListening = io.onInterrupt?.(() => {
     if (running) {
       io.err("\n^C: cancelling the run …\n");
       running.abort(new RunCancelled("user"));
+    } else if (lines.editing) {
+      // The editor has ended the line with ^C and draws the prompt again.
+      io.err(`${reading ? "" : "\n"}(type /exit or press Ctrl-D to leave)\n`);
     } else {
       io.err("\n(type /exit or press Ctrl-D to leave)\n");
-      if (io.stdinIsTerminal) io.out("you> ");
+      if (io.stdinIsTerminal && reading) io.out("you> ");
     }
   });
   // SIGTERM / SIGHUP end the session like /exit, stopping a run under way first.
@@ -129,13 +138,15 @@ async function chat(
   });
   try {
     while (!ended.signal.aborted) {
-      if (io.stdinIsTerminal) io.out("you> ");
       let line: string | null;
+      reading = true;
       try {
-        line = await lines.readLine(ended.signal);
+        line = await lines.ask("you> ", { signal: ended.signal, to: "out" });
       } catch (error) {
         if (ended.signal.aborted) break;
         throw error;
+      } finally {
+        reading = false;
       }
       if (line === null) break;
       const text = line.trim();
@@ -262,15 +273,12 @@ async function openSession(
 function approvalsFor(
   io: CliIo,
   config: ResolvedConfig,
-  lines: LineReader | undefined,
+  lines: LineInput | undefined,
 ): ApprovalSurface {
   const settings = readAgentSettings(config);
   if (!io.stdinIsTerminal || !lines) return new PolicyApprovals(settings.nonInteractiveApprovals);
   return new PromptApprovals(
-    async (question, signal) => {
-      io.err(question);
-      return await lines.readLine(signal);
-    },
+    (question, signal) => lines.ask(question, { signal, to: "err", remember: false }),
     { timeoutMs: settings.approvalTimeoutSeconds * 1000, write: io.err },
   );
 }
@@ -407,16 +415,6 @@ function endText(result: RunResult): string {
   };
   const label = labels[result.endReason] ?? result.endReason;
   return result.error ? `${label}: ${result.error}` : label;
-}
-
-function stdinOf(io: CliIo): ReadableStream<Uint8Array> {
-  if (io.stdin) return io.stdin();
-  // An io without a stream (tests): the whole of stdin, read once.
-  return ReadableStream.from(
-    (async function* () {
-      yield new TextEncoder().encode(await io.readStdin());
-    })(),
-  );
 }
 
 /** The `--skills` names; one that can never name a skill (`../etc`) is a usage error. */

@@ -6,6 +6,8 @@
  */
 import process from "node:process";
 import type { EnvReader } from "../home/paths.ts";
+import type { EditorTerminal } from "./line_editor.ts";
+import { ChunkReader } from "./lines.ts";
 
 /** The outside world of one CLI invocation. */
 export interface CliIo {
@@ -29,6 +31,13 @@ export interface CliIo {
   stdin?(): ReadableStream<Uint8Array>;
   /** Subscribes to Ctrl-C (SIGINT) while the listener is registered; returns the unsubscribe. */
   onInterrupt?(listener: () => void): () => void;
+  /** Does what Ctrl-C does: calls the {@linkcode onInterrupt} listeners (raw mode has no SIGINT). */
+  interrupt?(): void;
+  /**
+   * The terminal for line editing, when stdin and stdout are both terminals and `TERM` is not
+   * `dumb`; otherwise lines are read as the terminal's own line discipline delivers them.
+   */
+  editorTerminal?(): EditorTerminal | undefined;
   /**
    * Subscribes to the system asking the process to stop (SIGTERM: `kill`, `timeout`, service
    * managers; SIGHUP: the terminal closed) while the listener is registered; returns the
@@ -108,6 +117,10 @@ export function printJson(io: CliIo, value: unknown): void {
 /** The real process: Deno's streams, environment and terminal. */
 export function processIo(): CliIo {
   const encoder = new TextEncoder();
+  const interruptListeners = new Set<() => void>();
+  const interrupt = () => {
+    for (const listener of [...interruptListeners]) listener();
+  };
   return {
     out: (text) => writeAll(Deno.stdout, encoder.encode(text)),
     err: (text) => writeAll(Deno.stderr, encoder.encode(text)),
@@ -122,8 +135,38 @@ export function processIo(): CliIo {
     now: () => Date.now(),
     stdin: () => Deno.stdin.readable,
     onInterrupt: (listener) => {
-      Deno.addSignalListener("SIGINT", listener);
-      return () => Deno.removeSignalListener("SIGINT", listener);
+      if (interruptListeners.size === 0) Deno.addSignalListener("SIGINT", interrupt);
+      interruptListeners.add(listener);
+      return () => {
+        if (interruptListeners.delete(listener) && interruptListeners.size === 0) {
+          Deno.removeSignalListener("SIGINT", interrupt);
+        }
+      };
+    },
+    interrupt,
+    editorTerminal: () => {
+      if (!Deno.stdin.isTerminal() || !Deno.stdout.isTerminal()) return undefined;
+      if ((Deno.env.get("TERM") ?? "dumb") === "dumb") return undefined;
+      const input = new ChunkReader(Deno.stdin.readable);
+      return {
+        read: (signal) => input.read(signal),
+        write: (text) => writeAll(Deno.stdout, encoder.encode(text)),
+        setRaw: (raw) => {
+          try {
+            Deno.stdin.setRaw(raw);
+          } catch {
+            // The terminal went away (SIGHUP): there is no mode left to restore.
+          }
+        },
+        columns: () => {
+          try {
+            return Deno.consoleSize().columns;
+          } catch {
+            return 0;
+          }
+        },
+        close: () => input.close(),
+      };
     },
     onTerminate: (listener) => {
       const added: Array<[StopSignal, () => void]> = [];

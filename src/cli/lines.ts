@@ -20,13 +20,12 @@
  * ```
  */
 export class LineReader {
-  readonly #reader: ReadableStreamDefaultReader<string>;
+  readonly #input: ChunkReader;
   #buffer = "";
   #done = false;
-  #pending: Promise<ReadableStreamReadResult<string>> | undefined;
 
   constructor(stream: ReadableStream<Uint8Array>) {
-    this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    this.#input = new ChunkReader(stream);
   }
 
   /** The next line without its line ending, or `null` at end of input. Rejects on abort. */
@@ -44,13 +43,49 @@ export class LineReader {
         this.#buffer = "";
         return last;
       }
+      const chunk = await this.#input.read(signal);
+      if (chunk === null) this.#done = true;
+      else this.#buffer += chunk;
+    }
+  }
+
+  /** Stops reading. */
+  async close(): Promise<void> {
+    await this.#input.close();
+  }
+}
+
+/**
+ * Text from a byte stream (UTF-8), chunk by chunk as it arrives. A read interrupted by its signal
+ * loses nothing: the next call gets the chunk.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ChunkReader } from "./lines.ts";
+ * const input = new ChunkReader(ReadableStream.from([new Uint8Array([0xc3]), new Uint8Array([0xa9])]));
+ * assert.equal(await input.read(), "é");
+ * assert.equal(await input.read(), null);
+ * ```
+ */
+export class ChunkReader {
+  readonly #reader: ReadableStreamDefaultReader<string>;
+  #pending: Promise<ReadableStreamReadResult<string>> | undefined;
+
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  }
+
+  /** The next text, or `null` at end of input. Rejects on abort. */
+  async read(signal?: AbortSignal): Promise<string | null> {
+    while (true) {
       const pending = this.#pending ??= this.#reader.read();
       const result = signal ? await abortable(pending, signal) : await pending;
       // Another caller waiting on the same read has taken its data already.
       if (this.#pending !== pending) continue;
       this.#pending = undefined;
-      if (result.done) this.#done = true;
-      else this.#buffer += result.value;
+      if (result.done) return null;
+      if (result.value !== "") return result.value;
     }
   }
 

@@ -14,18 +14,22 @@ export class Terminal {
   #waiters: Array<() => void> = [];
   readonly #done: Promise<void>;
 
-  /** Runs `agent <args>` with `<home>` in a new pseudo-terminal. */
-  constructor(home: string, args: string[]) {
+  /**
+   * Runs `agent <args>` with `<home>` in a new pseudo-terminal. By default `TERM` is `dumb` (lines
+   * are read as the terminal delivers them); `term` names another, and `columns` sets the width.
+   */
+  constructor(home: string, args: string[], options: { term?: string; columns?: number } = {}) {
     // `script` runs the command through sh; `exec` makes the agent the terminal's process
     // (a waiting sh would die of the Ctrl-C itself).
-    const command = `exec ${
+    const size = options.columns ? `stty cols ${options.columns} rows 24; ` : "";
+    const command = `${size}exec ${
       [Deno.execPath(), "run", "-A", MAIN, ...args].map(shellQuote).join(" ")
     }`;
     const child = new Deno.Command("script", {
       args: ["-qfec", command, "/dev/null"],
       cwd: REPO,
       clearEnv: true,
-      env: { ...childEnv(home), TERM: "dumb" },
+      env: { ...childEnv(home), TERM: options.term ?? "dumb" },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

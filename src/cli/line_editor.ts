@@ -1,0 +1,401 @@
+/**
+ * A line editor for the interactive commands at a terminal: the terminal is put in raw mode while
+ * a line is read, so the line can be edited (arrows, Home/End, Ctrl-A/E/U/K/W, Alt-B/F/D/Enter),
+ * earlier lines recalled (Up/Down), and a multi-line paste (bracketed paste) arrives as one
+ * message; lines have no length limit. Wide characters, emoji and lines longer than the terminal
+ * is wide are drawn where the terminal puts them.
+ *
+ * Ctrl-C clears a line that holds text and, on an empty line, calls `interrupt` (what Ctrl-C does
+ * between reads); Ctrl-D on an empty line is the end of input (`null`).
+ *
+ * @module
+ */
+import stringWidth from "fast-string-width";
+import { type Key, KeyDecoder } from "./keys.ts";
+
+/** The terminal the editor works on. */
+export interface EditorTerminal {
+  /** The next decoded input, `null` at its end; rejects when `signal` aborts, losing nothing. */
+  read(signal?: AbortSignal): Promise<string | null>;
+  write(text: string): void;
+  setRaw(raw: boolean): void;
+  /** The terminal's width in columns (0 when unknown). */
+  columns(): number;
+  /** Stops reading. */
+  close(): Promise<void>;
+}
+
+/** Options of one {@linkcode LineEditor.readLine}. */
+export interface ReadLineOptions {
+  /** Stops the read: the line typed so far is dropped and the call rejects with the reason. */
+  signal?: AbortSignal;
+  /** Whether the line is kept for Up/Down recall (default true; answers to questions are not). */
+  remember?: boolean;
+}
+
+const SEGMENTER = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** Width assumed when the terminal does not tell. */
+const DEFAULT_COLUMNS = 80;
+/** Lines kept for recall. */
+const HISTORY_LIMIT = 500;
+const TAB = "    ";
+const BRACKETED_PASTE_ON = "\x1b[?2004h";
+const BRACKETED_PASTE_OFF = "\x1b[?2004l";
+
+/**
+ * Reads lines from a terminal with editing and history.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LineEditor } from "./line_editor.ts";
+ * const input = ["hllo", "\x1b[D\x1b[D\x1b[De", "\r"];
+ * const editor = new LineEditor({
+ *   read: () => Promise.resolve(input.shift() ?? null),
+ *   write: () => {},
+ *   setRaw: () => {},
+ *   columns: () => 80,
+ *   close: () => Promise.resolve(),
+ * });
+ * assert.equal(await editor.readLine("you> "), "hello");
+ * assert.equal(await editor.readLine("you> "), null);
+ * ```
+ */
+export class LineEditor {
+  readonly #terminal: EditorTerminal;
+  readonly #interrupt: () => void;
+  readonly #decoder = new KeyDecoder();
+  /** Keys read past the end of the previous line (type-ahead). */
+  readonly #queue: Key[] = [];
+  readonly #history: string[] = [];
+  /** Rows from the first row of the prompt to the cursor, as last drawn. */
+  #cursorRow = 0;
+
+  constructor(terminal: EditorTerminal, options: { interrupt?: () => void } = {}) {
+    this.#terminal = terminal;
+    this.#interrupt = options.interrupt ?? (() => {});
+  }
+
+  /** Lines kept for recall, oldest first. */
+  get history(): readonly string[] {
+    return this.#history;
+  }
+
+  /** Shows `prompt` and reads one line; `null` at the end of input (Ctrl-D on an empty line). */
+  async readLine(prompt: string, options: ReadLineOptions = {}): Promise<string | null> {
+    const { signal, remember = true } = options;
+    signal?.throwIfAborted();
+    const terminal = this.#terminal;
+    const line = new EditBuffer();
+    let recalled = this.#history.length;
+    let draft = "";
+    /** Whether the prompt and the line are on the screen (not ended by Enter, ^C, …). */
+    let shown = false;
+    const draw = () => {
+      this.#draw(prompt, line);
+      shown = true;
+    };
+    const finish = (ending: string) => {
+      line.cursor = line.text.length;
+      draw();
+      terminal.write(ending);
+      this.#cursorRow = 0;
+      shown = false;
+    };
+    terminal.setRaw(true);
+    terminal.write(BRACKETED_PASTE_ON);
+    this.#cursorRow = 0;
+    try {
+      draw();
+      while (true) {
+        const key = this.#queue.shift() ?? await this.#nextKey(signal);
+        if (key === null) {
+          // The input ended: what was typed is the last line.
+          finish("\r\n");
+          return line.text === "" ? null : line.text;
+        }
+        switch (key.kind) {
+          case "enter":
+            finish("\r\n");
+            if (remember) this.#remember(line.text);
+            return line.text;
+          case "eof":
+            if (line.text === "") {
+              finish("\r\n");
+              return null;
+            }
+            line.deleteForward();
+            break;
+          case "interrupt":
+            finish("^C\r\n");
+            if (line.text === "") {
+              this.#interrupt();
+              // What Ctrl-C stops (a run waiting on this answer) may abort the read a few
+              // promise turns later: then the prompt is not drawn again.
+              await new Promise((resolve) => setTimeout(resolve, 0));
+              signal?.throwIfAborted();
+            }
+            line.set("");
+            recalled = this.#history.length;
+            break;
+          case "up":
+          case "down": {
+            const to = recalled + (key.kind === "up" ? -1 : 1);
+            if (to < 0 || to > this.#history.length) break;
+            if (recalled === this.#history.length) draft = line.text;
+            recalled = to;
+            line.set(to === this.#history.length ? draft : this.#history[to]);
+            break;
+          }
+          case "clearScreen":
+            terminal.write("\x1b[H\x1b[2J");
+            this.#cursorRow = 0;
+            break;
+          default:
+            line.apply(key);
+        }
+        if (this.#queue.length === 0) draw();
+      }
+    } catch (error) {
+      if (signal?.aborted && shown) {
+        // Leave what was typed on the screen, the cursor after it, for the caller's next words.
+        line.cursor = line.text.length;
+        draw();
+        this.#cursorRow = 0;
+      }
+      throw error;
+    } finally {
+      terminal.write(BRACKETED_PASTE_OFF);
+      terminal.setRaw(false);
+    }
+  }
+
+  async #nextKey(signal?: AbortSignal): Promise<Key | null> {
+    while (this.#queue.length === 0) {
+      const input = await this.#terminal.read(signal);
+      if (input === null) return null;
+      this.#queue.push(...this.#decoder.push(input));
+    }
+    return this.#queue.shift()!;
+  }
+
+  #remember(text: string): void {
+    if (text.trim() === "" || this.#history.at(-1) === text) return;
+    this.#history.push(text);
+    if (this.#history.length > HISTORY_LIMIT) this.#history.shift();
+  }
+
+  /** Redraws the prompt and the line from the prompt's first row, the cursor where it belongs. */
+  #draw(prompt: string, line: EditBuffer): void {
+    const columns = this.#terminal.columns() || DEFAULT_COLUMNS;
+    const shown = layout(prompt, line.text, line.cursor, columns);
+    let out = this.#cursorRow > 0 ? `\x1b[${this.#cursorRow}A` : "";
+    out += `\r\x1b[J${shown.text}`;
+    const up = shown.end.row - shown.cursor.row;
+    if (up > 0) out += `\x1b[${up}A`;
+    out += "\r";
+    if (shown.cursor.column > 0) out += `\x1b[${shown.cursor.column}C`;
+    this.#terminal.write(out);
+    this.#cursorRow = shown.cursor.row;
+  }
+}
+
+/** A position on the screen, relative to the prompt's first row. */
+export interface ScreenPosition {
+  row: number;
+  column: number;
+}
+
+/**
+ * How a prompt and a line are drawn on a terminal `columns` wide: the text to write (line breaks
+ * as `\r\n` followed by an indent as wide as the prompt, tabs as spaces) and where the end and the
+ * cursor land. A character that does not fit on a row goes to the next one, as terminals wrap;
+ * the end is never left in the last column (a row filled exactly is followed by `\r\n`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { layout } from "./line_editor.ts";
+ * const shown = layout("> ", "abcdef", 3, 4);
+ * // Two full rows: the end goes to the start of a third.
+ * assert.equal(shown.text, "> abcdef\r\n");
+ * assert.deepEqual(shown.cursor, { row: 1, column: 1 });
+ * assert.deepEqual(shown.end, { row: 2, column: 0 });
+ * assert.equal(layout("> ", "abcdefg", 7, 4).text, "> abcdefg");
+ * ```
+ */
+export function layout(
+  prompt: string,
+  text: string,
+  cursor: number,
+  columns: number,
+): { text: string; cursor: ScreenPosition; end: ScreenPosition } {
+  let row = 0;
+  let column = 0;
+  let out = "";
+  let cursorAt: ScreenPosition | undefined;
+  /** Goes to the next row when a character `width` wide does not fit, as the terminal will. */
+  const wrapFor = (width: number) => {
+    if (width === 0 || column + width <= columns) return;
+    if (column < columns) out += " ".repeat(columns - column);
+    row++;
+    column = 0;
+  };
+  const put = (shown: string, width: number) => {
+    wrapFor(width);
+    out += shown;
+    column += width;
+  };
+  const normalized = (): ScreenPosition =>
+    column >= columns ? { row: row + 1, column: 0 } : { row, column };
+  for (const { segment } of SEGMENTER.segment(prompt)) put(segment, stringWidth(segment));
+  const indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
+  let index = 0;
+  for (const { segment } of SEGMENTER.segment(text)) {
+    const lineBreak = segment === "\n" || segment === "\r\n";
+    const [shown, width] = lineBreak
+      ? [segment, 0]
+      : segment === "\t"
+      ? [TAB, TAB.length]
+      : [segment, stringWidth(segment)];
+    wrapFor(width);
+    if (index === cursor) cursorAt = normalized();
+    index += segment.length;
+    if (lineBreak) {
+      out += `\r\n${indent}`;
+      row++;
+      column = indent.length;
+      continue;
+    }
+    put(shown, width);
+  }
+  if (cursorAt === undefined) cursorAt = normalized();
+  if (column >= columns) {
+    out += "\r\n";
+    row++;
+    column = 0;
+  }
+  return { text: out, cursor: cursorAt, end: { row, column } };
+}
+
+/** The line being edited: its text and the cursor, an offset at a character boundary. */
+export class EditBuffer {
+  text = "";
+  cursor = 0;
+
+  /** Replaces the text; the cursor goes to its end. */
+  set(text: string): void {
+    this.text = text;
+    this.cursor = text.length;
+  }
+
+  insert(text: string): void {
+    this.text = this.text.slice(0, this.cursor) + text + this.text.slice(this.cursor);
+    this.cursor += text.length;
+  }
+
+  deleteForward(): void {
+    this.#remove(this.cursor, nextBoundary(this.text, this.cursor));
+  }
+
+  /** Applies an editing key (not Enter, Ctrl-D, Ctrl-C, Up/Down or Ctrl-L). */
+  apply(key: Key): void {
+    const { text, cursor } = this;
+    switch (key.kind) {
+      case "text":
+      case "paste":
+        this.insert(key.text);
+        break;
+      case "newline":
+        this.insert("\n");
+        break;
+      case "backspace":
+        this.#remove(previousBoundary(text, cursor), cursor);
+        break;
+      case "delete":
+        this.deleteForward();
+        break;
+      case "left":
+        this.cursor = previousBoundary(text, cursor);
+        break;
+      case "right":
+        this.cursor = nextBoundary(text, cursor);
+        break;
+      case "wordLeft":
+        this.cursor = wordStart(text, cursor);
+        break;
+      case "wordRight":
+        this.cursor = wordEnd(text, cursor);
+        break;
+      case "home":
+        this.cursor = lineStart(text, cursor);
+        break;
+      case "end": {
+        const end = text.indexOf("\n", cursor);
+        this.cursor = end < 0 ? text.length : end;
+        break;
+      }
+      case "killStart":
+        this.#remove(lineStart(text, cursor), cursor);
+        break;
+      case "killEnd": {
+        const end = text.indexOf("\n", cursor);
+        this.#remove(cursor, end < 0 ? text.length : end);
+        break;
+      }
+      case "killWordBack": {
+        let start = cursor;
+        while (start > 0 && /\s/.test(text[start - 1])) start--;
+        while (start > 0 && !/\s/.test(text[start - 1])) start--;
+        this.#remove(start, cursor);
+        break;
+      }
+      case "killWordForward":
+        this.#remove(cursor, wordEnd(text, cursor));
+        break;
+    }
+  }
+
+  #remove(from: number, to: number): void {
+    if (to <= from) return;
+    this.text = this.text.slice(0, from) + this.text.slice(to);
+    this.cursor = from;
+  }
+}
+
+function boundaries(text: string): number[] {
+  const at = [...SEGMENTER.segment(text)].map((segment) => segment.index);
+  at.push(text.length);
+  return at;
+}
+
+function previousBoundary(text: string, offset: number): number {
+  return boundaries(text).findLast((at) => at < offset) ?? 0;
+}
+
+function nextBoundary(text: string, offset: number): number {
+  return boundaries(text).find((at) => at > offset) ?? text.length;
+}
+
+/** Where the line (of a multi-line text) holding `offset` starts. */
+function lineStart(text: string, offset: number): number {
+  return offset === 0 ? 0 : text.lastIndexOf("\n", offset - 1) + 1;
+}
+
+const WORD = /[\p{L}\p{N}_]/u;
+
+/** The start of the word before `offset` (non-word characters before it skipped). */
+function wordStart(text: string, offset: number): number {
+  let at = offset;
+  while (at > 0 && !WORD.test(text[at - 1])) at--;
+  while (at > 0 && WORD.test(text[at - 1])) at--;
+  return at;
+}
+
+/** The end of the word after `offset` (non-word characters before it skipped). */
+function wordEnd(text: string, offset: number): number {
+  let at = offset;
+  while (at < text.length && !WORD.test(text[at])) at++;
+  while (at < text.length && WORD.test(text[at])) at++;
+  return at;
+}

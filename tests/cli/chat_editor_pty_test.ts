@@ -1,0 +1,163 @@
+/**
+ * `agent chat` with the line editor, at a real pseudo-terminal (util-linux `script`) whose `TERM`
+ * can draw it: what the user edits, recalls and pastes is what the model receives.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
+import { stdioCommand } from "../fixtures/mcp/spawn.ts";
+import { tempHome } from "./_helpers.ts";
+import { Terminal } from "./_terminal.ts";
+
+const LEFT = "\x1b[D";
+const UP = "\x1b[A";
+const HOME = "\x1b[H";
+const PASTE_START = "\x1b[200~";
+const PASTE_END = "\x1b[201~";
+
+/** The text of the last user message of `request`. */
+function lastUserText(request: ChatRequest): string {
+  const user = request.messages.findLast((message) => message.role === "user");
+  return String(user?.content);
+}
+
+Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, Ctrl-C and Ctrl-D", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel({
+    fallback: (request) => ({ content: `heard ${lastUserText(request).length} chars` }),
+  });
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  const said = async (keys: string, from: number): Promise<[string, number]> => {
+    const before = model.requests.length;
+    await terminal.type(keys);
+    await model.waitForRequests(before + 1);
+    const at = await terminal.waitFor(/agent> heard \d+ chars[\s\S]*?you> /, from);
+    assert.equal(model.requests.length, before + 1, "one keystroke sequence, one turn");
+    return [lastUserText(model.requests.at(-1)!), at];
+  };
+  try {
+    let at = await terminal.waitFor(/you> /);
+    // The terminal is asked for bracketed pastes while a line is read.
+    assert.ok(terminal.screen.includes("\x1b[?2004h"));
+
+    let text: string;
+    [text, at] = await said(`hllo${LEFT.repeat(3)}e\r`, at);
+    assert.equal(text, "hello");
+
+    // Ctrl-W deletes the word before the cursor, Ctrl-A / Home go to the start, Ctrl-E to the
+    // end, Ctrl-K cuts to the end, Ctrl-U to the start.
+    [text, at] = await said(`foo bar baz\x17qux\x01X\x05 end${HOME}>\r`, at);
+    assert.equal(text, ">Xfoo bar qux end");
+    [text, at] = await said(`drop me\x15keep${LEFT.repeat(2)}\x0b\r`, at);
+    assert.equal(text, "ke");
+
+    // Up recalls earlier messages (newest first); the recalled line can be edited.
+    [text, at] = await said(`${UP.repeat(3)}!\r`, at);
+    assert.equal(text, "hello!");
+
+    // A multi-line paste is one message, not one turn per line.
+    [text, at] = await said(`${PASTE_START}line one\r\nline two\r\n${PASTE_END} and more\r`, at);
+    assert.equal(text, "line one\nline two\n and more");
+
+    // No 4095-character cut of the terminal's line discipline.
+    const long = "0123456789".repeat(600);
+    [text, at] = await said(`${long}\r`, at);
+    assert.equal(text, long);
+
+    // Wide and combined characters are deleted whole.
+    [text, at] = await said("héllo 世界👍🏽\x7f\x7f\r", at);
+    assert.equal(text, "héllo 世");
+
+    // Ctrl-C on a line with text clears it; on an empty line it reminds how to leave.
+    const requests = model.requests.length;
+    await terminal.type("never sent\x03");
+    at = await terminal.waitFor(/\^C\r*\n/, at);
+    await terminal.type("\x03");
+    at = await terminal.waitFor(/type \/exit or press Ctrl-D to leave/, at);
+    [text, at] = await said("after\r", at);
+    assert.equal(text, "after");
+    assert.equal(model.requests.length, requests + 1);
+
+    // Ctrl-D on an empty line ends the session; the terminal is given back in cooked mode.
+    await terminal.type("\x04");
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+    assert.ok(terminal.screen.slice(at).includes("\x1b[?2004l"));
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
+
+Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on, a timed-out answer does not leak, Ctrl-C cancels the run", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  const notes = stdioCommand(["--tools", "echo,write_note"]);
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    [
+      "model:",
+      "  default: gpt-4.1-mini",
+      `  base_url: ${model.baseUrl}`,
+      "approvals:",
+      "  timeout_seconds: 1",
+      "mcp_servers:",
+      "  notes:",
+      `    command: ${JSON.stringify(notes.command)}`,
+      `    args: ${JSON.stringify(notes.args)}`,
+      "    trust: untrusted",
+      "",
+    ].join("\n"),
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  const writeNote = (text: string) => ({
+    toolCalls: [{ name: "mcp__notes__write_note", arguments: { text } }],
+  });
+  try {
+    let at = await terminal.waitFor(/you> /);
+
+    // Ctrl-D at the question is "no"; it does not end the session.
+    model.push(writeNote("one"), { contentFromTools: "Told: " });
+    await terminal.type("save one\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
+    await terminal.type("\x04");
+    at = await terminal.waitFor(/Not approved\.[\s\S]*agent> Told: The call[\s\S]*?you> /, at);
+
+    // An answer typed but not sent before the timeout is dropped with the question.
+    model.push(writeNote("two"), { contentFromTools: "Timed out: " });
+    await terminal.type("save two\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
+    await terminal.type("ye");
+    at = await terminal.waitFor(/No answer within 1 s: not approved\.[\s\S]*?you> /, at);
+    model.push({ content: "fine" });
+    await terminal.type("next\r");
+    at = await terminal.waitFor(/agent> fine[\s\S]*?you> /, at);
+    const sent = model.requests.at(-1)!.messages.findLast((message) => message.role === "user");
+    assert.equal(sent?.content, "next");
+
+    // Ctrl-C at the question (nothing typed) cancels the run, as it does while the model thinks.
+    model.push(writeNote("three"));
+    await terminal.type("save three\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
+    await terminal.type("\x03");
+    at = await terminal.waitFor(/\[cancelled: cancelled by the user\][\s\S]*?you> /, at);
+
+    // "y" approves.
+    model.push(writeNote("four"), { contentFromTools: "Result: " });
+    await terminal.type("save four\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
+    await terminal.type("y\r");
+    at = await terminal.waitFor(/agent> Result: saved: four[\s\S]*?you> /, at);
+
+    await terminal.type("/exit\r");
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});

@@ -1,0 +1,271 @@
+import assert from "node:assert/strict";
+import { type Key, KeyDecoder } from "../../src/cli/keys.ts";
+import { EditBuffer, type EditorTerminal, layout, LineEditor } from "../../src/cli/line_editor.ts";
+
+/** A terminal fed by the test: each `send` is one read; records raw-mode switches and output. */
+function scriptedTerminal(columns = 80) {
+  const queue: Array<string | null> = [];
+  const waiting: Array<(value: string | null) => void> = [];
+  const raw: boolean[] = [];
+  let output = "";
+  const terminal: EditorTerminal = {
+    read: (signal) =>
+      new Promise((resolve, reject) => {
+        if (queue.length > 0) return resolve(queue.shift()!);
+        const onAbort = () => {
+          waiting.splice(waiting.indexOf(resolve), 1);
+          reject(signal!.reason);
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+        waiting.push((value) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(value);
+        });
+      }),
+    write: (text) => output += text,
+    setRaw: (on) => raw.push(on),
+    columns: () => columns,
+    close: () => Promise.resolve(),
+  };
+  return {
+    terminal,
+    raw,
+    output: () => output,
+    send(...inputs: Array<string | null>) {
+      for (const input of inputs) {
+        const wake = waiting.shift();
+        if (wake) wake(input);
+        else queue.push(input);
+      }
+    },
+  };
+}
+
+function decode(...chunks: string[]): Key[] {
+  const decoder = new KeyDecoder();
+  return chunks.flatMap((chunk) => decoder.push(chunk));
+}
+
+Deno.test("keys: arrows and Home/End in their CSI, SS3 and VT220 forms, modifiers by word", () => {
+  assert.deepEqual(
+    decode("\x1b[A\x1bOB\x1b[1~\x1b[4~\x1b[7~\x1b[8~\x1bOH\x1b[F\x1b[3~"),
+    ["up", "down", "home", "end", "home", "end", "home", "end", "delete"].map((kind) => ({
+      kind,
+    })),
+  );
+  assert.deepEqual(decode("\x1b[1;5C\x1b[1;5D\x1b[1;3C\x1bb\x1bf\x1bd\x1b\x7f"), [
+    { kind: "wordRight" },
+    { kind: "wordLeft" },
+    { kind: "wordRight" },
+    { kind: "wordLeft" },
+    { kind: "wordRight" },
+    { kind: "killWordForward" },
+    { kind: "killWordBack" },
+  ]);
+});
+
+Deno.test("keys: unknown sequences and unbound control characters are dropped, not typed", () => {
+  assert.deepEqual(decode("a\x1b[15~b\x1b[?1;2c\x00\x07c\x1bz"), [{ kind: "text", text: "abc" }]);
+});
+
+Deno.test("keys: CR LF is one Enter, CR CR two; Alt-Enter is a line break", () => {
+  assert.deepEqual(decode("a\r\n\r\r", "\x1b\r"), [
+    { kind: "text", text: "a" },
+    { kind: "enter" },
+    { kind: "enter" },
+    { kind: "enter" },
+    { kind: "newline" },
+  ]);
+  // The LF of a CR LF split between reads is still the same Enter.
+  assert.deepEqual(decode("x\r", "\ny"), [
+    { kind: "text", text: "x" },
+    { kind: "enter" },
+    { kind: "text", text: "y" },
+  ]);
+});
+
+Deno.test("keys: sequences and pastes split anywhere between reads decode the same", () => {
+  const input = "ab\x1b[D\x1b[200~p1\r\nq\x1b[Dz\x1b[201~\x1b[3~é\r";
+  const whole = decode(input);
+  assert.deepEqual(whole, [
+    { kind: "text", text: "ab" },
+    { kind: "left" },
+    { kind: "paste", text: "p1\nqz" },
+    { kind: "delete" },
+    { kind: "text", text: "é" },
+    { kind: "enter" },
+  ]);
+  for (let cut = 1; cut < input.length; cut++) {
+    const split = decode(input.slice(0, cut), input.slice(cut));
+    // Typed text may arrive in two pieces; joined, it is the same.
+    const joined: Key[] = [];
+    for (const key of split) {
+      const last = joined.at(-1);
+      if (key.kind === "text" && last?.kind === "text") last.text += key.text;
+      else joined.push({ ...key });
+    }
+    assert.deepEqual(joined, whole, `cut at ${cut}`);
+  }
+});
+
+Deno.test("keys: a paste keeps tabs and line breaks, drops escapes and other controls", () => {
+  assert.deepEqual(decode("\x1b[200~a\tb\rc\x1b[31md\x07\x1b[201~"), [
+    { kind: "paste", text: "a\tb\ncd" },
+  ]);
+});
+
+Deno.test("edit buffer: moves and deletes by whole characters (combined, wide, emoji)", () => {
+  const line = new EditBuffer();
+  line.insert("e\u0301👍🏽世");
+  line.apply({ kind: "backspace" });
+  assert.equal(line.text, "e\u0301👍🏽");
+  line.apply({ kind: "left" });
+  assert.equal(line.cursor, 2);
+  line.apply({ kind: "backspace" });
+  assert.equal(line.text, "👍🏽");
+  assert.equal(line.cursor, 0);
+  line.apply({ kind: "delete" });
+  assert.equal(line.text, "");
+});
+
+Deno.test("edit buffer: words, kills, and Home/End within a line of a multi-line text", () => {
+  const line = new EditBuffer();
+  line.insert("first line\nsecond  word here");
+  line.apply({ kind: "killWordBack" });
+  assert.equal(line.text, "first line\nsecond  word ");
+  line.apply({ kind: "wordLeft" });
+  line.apply({ kind: "wordLeft" });
+  assert.equal(line.cursor, "first line\n".length);
+  line.apply({ kind: "killWordForward" });
+  assert.equal(line.text, "first line\n  word ");
+  line.apply({ kind: "end" });
+  assert.equal(line.cursor, "first line\n  word ".length);
+  line.apply({ kind: "home" });
+  assert.equal(line.cursor, "first line\n".length);
+  line.apply({ kind: "left" });
+  line.apply({ kind: "killStart" });
+  assert.equal(line.text, "\n  word ");
+  assert.equal(line.cursor, 0);
+  line.apply({ kind: "home" });
+  assert.equal(line.cursor, 0);
+  line.apply({ kind: "killEnd" });
+  assert.equal(line.text, "\n  word ");
+  line.apply({ kind: "right" });
+  line.apply({ kind: "killEnd" });
+  assert.equal(line.text, "\n");
+});
+
+Deno.test("layout: a wide character that does not fit goes to the next row, as terminals wrap it", () => {
+  // "> " + "abc" fills 5 of 6 columns; 世 (2 wide) cannot start in the last one.
+  const shown = layout("> ", "abc世x", 4, 6);
+  assert.equal(shown.text, "> abc 世x");
+  assert.deepEqual(shown.cursor, { row: 1, column: 2 });
+  assert.deepEqual(shown.end, { row: 1, column: 3 });
+  // The cursor on 世 is where it is drawn, not in the empty last column.
+  assert.deepEqual(layout("> ", "abc世x", 3, 6).cursor, { row: 1, column: 0 });
+});
+
+Deno.test("layout: line breaks indent by the prompt's width; tabs are spaces", () => {
+  const shown = layout("you> ", "a\n\tb", 1, 80);
+  assert.equal(shown.text, "you> a\r\n         b");
+  assert.deepEqual(shown.cursor, { row: 0, column: 6 });
+  assert.deepEqual(shown.end, { row: 1, column: 10 });
+});
+
+Deno.test("layout: a row filled exactly puts the end and a cursor there at the next row's start", () => {
+  const shown = layout("ab", "cd", 2, 4);
+  assert.equal(shown.text, "abcd\r\n");
+  assert.deepEqual(shown.cursor, { row: 1, column: 0 });
+  assert.deepEqual(shown.end, { row: 1, column: 0 });
+  // With the cursor inside, it stays where its character is.
+  assert.deepEqual(layout("ab", "cd", 1, 4).cursor, { row: 0, column: 3 });
+});
+
+Deno.test("editor: raw mode on while a line is read, off after, also when the read is aborted", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("ok\r");
+  assert.equal(await editor.readLine("> "), "ok");
+  assert.deepEqual(t.raw, [true, false]);
+  const stop = new AbortController();
+  const pending = editor.readLine("> ", { signal: stop.signal });
+  t.send("typed but not sent");
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  stop.abort(new Error("timed out"));
+  await assert.rejects(pending, /timed out/);
+  assert.deepEqual(t.raw, [true, false, true, false]);
+  // The text of the aborted read is gone: the next line starts empty.
+  t.send("next\r");
+  assert.equal(await editor.readLine("> "), "next");
+});
+
+Deno.test("editor: keys after Enter in the same read are kept for the next line", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("one\rtwo\r\x1b[A\r");
+  assert.equal(await editor.readLine("> "), "one");
+  assert.equal(await editor.readLine("> "), "two");
+  assert.equal(await editor.readLine("> "), "two");
+});
+
+Deno.test("editor: Up and Down walk the history and give back the line being written", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("a\r", "b\r", "b\r", "  \r");
+  for (let i = 0; i < 4; i++) await editor.readLine("> ");
+  // Repeats and blank lines are not kept.
+  assert.deepEqual(editor.history, ["a", "b"]);
+  t.send("draft\x1b[A\x1b[A\x1b[A\x1b[B\x1b[B\x1b[B!\r");
+  assert.equal(await editor.readLine("> "), "draft!");
+  t.send("\x1b[A\x1b[A\x1b[A-\r");
+  assert.equal(await editor.readLine("> "), "a-");
+  t.send("secret\r");
+  assert.equal(await editor.readLine("? ", { remember: false }), "secret");
+  assert.deepEqual(editor.history, ["a", "b", "draft!", "a-"]);
+});
+
+Deno.test("editor: Ctrl-D ends input on an empty line and deletes the next character otherwise", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("abc\x1b[D\x1b[D\x04\r");
+  assert.equal(await editor.readLine("> "), "ac");
+  t.send("\x04");
+  assert.equal(await editor.readLine("> "), null);
+  // The end of the input stream: what was typed is the last line, then null.
+  t.send("partial", null);
+  assert.equal(await editor.readLine("> "), "partial");
+  t.send(null);
+  assert.equal(await editor.readLine("> "), null);
+});
+
+Deno.test("editor: Ctrl-C clears a line with text; on an empty line it interrupts", async () => {
+  const t = scriptedTerminal();
+  let interrupts = 0;
+  const editor = new LineEditor(t.terminal, { interrupt: () => interrupts++ });
+  t.send("oops\x03");
+  const pending = editor.readLine("> ");
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(interrupts, 0);
+  t.send("\x03", "fine\r");
+  assert.equal(await pending, "fine");
+  assert.equal(interrupts, 1);
+  assert.equal(t.output().split("^C").length - 1, 2);
+
+  // An interrupt that stops what is waiting for the answer aborts the read.
+  const stop = new AbortController();
+  const stopping = new LineEditor(t.terminal, { interrupt: () => stop.abort(new Error("stop")) });
+  t.send("\x03");
+  await assert.rejects(stopping.readLine("> ", { signal: stop.signal }), /stop/);
+});
+
+Deno.test("editor: the screen is redrawn from the prompt's first row on a narrow terminal", async () => {
+  const t = scriptedTerminal(10);
+  const editor = new LineEditor(t.terminal);
+  t.send("abcdefghijkl", "\x01", "\r");
+  assert.equal(await editor.readLine("> "), "abcdefghijkl");
+  const output = t.output();
+  // After the first read the cursor was on the second row: Home goes up one row to redraw.
+  assert.ok(output.includes("\x1b[1A\r\x1b[J> abcdefghijkl"));
+  // And puts the cursor after the prompt on the first row.
+  assert.ok(output.includes("> abcdefghijkl\x1b[1A\r\x1b[2C"));
+});
