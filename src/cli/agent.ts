@@ -47,12 +47,16 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         try {
           const problems = mcpProblems(session, config);
           for (const line of problems) io.err(`${line}\n`);
-          const result = await cancellable(io, (signal) =>
-            session.run(prompt, {
-              skills,
-              signal,
-              onEvent: io.stderrIsTerminal && !options.json ? progress(io) : undefined,
-            }));
+          const result = await cancellable(io, async (signal) => {
+            const shown = io.stderrIsTerminal && !options.json
+              ? progress(io, session.model.settings.model, signal)
+              : undefined;
+            try {
+              return await session.run(prompt, { skills, signal, onEvent: shown?.onEvent });
+            } finally {
+              shown?.done();
+            }
+          });
           if (result.endReason !== "completed") state.exitCode = 1;
           if (options.json) return printJson(io, runJson(result, problems));
           for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
@@ -163,15 +167,17 @@ async function chat(
         continue;
       }
       running = new AbortController();
+      const shown = progress(io, model.model, running.signal);
       let result: RunResult;
       try {
         result = await session.run(text, {
           skills,
           history,
           signal: running.signal,
-          onEvent: progress(io),
+          onEvent: shown.onEvent,
         });
       } finally {
+        shown.done();
         running = undefined;
       }
       history = result.messages;
@@ -371,12 +377,60 @@ async function withLogging(
   }
 }
 
-function progress(io: CliIo): (event: RunEvent) => void {
-  return (event) => {
-    if (event.type === "tool_call") io.err(`  → ${event.name} ${shorten(event.arguments, 120)}\n`);
-    if (event.type === "tool_result") {
-      io.err(`  ← ${event.name}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`);
-    }
+/** A wait for the model longer than this shows the "waiting" line. */
+const WAITING_SHOWN_AFTER_MS = 1000;
+
+/**
+ * Progress of a run on stderr: each tool call and its result, and, on a terminal that can redraw
+ * a line, "… waiting for <model> (N s)" while a model call takes longer than a second. The
+ * waiting line is erased before anything else is written, when the run's `signal` aborts, and by
+ * `done()` (call it when the run has returned).
+ */
+function progress(
+  io: CliIo,
+  model: string,
+  signal?: AbortSignal,
+): { onEvent: (event: RunEvent) => void; done: () => void } {
+  const live = io.stderrIsTerminal && !["dumb", ""].includes(io.env("TERM") ?? "");
+  let delay: ReturnType<typeof setTimeout> | undefined;
+  let ticker: ReturnType<typeof setInterval> | undefined;
+  let shown = false;
+  const stopWaiting = () => {
+    clearTimeout(delay);
+    clearInterval(ticker);
+    if (shown) io.err("\r\x1b[K");
+    shown = false;
+  };
+  const startWaiting = () => {
+    stopWaiting();
+    if (!live || signal?.aborted) return;
+    const started = performance.now();
+    const draw = () => {
+      const seconds = Math.floor((performance.now() - started) / 1000);
+      io.err(`\r\x1b[K  … waiting for ${model} (${seconds} s)`);
+      shown = true;
+    };
+    delay = setTimeout(() => {
+      draw();
+      ticker = setInterval(draw, 1000);
+    }, WAITING_SHOWN_AFTER_MS);
+  };
+  signal?.addEventListener("abort", stopWaiting, { once: true });
+  return {
+    onEvent: (event) => {
+      stopWaiting();
+      if (event.type === "model_call") startWaiting();
+      if (event.type === "tool_call") {
+        io.err(`  → ${event.name} ${shorten(event.arguments, 120)}\n`);
+      }
+      if (event.type === "tool_result") {
+        io.err(`  ← ${event.name}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`);
+      }
+    },
+    done: () => {
+      stopWaiting();
+      signal?.removeEventListener("abort", stopWaiting);
+    },
   };
 }
 

@@ -1,0 +1,78 @@
+/**
+ * `agent run` at a terminal: "… waiting for <model> (N s)" while a model call takes longer than a
+ * second, erased before the next output; nothing of it on a dumb terminal or without a terminal.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startFakeModel } from "../fixtures/fake_model.ts";
+import { stdioCommand } from "../fixtures/mcp/spawn.ts";
+import { cli, tempHome } from "./_helpers.ts";
+
+const ERASE = "\r\x1b[K";
+
+async function slowModelHome(turns: Parameters<typeof startFakeModel>[0]) {
+  const h = await tempHome();
+  const model = await startFakeModel(turns);
+  const notes = stdioCommand(["--tools", "echo"]);
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    [
+      "model:",
+      "  default: gpt-4.1-mini",
+      `  base_url: ${model.baseUrl}`,
+      "mcp_servers:",
+      "  notes:",
+      `    command: ${JSON.stringify(notes.command)}`,
+      `    args: ${JSON.stringify(notes.args)}`,
+      "",
+    ].join("\n"),
+  );
+  return {
+    home: h.home,
+    [Symbol.asyncDispose]: async () => {
+      await model[Symbol.asyncDispose]();
+      await h[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("run at a terminal: a slow model call shows a waiting line, counted in seconds and erased", async () => {
+  await using h = await slowModelHome({
+    turns: [
+      { toolCalls: [{ name: "mcp__notes__echo", arguments: { message: "hi" } }], delayMs: 2300 },
+      { content: "all done" },
+    ],
+  });
+  const result = await cli(h.home, ["run", "say hi"], {
+    stderrIsTerminal: true,
+    env: { TERM: "xterm-256color" },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, "all done\n");
+  const err = result.stderr;
+  const first = err.indexOf(`${ERASE}  … waiting for gpt-4.1-mini (1 s)`);
+  const second = err.indexOf(`${ERASE}  … waiting for gpt-4.1-mini (2 s)`);
+  assert.ok(first >= 0 && second > first, err);
+  // Erased before the tool call is shown, so the tool line starts at the left edge.
+  const toolLine = err.indexOf("  → mcp__notes__echo");
+  assert.ok(toolLine > second, err);
+  assert.equal(err.slice(toolLine - ERASE.length, toolLine), ERASE);
+  // The quick second call shows none.
+  assert.equal(err.split("… waiting").length - 1, 2, err);
+});
+
+Deno.test("run: no waiting line on a dumb terminal, without a terminal, or with --json", async () => {
+  await using h = await slowModelHome({ fallback: { content: "slow", delayMs: 1300 } });
+  for (
+    const [options, args] of [
+      [{ stderrIsTerminal: true, env: { TERM: "dumb" } }, ["run", "q"]],
+      [{ stderrIsTerminal: false, env: { TERM: "xterm" } }, ["run", "q"]],
+      [{ stderrIsTerminal: true, env: { TERM: "xterm" } }, ["run", "q", "--json"]],
+    ] as const
+  ) {
+    const result = await cli(h.home, [...args], options);
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stderr, /waiting for/);
+    assert.ok(!result.stderr.includes("\x1b[K"), JSON.stringify(result.stderr));
+  }
+});
