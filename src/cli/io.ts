@@ -121,6 +121,7 @@ export function processIo(): CliIo {
   const interrupt = () => {
     for (const listener of [...interruptListeners]) listener();
   };
+  const prompter = inquirerPrompter();
   return {
     out: (text) => writeAll(Deno.stdout, encoder.encode(text)),
     err: (text) => writeAll(Deno.stderr, encoder.encode(text)),
@@ -128,10 +129,12 @@ export function processIo(): CliIo {
     stdinIsTerminal: Deno.stdin.isTerminal(),
     stderrIsTerminal: Deno.stderr.isTerminal(),
     readStdin: () => new Response(Deno.stdin.readable).text(),
-    confirm: async (question) => {
-      const { confirm } = await import("@inquirer/prompts");
-      return await confirm({ message: question, default: false }, { output: process.stderr });
-    },
+    // Ctrl-C or Ctrl-D at a yes/no question is "no".
+    confirm: (question) =>
+      prompter.confirm(question, false).catch((error) => {
+        if (error instanceof PromptCancelled) return false;
+        throw error;
+      }),
     now: () => Date.now(),
     stdin: () => Deno.stdin.readable,
     onInterrupt: (listener) => {
@@ -183,7 +186,7 @@ export function processIo(): CliIo {
         for (const [signal, handler] of added) Deno.removeSignalListener(signal, handler);
       };
     },
-    prompter: inquirerPrompter(),
+    prompter,
   };
 }
 
@@ -194,33 +197,52 @@ export function processIo(): CliIo {
  */
 function inquirerPrompter(): Prompter {
   const prompts = () => import("@inquirer/prompts");
-  const context = { output: process.stderr };
-  const cancellable = async <T>(ask: () => Promise<T>): Promise<T> => {
+  type Context = { output: NodeJS.WritableStream; signal: AbortSignal };
+  /**
+   * Runs one prompt; Ctrl-C and Ctrl-D on an empty answer cancel it. Inquirer leaves a prompt
+   * waiting forever when Ctrl-D closes its readline (it only handles Ctrl-C): readline's own key
+   * handler runs first and, when it closed on that key, has taken the terminal out of raw mode.
+   */
+  type Prompts = Awaited<ReturnType<typeof prompts>>;
+  const cancellable = async <T>(
+    ask: (prompts: Prompts, context: Context) => Promise<T>,
+  ): Promise<T> => {
+    const loaded = await prompts();
+    const closed = new AbortController();
+    const onKey = (_text: unknown, key?: { ctrl?: boolean; name?: string }) => {
+      if (key?.ctrl && key.name === "d" && !process.stdin.isRaw) closed.abort();
+    };
     try {
-      return await ask();
+      // The prompt's readline is made here, in this turn: its key handler comes before ours.
+      const answer = ask(loaded, { output: process.stderr, signal: closed.signal });
+      process.stdin.on("keypress", onKey);
+      return await answer;
     } catch (error) {
-      if (error instanceof Error && error.name === "ExitPromptError") throw new PromptCancelled();
+      const name = error instanceof Error ? error.name : "";
+      if (name === "ExitPromptError" || name === "AbortPromptError") throw new PromptCancelled();
       throw error;
+    } finally {
+      process.stdin.off("keypress", onKey);
     }
   };
   return {
     confirm: (message, defaultValue) =>
-      cancellable(async () =>
-        (await prompts()).confirm({ message, default: defaultValue }, context)
+      cancellable((prompts, context) =>
+        prompts.confirm({ message, default: defaultValue }, context)
       ),
     input: (message, options = {}) =>
-      cancellable(async () => (await prompts()).input({ message, ...options }, context)),
+      cancellable((prompts, context) => prompts.input({ message, ...options }, context)),
     select: <T extends string>(
       message: string,
       choices: readonly PromptChoice<T>[],
       defaultValue?: T,
     ) =>
-      cancellable(async () =>
-        (await prompts()).select<T>({ message, choices, default: defaultValue }, context)
+      cancellable((prompts, context) =>
+        prompts.select<T>({ message, choices, default: defaultValue }, context)
       ),
     password: (message, validate) =>
-      cancellable(async () =>
-        (await prompts()).password({ message, mask: "*", validate }, context)
+      cancellable((prompts, context) =>
+        prompts.password({ message, mask: "*", validate }, context)
       ),
   };
 }
