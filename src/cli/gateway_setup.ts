@@ -11,7 +11,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { parse as parseDotenv } from "dotenv";
 import { type Document, isAlias, isNode, visit } from "yaml";
 import { ConfigSource, loadConfig, parseBoolish, type ResolvedConfig } from "../home/config.ts";
-import { editConfigFile, fillNullSection } from "../home/config_edit.ts";
+import { copyMergedSections, editConfigFile, fillNullSection } from "../home/config_edit.ts";
 import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
 import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
@@ -608,7 +608,8 @@ function report(
  * Writes the choices into `platforms.webhook`. A section whose keys are all commented out reads
  * as null: it becomes a mapping (its comments kept) instead of stopping the YAML library. A
  * section that is an alias (`extra: *defaults`) becomes a copy of the aliased mapping, so the
- * edit lands here and not in the anchor other keys share. Sections of another type never get
+ * edit lands here and not in the anchor other keys share; so does a section merged in with `<<`
+ * (a key set in a new section would hide the merged one). Sections of another type never get
  * here: {@linkcode readWebhookSettings} refuses them first. Returns what it had to replace.
  */
 function editWebhookSection(
@@ -616,7 +617,10 @@ function editWebhookSection(
   choices: SetupChoices,
   dotenv: Record<string, string>,
 ): string[] {
-  const replaced: string[] = [];
+  const replaced = copyMergedSections(doc, EXTRA).map((key) =>
+    `${key} in config.yaml came from a merge key (<<); setup wrote a copy of it in place, so ` +
+    `its changes apply to ${key} only`
+  );
   for (const path of [["platforms"], ["platforms", "webhook"], [...EXTRA]]) {
     const node = doc.getIn(path, true);
     if (isAlias(node)) {

@@ -6,7 +6,8 @@
 import type { Command } from "@commander-js/extra-typings";
 import { Document, isMap } from "yaml";
 import { ConfigSource, isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { editConfigFile } from "../home/config_edit.ts";
+import { editConfigFile, removeConfigEntry } from "../home/config_edit.ts";
+import { ConfigError } from "../home/errors.ts";
 import {
   formatIssue,
   loadMcpServers,
@@ -348,7 +349,14 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         if (!hasServer(config, name)) {
           throw noSuchServer(config, name, configuredNames(config, loadMcpServers(config).servers));
         }
-        editConfigFile(config.paths.config, (doc) => doc.deleteIn(["mcp_servers", name]));
+        // The entry goes with its own comment lines; the section's and the next entry's stay.
+        if (!removeConfigEntry(config.paths.config, ["mcp_servers", name])) {
+          const now = loadConfig({ env: io.env }); // it may have gone meanwhile
+          if (!hasServer(now, name)) {
+            throw noSuchServer(now, name, configuredNames(now, loadMcpServers(now).servers));
+          }
+          throw mergedServer(now, name);
+        }
         if (options.json) return printJson(io, { removed: name });
         io.out(`Removed MCP server '${name}' from ${config.paths.config}.\n`);
       },
@@ -681,6 +689,21 @@ function configuredNames(config: ResolvedConfig, valid: readonly McpServerConfig
   const names = isPlainObject(entries) ? Object.keys(entries) : [];
   return names.map((name) =>
     valid.some((server) => server.name === name) ? name : `${name} (invalid)`
+  );
+}
+
+/**
+ * The error for a server that `mcp_servers` only has through a merge key (`<<: *shared`): it is
+ * written, and can only be removed, in the mapping the anchor names.
+ */
+function mergedServer(config: ResolvedConfig, name: string): ConfigError {
+  const key = `mcp_servers.${name}`;
+  return new ConfigError(
+    { file: config.paths.config, key, line: config.source.lineOf(key) },
+    `MCP server '${name}' is merged into mcp_servers with \`<<\` from the mapping written here, ` +
+      "so it cannot be removed from mcp_servers alone; nothing was written",
+    "delete it here (every key that merges this mapping loses it), or replace the `<<` in " +
+      "mcp_servers by the servers you want",
   );
 }
 

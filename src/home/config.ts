@@ -4,8 +4,18 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { isMap, isNode, isSeq, LineCounter, parseDocument } from "yaml";
-import type { Document } from "yaml";
+import {
+  isAlias,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+} from "yaml";
+import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { ConfigError } from "./errors.ts";
 import { readTextIfExists } from "./files.ts";
 import { type EnvReader, type HomePaths, homePaths, resolveHome } from "./paths.ts";
@@ -34,8 +44,10 @@ export class ConfigSource {
   }
 
   /**
-   * Parses YAML text. A syntax error, or a root that is not a mapping, is a
-   * {@linkcode ConfigError} naming the file, line and problem.
+   * Parses YAML text. A syntax error, an alias without its anchor, a merge key (`<<`) that names
+   * no mapping, or a root that is not a mapping, is a {@linkcode ConfigError} naming the file,
+   * line and problem. Merge keys (`<<: *defaults`) are applied: the merged keys read as if
+   * written in place, and the keys written in place win.
    *
    * @example
    * ```ts
@@ -43,11 +55,14 @@ export class ConfigSource {
    * import { ConfigSource } from "./config.ts";
    * const source = ConfigSource.parse("/h/config.yaml", "telemetry:\n  shared_metrics:\n    enabled: true\n");
    * assert(source.get("telemetry.shared_metrics.enabled") === true);
+   * const merged = ConfigSource.parse("/h/config.yaml", "d: &d {command: npx}\nmcp_servers:\n  fs:\n    <<: *d\n");
+   * assert.deepEqual(merged.get("mcp_servers.fs"), { command: "npx" });
+   * assert.equal(merged.lineOf("mcp_servers.fs.command"), 1);
    * ```
    */
   static parse(file: string, text: string): ConfigSource {
     const lines = new LineCounter();
-    const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+    const document = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true });
     const first = document.errors[0];
     if (first) {
       const pos = lines.linePos(errorOffset(text, first.code, first.message, first.pos[0]));
@@ -67,7 +82,25 @@ export class ConfigSource {
         "correct the YAML syntax at that line (check indentation, quotes and colons)",
       );
     }
-    const data: unknown = document.toJS() ?? {};
+    const aliasProblem = checkAliases(document);
+    if (aliasProblem) {
+      throw new ConfigError(
+        { file, line: lines.linePos(aliasProblem.offset).line },
+        aliasProblem.problem,
+        aliasProblem.fix,
+      );
+    }
+    let data: unknown;
+    try {
+      data = document.toJS() ?? {};
+    } catch (error) {
+      // checkAliases finds what the YAML library refuses; this is for anything it did not foresee.
+      throw new ConfigError(
+        { file },
+        `invalid YAML: ${firstLine(error instanceof Error ? error.message : String(error))}`,
+        "correct the YAML (check its anchors `&name`, aliases `*name` and merge keys `<<`)",
+      );
+    }
     if (!isPlainObject(data)) {
       throw new ConfigError(
         { file, line: 1 },
@@ -110,14 +143,29 @@ export class ConfigSource {
 
   /**
    * The 1-based line of `keyPath` in the file: the line of its key (for a list index, of the
-   * item), or `undefined` when the path is not in the file.
+   * item), or `undefined` when the path is not in the file. A key merged in with `<<` is at the
+   * line where the mapping it comes from writes it.
    */
   lineOf(keyPath: string): number | undefined {
+    const offset = this.#find(keyPath)?.offset;
+    return offset === undefined ? undefined : this.#lines.linePos(offset).line;
+  }
+
+  /**
+   * The YAML node of the value at `keyPath` (found like {@linkcode ConfigSource.lineOf}), or
+   * `undefined` when the path is not in the file. It may carry an anchor (`node.anchor`).
+   */
+  nodeOf(keyPath: string): unknown {
+    return this.#find(keyPath)?.node;
+  }
+
+  #find(keyPath: string): { node: unknown; offset?: number } | undefined {
     let node: unknown = this.document.contents;
     let offset: number | undefined;
     for (const segment of keyPath.split(".")) {
+      if (isAlias(node)) node = node.resolve(this.document);
       if (isMap(node)) {
-        const pair = node.items.find((item) => isNode(item.key) && item.key.toJSON() === segment);
+        const pair = findPair(this.document, node, segment);
         if (!pair) return undefined;
         offset = isNode(pair.key) ? pair.key.range?.[0] : undefined;
         node = pair.value;
@@ -128,7 +176,7 @@ export class ConfigSource {
         return undefined;
       }
     }
-    return offset === undefined ? undefined : this.#lines.linePos(offset).line;
+    return { node, offset };
   }
 
   /** A {@linkcode ConfigError} located at `keyPath`. */
@@ -329,6 +377,106 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
     send = false;
   }
   return { enabled, send, endpoint, decidedBy, warnings };
+}
+
+/** Whether `key` is a merge key (`<<`, unquoted) of a document parsed with `merge: true`. */
+function isMergeKey(key: unknown): boolean {
+  return isScalar(key) && typeof key.value === "symbol" && key.value.description === "<<";
+}
+
+/**
+ * The pair of `map` whose key is `segment`: written in the map, else (as `<<` merges it) in the
+ * mappings its merge keys name, earlier ones first.
+ */
+function findPair(
+  document: Document,
+  map: YAMLMap,
+  segment: string,
+  seen = new Set<YAMLMap>(),
+): Pair | undefined {
+  if (seen.has(map)) return undefined; // a merge that names its own mapping
+  seen.add(map);
+  const own = map.items.find((item) => isNode(item.key) && item.key.toJSON() === segment);
+  if (own) return own;
+  for (const item of map.items) {
+    if (!isMergeKey(item.key)) continue;
+    for (const source of mergeSources(document, item.value)) {
+      const found = isMap(source) ? findPair(document, source, segment, seen) : undefined;
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** The nodes a merge key's value names: one alias or mapping, or a list of them; resolved. */
+function mergeSources(document: Document, value: unknown): unknown[] {
+  const items = isSeq(value) ? value.items : [value];
+  return items.map((item) => isAlias(item) ? item.resolve(document) : item);
+}
+
+/** A problem with anchors, aliases or merge keys, at an offset of the text. */
+interface AliasProblem {
+  offset: number;
+  problem: string;
+  fix: string;
+}
+
+/**
+ * The first alias without an anchor before it, or merge key (`<<`) whose value is not a mapping
+ * (or an alias of one, or a list of those): the YAML library would throw without a line.
+ */
+function checkAliases(document: Document): AliasProblem | undefined {
+  const anchors = new Set<string>();
+  let found: AliasProblem | undefined;
+  visit(document, (_key, node) => {
+    if (isAlias(node)) {
+      const offset = node.range?.[0] ?? 0;
+      const target = anchors.has(node.source) ? node.resolve(document) : undefined;
+      const range = isNode(target) ? target.range : undefined;
+      if (target !== undefined && !(range && range[0] <= offset && offset < range[2])) return;
+      found = target === undefined
+        ? {
+          offset,
+          problem: `the alias *${node.source} has no anchor &${node.source} before it`,
+          fix: `add \`&${node.source}\` to the value it should repeat (above this line), or ` +
+            "write the value out here",
+        }
+        : {
+          offset,
+          problem: `the alias *${node.source} is inside the value it repeats (&${node.source}), ` +
+            "so it would repeat forever",
+          fix: `move the alias out of the value anchored &${node.source}`,
+        };
+      return visit.BREAK;
+    }
+    if (isNode(node) && node.anchor) anchors.add(node.anchor);
+    if (isPair(node) && isMergeKey(node.key)) {
+      const items = isSeq(node.value) ? node.value.items : [node.value];
+      const bad = items.find((item) => {
+        const source = isAlias(item) ? item.resolve(document) : item;
+        // an alias without its anchor is reported when the visit reaches it
+        return !isMap(source) && !(isAlias(item) && source === undefined);
+      });
+      if (bad === undefined) return;
+      found = {
+        offset: (node.key as Node).range?.[0] ?? 0,
+        problem: `the merge key \`<<\` must name a mapping to merge in (\`<<: *defaults\`) or ` +
+          `a list of them, got ${describeNode(document, bad)}`,
+        fix: "point it at the anchor of a mapping (`&defaults` on a mapping above it), or " +
+          "write the keys out instead",
+      };
+      return visit.BREAK;
+    }
+  });
+  return found;
+}
+
+function describeNode(document: Document, node: unknown): string {
+  if (isSeq(node)) return "a list";
+  if (isAlias(node)) {
+    return `the alias *${node.source} of ${describeNode(document, node.resolve(document))}`;
+  }
+  return describe(isScalar(node) ? node.value : node ?? null);
 }
 
 /** Whether `value` is a plain object (a YAML/JSON mapping). */

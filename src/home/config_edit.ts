@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { isAlias, isMap, isScalar, isSeq, parseDocument } from "yaml";
-import type { Document } from "yaml";
+import { isAlias, isMap, isNode, isScalar, isSeq, parseDocument, visit } from "yaml";
+import type { Document, Pair, YAMLMap } from "yaml";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
@@ -16,7 +16,8 @@ export const NEW_CONFIG_HEADER =
  * Applies `edit` to the YAML document of `file` and writes it back atomically (mode 0600), under
  * the edit lock of its folder ({@linkcode withEditLock}), so that two commands editing it at once (`agent
  * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created. A file that does not parse is left untouched and the
- * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown.
+ * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown. The file keeps its
+ * line ends: when its lines end in CRLF, every line written does.
  *
  * @example
  * ```ts
@@ -28,36 +29,97 @@ export const NEW_CONFIG_HEADER =
  * editConfigFile(file, (doc) => doc.setIn(["telemetry", "shared_metrics", "enabled"], true));
  * const text = Deno.readTextFileSync(file);
  * assert(text.includes("# mine") && text.includes("# keep") && text.includes("enabled: true"));
+ * Deno.writeTextFileSync(file, "# mine\r\nmodel: {}\r\n");
+ * editConfigFile(file, (doc) => doc.setIn(["model", "default"], "gpt-4o"));
+ * assert.equal(Deno.readTextFileSync(file), "# mine\r\nmodel: {default: gpt-4o}\r\n");
  * ```
  */
 export function editConfigFile(
   file: string,
   edit: (document: Document, source: ConfigSource) => void,
 ): void {
-  withEditLock(file, () => editUnlocked(file, edit));
+  withEditLock(file, () =>
+    rewrite(file, (text, source) => {
+      const document = parseDocument(text);
+      edit(document, source);
+      return print(text, document);
+    }));
 }
 
-function editUnlocked(
+/**
+ * Removes the entry `path` (`["mcp_servers", "fs"]`) from `file`, under the edit lock, with the
+ * comment lines directly above it (no blank line between) that belong to it, and every line of
+ * its value; a comment separated from it by a blank line, or directly above the next entry,
+ * stays. Every other byte is kept. False, and nothing written, when `path` is not written in the
+ * file (it is missing, or only merged in with `<<`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { removeConfigEntry } from "./config_edit.ts";
+ * const file = `${await Deno.makeTempDir()}/config.yaml`;
+ * Deno.writeTextFileSync(file, "mcp_servers:\n  # files\n  fs:\n    command: npx\n  # wiki\n  wiki: {url: x}\n");
+ * assert(removeConfigEntry(file, ["mcp_servers", "fs"]));
+ * assert.equal(Deno.readTextFileSync(file), "mcp_servers:\n  # wiki\n  wiki: {url: x}\n");
+ * ```
+ */
+export function removeConfigEntry(file: string, path: readonly string[]): boolean {
+  let removed = false;
+  withEditLock(file, () =>
+    rewrite(file, (text, source) => {
+      const document = parseDocument(text);
+      const parent = path.length === 1
+        ? document.contents
+        : document.getIn(path.slice(0, -1), true);
+      const index = isMap(parent) ? indexOfKey(parent, path[path.length - 1]) : -1;
+      if (!isMap(parent) || index < 0) return undefined;
+      const [pair] = parent.items.splice(index, 1);
+      refuseUsedAnchors(document, pair, source, path.join("."));
+      removed = true;
+      // The spliced text must read as the document without the entry (a section left empty reads
+      // as null, which every reader takes as empty); else the printer writes it.
+      const emptied = parent.items.length === 0 && path.length > 1 ? path.slice(0, -1) : undefined;
+      const spliced = parent.flow ? undefined : spliceOut(text, pair);
+      if (spliced !== undefined && readsAs(spliced, document, emptied)) return spliced;
+      return print(text, document);
+    }));
+  return removed;
+}
+
+/**
+ * Reads `file` (missing: {@linkcode NEW_CONFIG_HEADER}), refuses a broken one, lets `change` make
+ * the new text from the text with LF line ends, and writes it atomically (mode 0600) with the
+ * file's line ends: a file whose lines end in CRLF stays CRLF. `change` returning `undefined`
+ * writes nothing.
+ */
+function rewrite(
   file: string,
-  edit: (document: Document, source: ConfigSource) => void,
+  change: (text: string, source: ConfigSource) => string | undefined,
 ): void {
   const original = readTextIfExists(file);
   const source = ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
-  const text = original ?? NEW_CONFIG_HEADER;
-  const document = parseDocument(text);
-  edit(document, source);
+  const text = (original ?? NEW_CONFIG_HEADER).replaceAll("\r\n", "\n");
+  const changed = change(text, source);
+  if (changed === undefined) return;
+  const crlf = original !== undefined && /\r\n/.test(original);
+  writeFileAtomic(file, crlf ? changed.replaceAll("\n", "\r\n") : changed);
+}
+
+/** `document` printed the way `text` (LF line ends) is written. */
+function print(text: string, document: Document): string {
   const printed = document.toString({
     lineWidth: 0, // never re-wrap long values
     flowCollectionPadding: usesFlowPadding(text), // `[a, b]` or `[ a, b ]`, as the file does
     indentSeq: !usesUnindentedSequences(text),
   });
-  writeFileAtomic(file, keepTrailingCommentSpacing(text, printed));
+  return keepTrailingCommentSpacing(text, printed);
 }
 
 /**
  * Readies the sections of `path` (`["telemetry", "shared_metrics"]`) for keys to be set in them:
  * a missing section is left to `setIn`, which creates it; a null one (say all its keys are
- * commented out) becomes an empty mapping that keeps its comments. A section holding anything
+ * commented out) becomes an empty mapping that keeps its comments; one merged in with `<<` is
+ * copied in place ({@linkcode copyMergedSections}). A section holding anything
  * else (a string, a list, an alias) is a {@linkcode ConfigError} naming it: setting a key there
  * would fail or throw the value away.
  *
@@ -79,6 +141,7 @@ export function prepareSections(
   source: ConfigSource,
   path: readonly string[],
 ): void {
+  copyMergedSections(doc, path);
   for (let depth = 1; depth <= path.length; depth++) {
     const prefix = path.slice(0, depth);
     const node = doc.getIn(prefix, true);
@@ -94,6 +157,66 @@ export function prepareSections(
         "remove it; then run the command again",
     );
   }
+}
+
+/**
+ * Copies in place each section on `path` that `doc` has only through a merge key (`<<: *defaults`),
+ * so that a key set in it keeps the section's other merged keys: set in a new section, it would
+ * hide the whole merged one (a merge is not deep). The anchor's mapping is left as it was, for the
+ * other keys that merge it. Returns the dotted paths copied.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseDocument } from "yaml";
+ * import { copyMergedSections } from "./config_edit.ts";
+ * const doc = parseDocument("d: &d\n  extra: {port: 1, host: h}\nwebhook:\n  <<: *d\n");
+ * assert.deepEqual(copyMergedSections(doc, ["webhook", "extra"]), ["webhook.extra"]);
+ * doc.setIn(["webhook", "extra", "port"], 2);
+ * assert.deepEqual(doc.toJS({}).webhook.extra, { port: 2, host: "h" });
+ * ```
+ */
+export function copyMergedSections(doc: Document, path: readonly string[]): string[] {
+  const copied: string[] = [];
+  for (let depth = 1; depth <= path.length; depth++) {
+    const parentPath = path.slice(0, depth - 1);
+    const parent = parentPath.length === 0 ? doc.contents : doc.getIn(parentPath, true);
+    if (!isMap(parent)) break;
+    const key = path[depth - 1];
+    if (indexOfKey(parent, key) >= 0) continue;
+    const merged = mergedValue(doc, parent, key, new Set());
+    if (merged === undefined) break; // missing: setIn creates it
+    const copy = isNode(merged) ? merged.clone() : doc.createNode(merged);
+    if (isNode(copy)) copy.anchor = undefined; // the anchor stays on the original
+    parent.set(doc.createNode(key), copy);
+    copied.push(path.slice(0, depth).join("."));
+  }
+  return copied;
+}
+
+/** Whether `key` is a merge key: `<<` unquoted (as a plain key, or parsed with `merge: true`). */
+function isMergeKeyNode(key: unknown): boolean {
+  if (!isScalar(key)) return false;
+  if (typeof key.value === "symbol") return key.value.description === "<<";
+  return key.value === "<<" && (key.type === undefined || key.type === "PLAIN");
+}
+
+/** The value `map` gets for `key` through its merge keys (earlier sources first), if any. */
+function mergedValue(doc: Document, map: YAMLMap, key: string, seen: Set<YAMLMap>): unknown {
+  if (seen.has(map)) return undefined;
+  seen.add(map);
+  for (const pair of map.items) {
+    if (!isMergeKeyNode(pair.key)) continue;
+    for (const item of isSeq(pair.value) ? pair.value.items : [pair.value]) {
+      const source = isAlias(item) ? item.resolve(doc) : item;
+      if (!isMap(source)) continue;
+      const index = indexOfKey(source, key);
+      if (index >= 0) return source.items[index].value;
+      const nested = mergedValue(doc, source, key, seen);
+      if (nested !== undefined) return nested;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -148,4 +271,124 @@ function keepTrailingCommentSpacing(original: string, printed: string): string {
     return printed;
   }
   return printed.slice(0, printed.length - block.length - 1) + block;
+}
+
+/** The index of the pair of `map` whose key reads as `key` (`8080:` is the key "8080"), or -1. */
+function indexOfKey(map: YAMLMap, key: string): number {
+  return map.items.findIndex((pair) => isScalar(pair.key) && String(pair.key.value) === key);
+}
+
+/**
+ * An entry that defines an anchor (`&defaults`) which other keys still use (`*defaults`, or
+ * `<<: *defaults`) cannot go: they would be left pointing at nothing.
+ */
+function refuseUsedAnchors(
+  document: Document,
+  pair: Pair,
+  source: ConfigSource,
+  keyPath: string,
+): void {
+  const defined = new Set<string>();
+  for (const part of [pair.key, pair.value]) {
+    if (!isNode(part)) continue;
+    visit(part, (_key, node) => {
+      if (isNode(node) && node.anchor) defined.add(node.anchor);
+    });
+  }
+  if (defined.size === 0) return;
+  let used: string | undefined;
+  visit(document, {
+    Alias: (_key, node) => {
+      if (!defined.has(node.source)) return;
+      used = node.source;
+      return visit.BREAK;
+    },
+  });
+  if (used === undefined) return;
+  throw source.error(
+    keyPath,
+    `it defines the anchor &${used} that other keys use (*${used}), so they would be left ` +
+      "pointing at nothing; nothing was written",
+    `write out the values where *${used} is used (or move &${used} to another entry), then run ` +
+      "the command again",
+  );
+}
+
+/**
+ * Whether YAML `text` reads as the same data as `document` (both with merge keys as plain keys),
+ * where the section at `emptied`, when given, is null in `text` rather than an empty mapping.
+ */
+function readsAs(text: string, document: Document, emptied?: readonly string[]): boolean {
+  const reread = parseDocument(text);
+  if (reread.errors.length > 0) return false;
+  try {
+    const expected = document.toJS();
+    if (emptied) {
+      const section = emptied.slice(0, -1).reduce((value, key) => value?.[key], expected);
+      if (section) section[emptied[emptied.length - 1]] = null;
+    }
+    return JSON.stringify(reread.toJS()) === JSON.stringify(expected);
+  } catch {
+    return false;
+  }
+}
+
+/** One line of a text: where it starts, where the next one starts, and its content. */
+interface Line {
+  start: number;
+  end: number;
+  text: string;
+}
+
+function linesOf(text: string): Line[] {
+  const lines: Line[] = [];
+  for (let start = 0; start < text.length;) {
+    const newline = text.indexOf("\n", start);
+    const end = newline < 0 ? text.length : newline + 1;
+    lines.push({ start, end, text: text.slice(start, newline < 0 ? end : newline) });
+    start = end;
+  }
+  return lines;
+}
+
+/**
+ * `text` (LF line ends) without the block-mapping entry `pair`: its key line, the lines of its
+ * value (indented deeper), and the comment lines directly above it (no blank line between, not
+ * indented deeper: those end the previous entry's value). Of the blank lines around it, one run
+ * stays between its neighbours, none between the parent key and the next entry. `undefined` when
+ * the key does not start its line (`- name: …`, `? name`): the printer removes those.
+ */
+function spliceOut(text: string, pair: Pair): string | undefined {
+  const keyStart = isNode(pair.key) ? pair.key.range?.[0] : undefined;
+  if (keyStart === undefined) return undefined;
+  const lines = linesOf(text);
+  const keyLine = lines.findIndex((line) => keyStart < line.end);
+  if (keyLine < 0 || text.slice(lines[keyLine].start, keyStart).trim() !== "") return undefined;
+  const indent = keyStart - lines[keyLine].start;
+  const indentOf = (line: Line) => line.text.length - line.text.trimStart().length;
+  const blank = (index: number) => lines[index].text.trim() === "";
+  const comment = (index: number) => lines[index].text.trimStart().startsWith("#");
+
+  let first = keyLine;
+  while (first > 0 && comment(first - 1) && indentOf(lines[first - 1]) <= indent) first--;
+  let last = keyLine;
+  for (let index = keyLine + 1; index < lines.length; index++) {
+    if (blank(index)) continue;
+    if (indentOf(lines[index]) <= indent) break;
+    last = index;
+  }
+  let before = first; // first of the blank lines above
+  while (before > 0 && blank(before - 1)) before--;
+  let after = last + 1; // the line after the blank lines below
+  while (after < lines.length && blank(after)) after++;
+
+  const entryIsFirst = before === 0 ||
+    (indentOf(lines[before - 1]) < indent && !comment(before - 1));
+  const nextIsSibling = after < lines.length && indentOf(lines[after]) === indent;
+  let from = first;
+  let to = last + 1;
+  if (after > to && (before < first || entryIsFirst)) to = after; // blank runs on both sides
+  else if (before < first && after === to && !nextIsSibling) from = before; // end of the section
+  const end = to < lines.length ? lines[to].start : text.length;
+  return text.slice(0, lines[from].start) + text.slice(end);
 }

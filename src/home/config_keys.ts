@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isNode, visit } from "yaml";
 import { type ConfigSource, isPlainObject } from "./config.ts";
 import { unknownKeyMessage } from "./suggest.ts";
 
@@ -73,7 +74,9 @@ export interface UnknownConfigKey {
 /**
  * The keys of `source` that no part of the service reads, at every level it knows (the entries
  * of `mcp_servers` and of `routes` are checked where they are read). Nothing is refused: an
- * unknown key is ignored, and this says so.
+ * unknown key is ignored, and this says so. Keys merged in with `<<` are checked as if written in
+ * place; a key whose value carries an anchor that an alias uses (`x-defaults: &defaults`) is not
+ * reported: it is read through the alias.
  *
  * @example
  * ```ts
@@ -90,22 +93,29 @@ export interface UnknownConfigKey {
  */
 export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
   const found: UnknownConfigKey[] = [];
-  const visit = (value: Record<string, unknown>, known: KeyTree, path: string[]) => {
+  const aliased = new Set<string>();
+  visit(source.document, { Alias: (_key, node) => void aliased.add(node.source) });
+  const holdsUsedAnchor = (keyPath: string) => {
+    const node = source.nodeOf(keyPath);
+    return isNode(node) && node.anchor !== undefined && aliased.has(node.anchor);
+  };
+  const check = (value: Record<string, unknown>, known: KeyTree, path: string[]) => {
     for (const [key, child] of Object.entries(value)) {
       const keyPath = [...path, key].join(".");
       const expected = Object.hasOwn(known, key) ? known[key] : undefined;
       if (expected === undefined) {
+        if (holdsUsedAnchor(keyPath)) continue;
         found.push({
           key: keyPath,
           line: source.lineOf(keyPath),
           message: unknownKeyMessage(key, Object.keys(known)),
         });
       } else if (typeof expected === "object" && isPlainObject(child)) {
-        visit(child, expected, [...path, key]);
+        check(child, expected, [...path, key]);
       }
     }
   };
-  visit(source.data, KNOWN_KEYS, []);
+  check(source.data, KNOWN_KEYS, []);
   return found;
 }
 

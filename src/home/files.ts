@@ -190,22 +190,79 @@ export function restrictFileMode(path: string, mode: number = PRIVATE_FILE_MODE)
 }
 
 /**
- * Reads a text file, or returns `undefined` when it does not exist.
+ * Reads a text file, or returns `undefined` when it does not exist. A folder or another thing
+ * that is not a regular file (a named pipe would wait for a writer forever) is an error of one
+ * line naming the path and the fix; a file that cannot be read keeps its `Deno.errors` class and
+ * gets the fix added.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { readTextIfExists } from "./files.ts";
  * assert(readTextIfExists("/nonexistent/file") === undefined);
+ * const dir = await Deno.makeTempDir();
+ * assert.throws(() => readTextIfExists(dir), Deno.errors.IsADirectory);
  * ```
  */
 export function readTextIfExists(path: string): string | undefined {
   try {
-    return Deno.readTextFileSync(path);
+    const info = Deno.statSync(path);
+    if (!info.isFile && !info.isDirectory) throw notARegularFile(path, info);
+    return Deno.readTextFileSync(path); // a folder throws IsADirectory
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
+    if (error instanceof Deno.errors.IsADirectory) throw isAFolder(path, error);
+    if (error instanceof Deno.errors.PermissionDenied) throw cannotRead(path, error);
     throw error;
   }
+}
+
+/** Deno's reason without the operation and path it appends (": readfile '/x'"). */
+function reasonOf(error: Error): string {
+  return error.message.replace(/: [a-z_]+ '[^']*'$/, "");
+}
+
+/** The fix's ending: the files read this way are optional, and written when needed. */
+function runAgain(path: string): string {
+  return `then run the command again (${basename(path)} is created when needed)`;
+}
+
+/** A folder where a file is read: Deno's reason first, like every file system error, then the fix. */
+function isAFolder(path: string, error: Error): Error {
+  return new Deno.errors.IsADirectory(
+    `${reasonOf(error)}: '${path}' is a folder, not a file. Fix: move or delete that folder, ${
+      runAgain(path)
+    }`,
+    { cause: error },
+  );
+}
+
+/** A named pipe, socket or device where a file is read (a pipe would wait forever): `EINVAL`. */
+function notARegularFile(path: string, info: Deno.FileInfo): Error {
+  const kind = info.isFifo
+    ? "a named pipe"
+    : info.isSocket
+    ? "a socket"
+    : info.isBlockDevice || info.isCharDevice
+    ? "a device"
+    : "something else";
+  return Object.assign(
+    new Error(
+      `'${path}' is not a regular file (it is ${kind}). Fix: replace it by a file or delete it, ${
+        runAgain(path)
+      }`,
+    ),
+    { code: "EINVAL" },
+  );
+}
+
+/** A file that exists but cannot be read: Deno's reason, the path and the fix. */
+function cannotRead(path: string, error: Error): Error {
+  return new Deno.errors.PermissionDenied(
+    `${reasonOf(error)}: cannot read '${path}'. Fix: make it readable by this user ` +
+      `(chmod u+r '${path}'), then run the command again`,
+    { cause: error },
+  );
 }
 
 function syncDir(dir: string): void {
