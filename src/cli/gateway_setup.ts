@@ -411,10 +411,65 @@ function applyChoices(
     );
   if (after.enabled !== choices.enabled) overridden("WEBHOOK_ENABLED", "platforms.webhook.enabled");
   if (after.port !== choices.port) overridden("WEBHOOK_PORT", "platforms.webhook.extra.port");
-  if (after.port < 1024) {
-    warnings.push(`port ${after.port} is below 1024: most systems let only root listen on it`);
+  if (after.enabled) {
+    const problem = listenProblem(after);
+    if (problem) warnings.push(problem);
   }
   return report(config, after, secretOutcome, warnings);
+}
+
+/**
+ * Why the gateway could not listen where `settings` say, tried now by binding and closing a
+ * listener there (as the gateway binds: `host`, or `::` for every interface); `undefined` when it
+ * could. A port in use may be this gateway, already running.
+ */
+function listenProblem(settings: Pick<WebhookSettings, "host" | "port">): string | undefined {
+  try {
+    Deno.listen({ hostname: settings.host ?? "::", port: settings.port }).close();
+    return undefined;
+  } catch (error) {
+    return listenProblemText(error, settings);
+  }
+}
+
+/**
+ * The warning for `error` from binding `settings.host`/`settings.port`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listenProblemText } from "./gateway_setup.ts";
+ * const denied = new Deno.errors.PermissionDenied("Permission denied (os error 13)");
+ * assert.equal(
+ *   listenProblemText(denied, { port: 443 }),
+ *   "cannot listen on port 443 as this user (Permission denied (os error 13)): " +
+ *     "ports below 1024 need privileges; choose 1024 or above (--port)",
+ * );
+ * ```
+ */
+export function listenProblemText(
+  error: unknown,
+  settings: { host?: string; port: number },
+): string {
+  const where = settings.host === undefined
+    ? `port ${settings.port}`
+    : `${settings.host} port ${settings.port}`;
+  const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  if (error instanceof Deno.errors.AddrInUse) {
+    return `${where} is in use right now: if that is this gateway, restart it to apply these ` +
+      "settings; otherwise choose a free port (--port)";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `cannot listen on ${where} as this user (${reason})` +
+      (settings.port < 1024
+        ? ": ports below 1024 need privileges; choose 1024 or above (--port)"
+        : "");
+  }
+  if (settings.host !== undefined && error instanceof Deno.errors.AddrNotAvailable) {
+    return `${settings.host} is not an address of this machine, so the gateway cannot listen on ` +
+      "it; choose one of its addresses (--host), or --all-interfaces";
+  }
+  return `could not check that the gateway can listen on ${where}: ${reason}`;
 }
 
 /** The writes of {@linkcode writeSetupFiles}; tests pass failing ones. */

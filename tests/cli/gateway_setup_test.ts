@@ -222,13 +222,38 @@ Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in th
   assert.equal(settingsOf(h.home).port, 7300, "config.yaml has the chosen port");
 });
 
-Deno.test("setup warns that a port below 1024 needs privileges", async () => {
+Deno.test("setup tries the address: a port in use or an address not of this machine is a warning", async () => {
   await using h = await tempHome();
-  const run = await cli(h.home, ["gateway", "setup", "--port", "443", "--json"]);
-  assert.equal(run.code, 0, run.stderr);
-  assert.deepEqual(parseOneJson(run.stdout).warnings, [
-    "port 443 is below 1024: most systems let only root listen on it",
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  const inUse = await cli(h.home, [
+    "gateway",
+    "setup",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--json",
   ]);
+  assert.equal(inUse.code, 0, inUse.stderr);
+  assert.deepEqual(parseOneJson(inUse.stdout).warnings, [
+    `127.0.0.1 port ${port} is in use right now: if that is this gateway, restart it to apply ` +
+    "these settings; otherwise choose a free port (--port)",
+  ]);
+  assert.equal(settingsOf(h.home).port, port, "written all the same");
+
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine.
+  const foreign = await cli(h.home, ["gateway", "setup", "--host", "192.0.2.1"]);
+  assert.equal(foreign.code, 0, foreign.stderr);
+  assert.match(
+    foreign.stderr,
+    /^warning: 192\.0\.2\.1 is not an address of this machine, so the gateway cannot listen on it; choose one of its addresses \(--host\), or --all-interfaces$/m,
+  );
+
+  // A disabled listener is not tried.
+  const disabled = await cli(h.home, ["gateway", "setup", "--disable", "--json"]);
+  assert.equal(disabled.code, 0, disabled.stderr);
+  assert.deepEqual(parseOneJson(disabled.stdout).warnings, []);
 });
 
 Deno.test("wizard: explains exposure, re-asks bad answers, writes the choices", async () => {
