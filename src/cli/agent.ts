@@ -120,10 +120,14 @@ async function chat(
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
   let reading = false;
+  /** Said on Ctrl-C while a /command that cannot be cancelled is under way. */
+  let busy: string | undefined;
   const stopListening = io.onInterrupt?.(() => {
     if (running) {
       io.err("\n^C: cancelling the run …\n");
       running.abort(new RunCancelled("user"));
+    } else if (busy) {
+      io.err(`\n^C: ${busy}\n`);
     } else if (lines.editing) {
       // The editor has ended the line with ^C and draws the prompt again.
       io.err(`${reading ? "" : "\n"}(type /exit or press Ctrl-D to leave)\n`);
@@ -156,13 +160,16 @@ async function chat(
       const text = line.trim();
       if (text === "") continue;
       if (text.startsWith("/")) {
-        const keepGoing = await chatCommand(
-          io,
-          session,
-          text,
-          () => history = [],
-          config.paths.config,
-        );
+        busy = text.split(/\s+/)[0] === "/reload-mcp"
+          ? "the reload goes on until each server has connected or reached its " +
+            "connect_timeout; the session stays"
+          : undefined;
+        let keepGoing: boolean;
+        try {
+          keepGoing = await chatCommand(io, session, text, () => history = [], config.paths.config);
+        } finally {
+          busy = undefined;
+        }
         if (!keepGoing) break;
         continue;
       }

@@ -161,3 +161,33 @@ Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on,
     await terminal.exit().catch(() => {});
   }
 });
+
+Deno.test("chat: Ctrl-C during /reload-mcp says the reload goes on; the session stays", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel({ fallback: { content: "still here" } });
+  const config = `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`;
+  Deno.writeTextFileSync(join(h.home, "config.yaml"), config);
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  try {
+    let at = await terminal.waitFor(/you> /);
+    // A server that never answers `initialize`: the reload waits for its connect_timeout.
+    Deno.writeTextFileSync(
+      join(h.home, "config.yaml"),
+      `${config}mcp_servers:\n  mute:\n    command: sleep\n    args: ["30"]\n` +
+        "    connect_timeout: 2\n",
+    );
+    await terminal.type("/reload-mcp\r");
+    at = await terminal.waitFor(/Reloading MCP servers …/, at);
+    await terminal.type("\x03");
+    at = await terminal.waitFor(/\^C: the reload goes on until each server has connected/, at);
+    at = await terminal.waitFor(/failed: mute: [^\n]+[\s\S]*?you> /, at);
+    await terminal.type("hello\r");
+    at = await terminal.waitFor(/agent> still here/, at);
+    await terminal.type("/exit\r");
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
