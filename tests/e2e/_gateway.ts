@@ -12,6 +12,7 @@ import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { childEnv, cliJson, MAIN, REPO } from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
 import type { FakePlatforms } from "../fixtures/fake_platforms.ts";
 
 /** A GitHub `issues` event (opened), as GitHub documents it, trimmed. */
@@ -61,18 +62,43 @@ export interface GatewayProcess extends AsyncDisposable {
   exited(): Promise<GatewayExit>;
 }
 
+/** Options of {@linkcode startGateway}. */
+export interface StartOptions {
+  /** The process's open-file limit (`ulimit -n`), set through bash before deno starts. */
+  fileLimit?: number;
+}
+
 /**
  * Starts `agent gateway run` on `home` with a clean environment plus `env` (which must set
  * `WEBHOOK_PORT`), and resolves once it printed that it is listening. Its stdout and stderr are
  * read all along, so a chatty gateway never blocks on a full pipe.
+ *
+ * A port found free a moment ago may have been taken since by another test running in parallel:
+ * then the gateway is started again on another free port, written to `env.WEBHOOK_PORT` (so a
+ * restart with the same `env` uses it too).
  */
 export async function startGateway(
   home: string,
   env: Record<string, string>,
-  options: {
-    /** The process's open-file limit (`ulimit -n`), set through bash before deno starts. */
-    fileLimit?: number;
-  } = {},
+  options: StartOptions = {},
+): Promise<GatewayProcess> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startGatewayOnce(home, env, options);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof PortTaken)) throw error;
+      env.WEBHOOK_PORT = String(freePort());
+    }
+  }
+}
+
+/** The gateway exited at start because its port was in use. */
+class PortTaken extends Error {}
+
+async function startGatewayOnce(
+  home: string,
+  env: Record<string, string>,
+  options: StartOptions,
 ): Promise<GatewayProcess> {
   const port = Number(env.WEBHOOK_PORT);
   assert.ok(Number.isInteger(port) && port > 0, "startGateway needs env.WEBHOOK_PORT");
@@ -115,7 +141,8 @@ export async function startGateway(
   onOutput = () => {};
   if (exited) {
     await drained;
-    throw new Error(`the gateway exited early:\n${text.stdout}\n${text.stderr}`);
+    const message = `the gateway exited early:\n${text.stdout}\n${text.stderr}`;
+    throw /port \d+ is in use/.test(text.stderr) ? new PortTaken(message) : new Error(message);
   }
   let ending: Promise<GatewayExit> | undefined;
   const end = (signal: Deno.Signal) =>
