@@ -20,7 +20,7 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { formatIssue } from "../mcp/mod.ts";
 import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
-import { type LineInput, openInput } from "./input.ts";
+import { type LineInput, openInput, ReadSuperseded } from "./input.ts";
 import type { CommandState } from "./mod.ts";
 
 /** Adds `run` and `chat` to `program`. */
@@ -152,14 +152,19 @@ async function chat(
         line = await lines.ask("you> ", { signal: ended.signal, to: "out" });
       } catch (error) {
         if (ended.signal.aborted) break;
-        throw error;
+        if (!(error instanceof ReadSuperseded)) throw error;
+        // A question of an MCP server came first: ask again once it is answered.
+        await lines.idle();
+        continue;
       } finally {
         reading = false;
       }
       if (line === null) break;
-      const text = line.trim();
-      if (text === "") continue;
-      if (text.startsWith("/")) {
+      if (line.trim() === "") continue;
+      // A pasted block keeps the indentation of its first line; only a one-line message can be
+      // a /command.
+      const text = line.includes("\n") ? line.replace(/^(?:[ \t]*\n)+/, "").trimEnd() : line.trim();
+      if (text.startsWith("/") && !text.includes("\n")) {
         busy = text.split(/\s+/)[0] === "/reload-mcp"
           ? "the reload goes on until each server has connected or reached its " +
             "connect_timeout; the session stays"

@@ -24,9 +24,24 @@ export interface AskOptions {
 export interface LineInput {
   /** Whether lines are edited in place (the terminal is in raw mode while one is read). */
   readonly editing: boolean;
-  /** Shows `prompt` and reads one line; `null` at the end of input (Ctrl-D on an empty line). */
+  /**
+   * Shows `prompt` and reads one line; `null` at the end of input (Ctrl-D on an empty line).
+   * One line is read at a time: a question asked while another waits (a form left over from a
+   * cancelled run, say) ends the waiting one, which rejects with {@linkcode ReadSuperseded}, and
+   * is asked once that one has let go of the terminal.
+   */
   ask(prompt: string, options: AskOptions): Promise<string | null>;
+  /** Resolves once no line is being read. */
+  idle(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The read ended because another question took the terminal. */
+export class ReadSuperseded extends Error {
+  constructor() {
+    super("another question took the terminal");
+    this.name = "ReadSuperseded";
+  }
 }
 
 /** Opens the input of `io`: the editor on a capable terminal, else plain lines. */
@@ -34,20 +49,57 @@ export function openInput(io: CliIo): LineInput {
   const terminal = io.editorTerminal?.();
   if (terminal) {
     const editor = new LineEditor(terminal, { interrupt: () => io.interrupt?.() });
-    return {
-      editing: true,
-      ask: (prompt, options) => editor.readLine(prompt, options),
-      close: () => terminal.close(),
-    };
+    return oneAtATime(
+      true,
+      (prompt, options) => editor.readLine(prompt, options),
+      () => terminal.close(),
+    );
   }
   const lines = new LineReader(stdinOf(io));
+  return oneAtATime(false, (prompt, options) => {
+    if (io.stdinIsTerminal) io[options.to](prompt);
+    return lines.readLine(options.signal);
+  }, () => lines.close());
+}
+
+/** A {@linkcode LineInput} over `read`, which is never called while a call of it is under way. */
+function oneAtATime(
+  editing: boolean,
+  read: (prompt: string, options: AskOptions) => Promise<string | null>,
+  close: () => Promise<void>,
+): LineInput {
+  /** The read under way, which a new question stops. */
+  let active: AbortController | undefined;
+  /** Settles when the last question asked so far has let go of the terminal. */
+  let tail: Promise<void> = Promise.resolve();
+  const idle = async () => {
+    for (let seen; seen !== tail;) await (seen = tail);
+  };
   return {
-    editing: false,
+    editing,
     ask: (prompt, options) => {
-      if (io.stdinIsTerminal) io[options.to](prompt);
-      return lines.readLine(options.signal);
+      active?.abort(new ReadSuperseded());
+      const previous = tail;
+      let release!: () => void;
+      tail = new Promise((resolve) => release = resolve);
+      return (async () => {
+        try {
+          await previous;
+          options.signal?.throwIfAborted();
+          const stop = new AbortController();
+          active = stop;
+          const signal = options.signal
+            ? AbortSignal.any([options.signal, stop.signal])
+            : stop.signal;
+          return await read(prompt, { ...options, signal });
+        } finally {
+          active = undefined;
+          release();
+        }
+      })();
     },
-    close: () => lines.close(),
+    idle,
+    close,
   };
 }
 

@@ -149,7 +149,7 @@ export function processIo(): CliIo {
     interrupt,
     editorTerminal: () => {
       if (!Deno.stdin.isTerminal() || !Deno.stdout.isTerminal()) return undefined;
-      if ((Deno.env.get("TERM") ?? "dumb") === "dumb") return undefined;
+      if (["dumb", ""].includes(Deno.env.get("TERM") ?? "")) return undefined;
       const input = new ChunkReader(Deno.stdin.readable);
       return {
         read: (signal) => input.read(signal),

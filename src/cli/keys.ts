@@ -174,9 +174,10 @@ export class KeyDecoder {
     if (text.length < 2) return 0;
     const second = text[1];
     if (second === "[") {
-      // CSI: parameter and intermediate bytes, then one final byte in @..~.
+      if (text[2] === "[") return text.length < 4 ? 0 : 4; // Linux console F1-F5: ESC [ [ A..E
+      // CSI: parameter and intermediate bytes, then one final byte in @..~ (or rxvt's `$`).
       let end = 2;
-      while (end < text.length && /[0-9;:<=>? !"#$%&'()*+,\-./]/.test(text[end])) end++;
+      while (end < text.length && /[0-9;:<=>? !"#%&'()*+,\-./]/.test(text[end])) end++;
       if (end >= text.length) return 0;
       const sequence = text.slice(0, end + 1);
       if (sequence === PASTE_START) {
@@ -189,15 +190,26 @@ export class KeyDecoder {
       return end + 1;
     }
     if (second === "O") {
-      if (text.length < 3) return 0;
-      const key = CSI_FINAL[text[2]];
+      // SS3, with an optional modifier (`ESC O 5 D`); rxvt's Ctrl-Left/Right are `ESC O d/c`.
+      let end = 2;
+      while (end < text.length && /[0-9;]/.test(text[end])) end++;
+      if (end >= text.length) return 0;
+      const final = text[end];
+      const key = final === "d"
+        ? "wordLeft"
+        : final === "c"
+        ? "wordRight"
+        : csiKey(text.slice(2, end) ? `1;${text.slice(2, end)}` : "", final);
       if (key) keys.push({ kind: key });
-      return 3;
+      return end + 1;
     }
-    if (second === ESC) return 1; // a lone Escape press, then another sequence
     const alt = ALT_KEYS[second];
-    if (alt) keys.push({ kind: alt });
-    return 2;
+    if (alt) {
+      keys.push({ kind: alt });
+      return 2;
+    }
+    // A lone Escape press: dropped, and the key after it counts on its own.
+    return 1;
   }
 
   /** Takes paste text from `text` up to the paste's end marker; returns what follows it. */

@@ -82,25 +82,25 @@ export class LineEditor {
   }
 
   /** Shows `prompt` and reads one line; `null` at the end of input (Ctrl-D on an empty line). */
-  async readLine(prompt: string, options: ReadLineOptions = {}): Promise<string | null> {
+  async readLine(question: string, options: ReadLineOptions = {}): Promise<string | null> {
     const { signal, remember = true } = options;
     signal?.throwIfAborted();
     const terminal = this.#terminal;
+    // Lines before the last one of a question are written once; only the last is redrawn.
+    const lastBreak = question.lastIndexOf("\n");
+    const prompt = question.slice(lastBreak + 1);
+    if (lastBreak >= 0) {
+      terminal.write(`${question.slice(0, lastBreak).replace(/\r?\n/g, "\r\n")}\r\n`);
+    }
     const line = new EditBuffer();
     let recalled = this.#history.length;
     let draft = "";
-    /** Whether the prompt and the line are on the screen (not ended by Enter, ^C, …). */
-    let shown = false;
-    const draw = () => {
-      this.#draw(prompt, line);
-      shown = true;
-    };
+    const draw = () => this.#draw(prompt, line);
     const finish = (ending: string) => {
       line.cursor = line.text.length;
       draw();
       terminal.write(ending);
       this.#cursorRow = 0;
-      shown = false;
     };
     terminal.setRaw(true);
     terminal.write(BRACKETED_PASTE_ON);
@@ -157,12 +157,9 @@ export class LineEditor {
         if (this.#queue.length === 0) draw();
       }
     } catch (error) {
-      if (signal?.aborted && shown) {
-        // Leave what was typed on the screen, the cursor after it, for the caller's next words.
-        line.cursor = line.text.length;
-        draw();
-        this.#cursorRow = 0;
-      }
+      // What was typed stays on the screen as it is: whoever stopped the read (a timeout,
+      // SIGTERM, another question) may have written below it already, and goes on from there.
+      this.#cursorRow = 0;
       throw error;
     } finally {
       terminal.write(BRACKETED_PASTE_OFF);
@@ -382,20 +379,28 @@ function lineStart(text: string, offset: number): number {
   return offset === 0 ? 0 : text.lastIndexOf("\n", offset - 1) + 1;
 }
 
-const WORD = /[\p{L}\p{N}_]/u;
+/** A character of a word: letters with their combining marks (accents, vowel signs), digits. */
+const WORD = /^[\p{L}\p{N}_]/u;
+
+/** The characters of `text` with their offsets, in order. */
+function characters(text: string): Array<{ segment: string; index: number }> {
+  return [...SEGMENTER.segment(text)];
+}
 
 /** The start of the word before `offset` (non-word characters before it skipped). */
 function wordStart(text: string, offset: number): number {
-  let at = offset;
-  while (at > 0 && !WORD.test(text[at - 1])) at--;
-  while (at > 0 && WORD.test(text[at - 1])) at--;
-  return at;
+  const before = characters(text).filter((c) => c.index < offset);
+  let at = before.length;
+  while (at > 0 && !WORD.test(before[at - 1].segment)) at--;
+  while (at > 0 && WORD.test(before[at - 1].segment)) at--;
+  return at < before.length ? before[at].index : offset;
 }
 
 /** The end of the word after `offset` (non-word characters before it skipped). */
 function wordEnd(text: string, offset: number): number {
-  let at = offset;
-  while (at < text.length && !WORD.test(text[at])) at++;
-  while (at < text.length && WORD.test(text[at])) at++;
-  return at;
+  const after = characters(text).filter((c) => c.index >= offset);
+  let at = 0;
+  while (at < after.length && !WORD.test(after[at].segment)) at++;
+  while (at < after.length && WORD.test(after[at].segment)) at++;
+  return at < after.length ? after[at].index : text.length;
 }

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
 import { stdioCommand } from "../fixtures/mcp/spawn.ts";
+import { requestsServerYaml } from "../mcp/_client_requests.ts";
 import { tempHome } from "./_helpers.ts";
 import { Terminal } from "./_terminal.ts";
 
@@ -183,6 +184,54 @@ Deno.test("chat: Ctrl-C during /reload-mcp says the reload goes on; the session 
     at = await terminal.waitFor(/failed: mute: [^\n]+[\s\S]*?you> /, at);
     await terminal.type("hello\r");
     at = await terminal.waitFor(/agent> still here/, at);
+    await terminal.type("/exit\r");
+    const status = await terminal.exit();
+    assert.equal(status.code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
+
+Deno.test("chat: a form left open by a cancelled run does not read along with the next prompt", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\nmcp_servers:\n` +
+      requestsServerYaml("cr"),
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  try {
+    let at = await terminal.waitFor(/you> /);
+    model.push({
+      toolCalls: [{
+        name: "mcp__cr__ask",
+        arguments: {
+          message: "Who are you?",
+          requestedSchema: {
+            type: "object",
+            properties: { name: { type: "string", title: "Your name" } },
+            required: ["name"],
+          },
+        },
+      }],
+    });
+    await terminal.type("ask me\r");
+    at = await terminal.waitFor(/Fill in the form\?[^\n]*/, at);
+    // Ctrl-C on the empty answer cancels the run; the form goes with it.
+    await terminal.type("\x03");
+    at = await terminal.waitFor(/\[cancelled: cancelled by the user\][\s\S]*?you> /, at);
+    model.push({ content: "got it" });
+    await terminal.type("my message\r");
+    at = await terminal.waitFor(/agent> got it[\s\S]*?you> /, at);
+    const sent = model.requests.at(-1)!.messages.findLast((message) => message.role === "user");
+    assert.equal(sent?.content, "my message");
+    // Lines go to the chat alone: "y" is a message, not a late answer to the form.
+    model.push({ content: "second" });
+    await terminal.type("y\r");
+    at = await terminal.waitFor(/agent> second[\s\S]*?you> /, at);
+    assert.doesNotMatch(terminal.screen.slice(at - 200), /Your name/);
     await terminal.type("/exit\r");
     const status = await terminal.exit();
     assert.equal(status.code, 0, terminal.screen);

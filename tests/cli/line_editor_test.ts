@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { openInput, ReadSuperseded } from "../../src/cli/input.ts";
 import { type Key, KeyDecoder } from "../../src/cli/keys.ts";
 import { EditBuffer, type EditorTerminal, layout, LineEditor } from "../../src/cli/line_editor.ts";
+import { fakeIo } from "./_helpers.ts";
 
 /** A terminal fed by the test: each `send` is one read; records raw-mode switches and output. */
 function scriptedTerminal(columns = 80) {
@@ -65,7 +67,20 @@ Deno.test("keys: arrows and Home/End in their CSI, SS3 and VT220 forms, modifier
 });
 
 Deno.test("keys: unknown sequences and unbound control characters are dropped, not typed", () => {
-  assert.deepEqual(decode("a\x1b[15~b\x1b[?1;2c\x00\x07c\x1bz"), [{ kind: "text", text: "abc" }]);
+  assert.deepEqual(decode("a\x1b[15~b\x1b[?1;2c\x00\x07c"), [{ kind: "text", text: "abc" }]);
+  // Linux console F1-F5, rxvt's `$` forms, SS3 with a modifier.
+  assert.deepEqual(decode("x\x1b[[A\x1b[3$\x1b[7$\x1bO5Dy"), [
+    { kind: "text", text: "x" },
+    { kind: "wordLeft" },
+    { kind: "text", text: "y" },
+  ]);
+  assert.deepEqual(decode("\x1bOd\x1bOc"), [{ kind: "wordLeft" }, { kind: "wordRight" }]);
+});
+
+Deno.test("keys: a lone Escape is dropped; the key after it is not lost", () => {
+  assert.deepEqual(decode("\x1b", "x"), [{ kind: "text", text: "x" }]);
+  assert.deepEqual(decode("\x1b\x03"), [{ kind: "interrupt" }]);
+  assert.deepEqual(decode("\x1b\x1b[D"), [{ kind: "left" }]);
 });
 
 Deno.test("keys: CR LF is one Enter, CR CR two; Alt-Enter is a line break", () => {
@@ -126,6 +141,25 @@ Deno.test("edit buffer: moves and deletes by whole characters (combined, wide, e
   assert.equal(line.cursor, 0);
   line.apply({ kind: "delete" });
   assert.equal(line.text, "");
+});
+
+Deno.test("edit buffer: word moves keep accents and vowel signs with their letters", () => {
+  const line = new EditBuffer();
+  line.insert("cafe\u0301 ok");
+  line.cursor = 0;
+  line.apply({ kind: "wordRight" });
+  assert.equal(line.cursor, "cafe\u0301".length);
+  line.insert("!");
+  assert.equal(line.text, "cafe\u0301! ok");
+  line.cursor = 0;
+  line.apply({ kind: "killWordForward" });
+  assert.equal(line.text, "! ok");
+  const hindi = new EditBuffer();
+  hindi.insert("नमस्ते दुनिया");
+  hindi.apply({ kind: "wordLeft" });
+  assert.equal(hindi.cursor, "नमस्ते ".length);
+  hindi.apply({ kind: "wordLeft" });
+  assert.equal(hindi.cursor, 0);
 });
 
 Deno.test("edit buffer: words, kills, and Home/End within a line of a multi-line text", () => {
@@ -268,4 +302,32 @@ Deno.test("editor: the screen is redrawn from the prompt's first row on a narrow
   assert.ok(output.includes("\x1b[1A\r\x1b[J> abcdefghijkl"));
   // And puts the cursor after the prompt on the first row.
   assert.ok(output.includes("> abcdefghijkl\x1b[1A\r\x1b[2C"));
+});
+
+Deno.test("editor: a question of several lines writes the first ones once and redraws the last", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("a", "b", "\r");
+  assert.equal(await editor.readLine("Project\nname: "), "ab");
+  assert.equal(t.output().split("Project").length - 1, 1, JSON.stringify(t.output()));
+  assert.ok(t.output().includes("Project\r\n"));
+});
+
+Deno.test("input: a question asked while another waits ends it first; they never read at once", async () => {
+  const t = scriptedTerminal();
+  const io = {
+    ...fakeIo("/nonexistent").io,
+    editorTerminal: () => t.terminal,
+  };
+  const input = openInput(io);
+  assert.equal(input.editing, true);
+  const stale = input.ask("Fill in the form? ", { to: "err", remember: false });
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const prompt = input.ask("you> ", { to: "out" });
+  await assert.rejects(stale, ReadSuperseded);
+  t.send("hello\r");
+  assert.equal(await prompt, "hello");
+  // Raw mode went off for the stale question before it went on for the new one.
+  assert.deepEqual(t.raw, [true, false, true, false]);
+  await input.idle();
 });
