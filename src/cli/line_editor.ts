@@ -34,6 +34,14 @@ export interface ReadLineOptions {
 }
 
 const SEGMENTER = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** Zero-width spaces, joiners, direction marks and the BOM: terminals give them no column. */
+const ZERO_WIDTH = /^[\u200b-\u200f\u2060-\u2064\ufeff]+$/;
+
+/** The columns a character takes on a terminal. */
+function widthOf(character: string): number {
+  return ZERO_WIDTH.test(character) ? 0 : stringWidth(character);
+}
+
 /** Width assumed when the terminal does not tell. */
 const DEFAULT_COLUMNS = 80;
 /** Lines kept for recall. */
@@ -245,7 +253,7 @@ export function layout(
   };
   const normalized = (): ScreenPosition =>
     column >= columns ? { row: row + 1, column: 0 } : { row, column };
-  for (const { segment } of SEGMENTER.segment(prompt)) put(segment, stringWidth(segment));
+  for (const { segment } of SEGMENTER.segment(prompt)) put(segment, widthOf(segment));
   const indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
   let index = 0;
   for (const { segment } of SEGMENTER.segment(text)) {
@@ -254,7 +262,7 @@ export function layout(
       ? [segment, 0]
       : segment === "\t"
       ? [TAB, TAB.length]
-      : [segment, stringWidth(segment)];
+      : [segment, widthOf(segment)];
     wrapFor(width);
     if (index === cursor) cursorAt = normalized();
     index += segment.length;
@@ -360,18 +368,16 @@ export class EditBuffer {
   }
 }
 
-function boundaries(text: string): number[] {
-  const at = [...SEGMENTER.segment(text)].map((segment) => segment.index);
-  at.push(text.length);
-  return at;
-}
-
+/** The start of the character before `offset` (found without segmenting the whole text). */
 function previousBoundary(text: string, offset: number): number {
-  return boundaries(text).findLast((at) => at < offset) ?? 0;
+  if (offset <= 0) return 0;
+  return SEGMENTER.segment(text).containing(offset - 1)?.index ?? 0;
 }
 
+/** The end of the character at `offset`. */
 function nextBoundary(text: string, offset: number): number {
-  return boundaries(text).find((at) => at > offset) ?? text.length;
+  const segment = SEGMENTER.segment(text).containing(offset);
+  return segment ? segment.index + segment.segment.length : text.length;
 }
 
 /** Where the line (of a multi-line text) holding `offset` starts. */

@@ -331,3 +331,7 @@ Deno.test("input: a question asked while another waits ends it first; they never
   assert.deepEqual(t.raw, [true, false, true, false]);
   await input.idle();
 });
+
+Deno.test("layout: zero-width spaces and joiners take no column", () => {
+  assert.deepEqual(layout("> ", "ab\u200bcd\u200bef", 5, 80).cursor, { row: 0, column: 6 });
+});
