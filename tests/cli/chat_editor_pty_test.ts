@@ -22,6 +22,19 @@ function lastUserText(request: ChatRequest): string {
   return String(user?.content);
 }
 
+/** Types `/exit` and checks that the session ended with exit code 0. */
+async function leave(terminal: Terminal): Promise<void> {
+  await terminal.type("/exit\r");
+  const status = await terminal.exit();
+  assert.equal(status.code, 0, terminal.screen);
+}
+
+/** Ends the terminal's process if a failed test left it running. */
+async function closed(terminal: Terminal): Promise<void> {
+  terminal.kill();
+  await terminal.exit().catch(() => {});
+}
+
 Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, Ctrl-C and Ctrl-D", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel({
@@ -89,8 +102,7 @@ Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, 
     assert.equal(status.code, 0, terminal.screen);
     assert.ok(terminal.screen.slice(at).includes("\x1b[?2004l"));
   } finally {
-    terminal.kill();
-    await terminal.exit().catch(() => {});
+    await closed(terminal);
   }
 });
 
@@ -154,12 +166,9 @@ Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on,
     await terminal.type("y\r");
     at = await terminal.waitFor(/agent> Result: saved: four[\s\S]*?you> /, at);
 
-    await terminal.type("/exit\r");
-    const status = await terminal.exit();
-    assert.equal(status.code, 0, terminal.screen);
+    await leave(terminal);
   } finally {
-    terminal.kill();
-    await terminal.exit().catch(() => {});
+    await closed(terminal);
   }
 });
 
@@ -184,12 +193,9 @@ Deno.test("chat: Ctrl-C during /reload-mcp says the reload goes on; the session 
     at = await terminal.waitFor(/failed: mute: [^\n]+[\s\S]*?you> /, at);
     await terminal.type("hello\r");
     at = await terminal.waitFor(/agent> still here/, at);
-    await terminal.type("/exit\r");
-    const status = await terminal.exit();
-    assert.equal(status.code, 0, terminal.screen);
+    await leave(terminal);
   } finally {
-    terminal.kill();
-    await terminal.exit().catch(() => {});
+    await closed(terminal);
   }
 });
 
@@ -232,11 +238,8 @@ Deno.test("chat: a form left open by a cancelled run does not read along with th
     await terminal.type("y\r");
     at = await terminal.waitFor(/agent> second[\s\S]*?you> /, at);
     assert.doesNotMatch(terminal.screen.slice(at - 200), /Your name/);
-    await terminal.type("/exit\r");
-    const status = await terminal.exit();
-    assert.equal(status.code, 0, terminal.screen);
+    await leave(terminal);
   } finally {
-    terminal.kill();
-    await terminal.exit().catch(() => {});
+    await closed(terminal);
   }
 });
