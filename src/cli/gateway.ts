@@ -14,7 +14,12 @@ import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { STOP_GRACE_MS } from "../gateway/worker.ts";
 import { generateSecret } from "../webhook/routes.ts";
-import { acceptsUnsigned, readWebhookSettings, webhookBaseUrl } from "../webhook/settings.ts";
+import {
+  acceptsUnsigned,
+  bindFailure,
+  readWebhookSettings,
+  webhookBaseUrl,
+} from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
 import { CliError, type CliIo } from "./io.ts";
 
@@ -131,19 +136,14 @@ function bindError(
 ): CliError | undefined {
   const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
   const where = `${settings.host ?? "every interface"} port ${settings.port}`;
-  if (error instanceof Deno.errors.PermissionDenied) {
+  const failure = bindFailure(error, settings.host);
+  if (failure === "denied") {
     return new CliError(
       `cannot listen on ${where}: ${message}. Ports below 1024 need privileges: set ` +
         `platforms.webhook.extra.port (or WEBHOOK_PORT) in ${file} to 1024 or above`,
     );
   }
-  if (
-    settings.host !== undefined &&
-    (error instanceof Deno.errors.AddrNotAvailable ||
-      /lookup address|Name or service not known|nodename nor servname|os error 99/i.test(
-        message,
-      ))
-  ) {
+  if (failure === "not_local") {
     return new CliError(
       `cannot listen on ${where}: ${message}. Set platforms.webhook.extra.host in ${file} to an ` +
         "address of this machine (e.g. 127.0.0.1), or remove it to listen on every interface",

@@ -17,6 +17,7 @@ import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
 import { checkSecret as checkSecretRule, generateSecret } from "../webhook/routes.ts";
 import {
+  bindFailure,
   dotenvLineOf,
   readWebhookSettings,
   WEBHOOK_DEFAULTS,
@@ -455,19 +456,18 @@ export function listenProblemText(
     ? `port ${settings.port}`
     : `${settings.host} port ${settings.port}`;
   const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  if (error instanceof Deno.errors.AddrInUse) {
-    return `${where} is in use right now: if that is this gateway, restart it to apply these ` +
-      "settings; otherwise choose a free port (--port)";
-  }
-  if (error instanceof Deno.errors.PermissionDenied) {
-    return `cannot listen on ${where} as this user (${reason})` +
-      (settings.port < 1024
-        ? ": ports below 1024 need privileges; choose 1024 or above (--port)"
-        : "");
-  }
-  if (settings.host !== undefined && error instanceof Deno.errors.AddrNotAvailable) {
-    return `${settings.host} is not an address of this machine, so the gateway cannot listen on ` +
-      "it; choose one of its addresses (--host), or --all-interfaces";
+  switch (bindFailure(error, settings.host)) {
+    case "in_use":
+      return `${where} is in use right now: if that is this gateway, restart it to apply these ` +
+        "settings; otherwise choose a free port (--port)";
+    case "denied":
+      return `cannot listen on ${where} as this user (${reason})` +
+        (settings.port < 1024
+          ? ": ports below 1024 need privileges; choose 1024 or above (--port)"
+          : "");
+    case "not_local":
+      return `${settings.host} is not an address of this machine, so the gateway cannot listen ` +
+        "on it; choose one of its addresses (--host), or --all-interfaces";
   }
   return `could not check that the gateway can listen on ${where}: ${reason}`;
 }

@@ -188,6 +188,32 @@ export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
   };
 }
 
+/** Why the listener could not bind, by the setting the user changes to fix it. */
+export type BindFailure = "in_use" | "denied" | "not_local";
+
+/**
+ * Classifies an error from binding the listener on `host`: the port in use, a port this user may
+ * not bind, or an address that is not this machine's or does not resolve. `undefined` for any
+ * other error.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { bindFailure } from "./settings.ts";
+ * assert.equal(bindFailure(new Deno.errors.AddrInUse("in use"), undefined), "in_use");
+ * assert.equal(bindFailure(new Error("failed to lookup address information"), "nohost"), "not_local");
+ * assert.equal(bindFailure(new Error("other"), undefined), undefined);
+ * ```
+ */
+export function bindFailure(error: unknown, host: string | undefined): BindFailure | undefined {
+  if (error instanceof Deno.errors.AddrInUse) return "in_use";
+  if (error instanceof Deno.errors.PermissionDenied) return "denied";
+  const message = error instanceof Error ? error.message : String(error);
+  const notLocal = error instanceof Deno.errors.AddrNotAvailable ||
+    /lookup address|Name or service not known|nodename nor servname|os error 99/i.test(message);
+  return host !== undefined && notLocal ? "not_local" : undefined;
+}
+
 /**
  * The base URL routes are reached at: `http://<host or localhost>:<port>`, IPv6 bracketed.
  *
