@@ -4,7 +4,39 @@
  *
  * @module
  */
+import { join } from "node:path";
+import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { childEnv, MAIN, REPO } from "./_helpers.ts";
+
+/**
+ * Writes `<home>/config.yaml` for a chat at a terminal: the model at `baseUrl`, approvals that
+ * time out after `timeoutSeconds`, and the untrusted fixture server `notes` (tools `echo` and
+ * `write_note`), its entry extended by `serverLines`.
+ */
+export function writeNotesChatConfig(
+  home: string,
+  baseUrl: string,
+  options: { timeoutSeconds: number; serverLines?: string[] },
+): void {
+  const notes = stdioCommand(["--tools", "echo,write_note"]);
+  Deno.writeTextFileSync(
+    join(home, "config.yaml"),
+    [
+      "model:",
+      "  default: gpt-4.1-mini",
+      `  base_url: ${baseUrl}`,
+      "approvals:",
+      `  timeout_seconds: ${options.timeoutSeconds}`,
+      "mcp_servers:",
+      "  notes:",
+      `    command: ${JSON.stringify(notes.command)}`,
+      `    args: ${JSON.stringify(notes.args)}`,
+      "    trust: untrusted",
+      ...(options.serverLines ?? []).map((line) => `    ${line}`),
+      "",
+    ].join("\n"),
+  );
+}
 
 /** A terminal session: what the screen showed so far, and keystrokes. */
 export class Terminal {

@@ -5,10 +5,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
-import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { requestsServerYaml } from "../mcp/_client_requests.ts";
 import { tempHome } from "./_helpers.ts";
-import { Terminal } from "./_terminal.ts";
+import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
 const LEFT = "\x1b[D";
 const UP = "\x1b[A";
@@ -109,23 +108,7 @@ Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, 
 Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on, a timed-out answer does not leak, Ctrl-C cancels the run", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel();
-  const notes = stdioCommand(["--tools", "echo,write_note"]);
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    [
-      "model:",
-      "  default: gpt-4.1-mini",
-      `  base_url: ${model.baseUrl}`,
-      "approvals:",
-      "  timeout_seconds: 1",
-      "mcp_servers:",
-      "  notes:",
-      `    command: ${JSON.stringify(notes.command)}`,
-      `    args: ${JSON.stringify(notes.args)}`,
-      "    trust: untrusted",
-      "",
-    ].join("\n"),
-  );
+  writeNotesChatConfig(h.home, model.baseUrl, { timeoutSeconds: 1 });
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
   const writeNote = (text: string) => ({
     toolCalls: [{ name: "mcp__notes__write_note", arguments: { text } }],

@@ -3,11 +3,9 @@
  * so stdin is a TTY, approval questions are asked, and Ctrl-C is the terminal's interrupt key.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { startFakeModel } from "../fixtures/fake_model.ts";
-import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { tempHome } from "./_helpers.ts";
-import { Terminal } from "./_terminal.ts";
+import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
 /** Processes whose environment holds `marker` (Linux /proc). */
 function pidsWithMarker(marker: string): number[] {
@@ -26,25 +24,11 @@ function pidsWithMarker(marker: string): number[] {
 Deno.test("chat at a terminal: approval asked and answered, Ctrl-C cancels a run, the session goes on", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel();
-  const notes = stdioCommand(["--tools", "echo,write_note"]);
   const marker = `pty-${crypto.randomUUID()}`;
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    [
-      "model:",
-      "  default: gpt-4.1-mini",
-      `  base_url: ${model.baseUrl}`,
-      "approvals:",
-      "  timeout_seconds: 120",
-      "mcp_servers:",
-      "  notes:",
-      `    command: ${JSON.stringify(notes.command)}`,
-      `    args: ${JSON.stringify(notes.args)}`,
-      "    trust: untrusted",
-      `    env: {AGENT_TEST_MARKER: ${marker}}`,
-      "",
-    ].join("\n"),
-  );
+  writeNotesChatConfig(h.home, model.baseUrl, {
+    timeoutSeconds: 120,
+    serverLines: [`env: {AGENT_TEST_MARKER: ${marker}}`],
+  });
   const terminal = new Terminal(h.home, ["chat"]);
   try {
     let at = await terminal.waitFor(/you> /);
