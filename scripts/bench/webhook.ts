@@ -29,6 +29,7 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { githubSignature } from "../../src/webhook/signatures.ts";
+import { startFakeModel } from "../../tests/fixtures/fake_model.ts";
 import { ROOT } from "./_fixture.ts";
 
 const SERVERS = ["ours", "floor", "ceiling", "adnanh"] as const;
@@ -36,6 +37,8 @@ type ServerName = typeof SERVERS[number];
 const TARGET_CEILING_SHARE = 0.5;
 const TARGET_ADNANH_RATIO = 3;
 const TARGET_P99_MS = 25;
+/** How long the model of our gateway's runs takes to answer: about a fast real model's turn. */
+const MODEL_LATENCY_MS = 2_000;
 const SECRET = "bench-secret-4f1d0c5e9a7b2d8c";
 const EVENT = "issues";
 const LUA = join(ROOT, "scripts", "bench", "webhook_wrk.lua");
@@ -232,10 +235,11 @@ interface RunningServer {
 }
 
 /**
- * The real gateway on a temp <home>. The route is `deliver: log` and no model is configured, so
- * while requests are measured its 2 workers take each committed event from the inbox, fail its
- * run at once ("no model is configured"), record that, write the failure notice to the `log`
- * target (logs/gateway.log) and mark the event done: the whole background path, minus the model.
+ * The real gateway on a temp <home>. The route is `deliver: log`, and the model is a local
+ * OpenAI-compatible server (tests/fixtures/fake_model.ts) answering each run after
+ * {@linkcode MODEL_LATENCY_MS}, as a real model takes seconds. So while requests are measured its
+ * 2 workers take committed events from the inbox, run them (waiting on the model as in real use),
+ * record the answer, write it to the `log` target (logs/gateway.log) and mark the event done.
  */
 async function startOurs(): Promise<RunningServer> {
   const home = join(work, "home");
@@ -244,11 +248,15 @@ async function startOurs(): Promise<RunningServer> {
   // Far above what is sent in one window, so that it never answers 429; the limiter still runs.
   // 60 s is the window of the documented `rate_limit: <requests per minute>` form.
   const rateLimit = 10_000_000;
+  const model = await startFakeModel({
+    fallback: { content: "Triaged: a bug in the gateway's intake.", delayMs: MODEL_LATENCY_MS },
+  });
   Deno.writeTextFileSync(
     join(home, "config.yaml"),
     "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n" +
       `      port: ${port}\n      rate_limit:\n        requests: ${rateLimit}\n` +
-      `        window_seconds: ${rateWindow}\n`,
+      `        window_seconds: ${rateWindow}\n` +
+      `model:\n  default: gpt-4.1-mini\n  base_url: ${JSON.stringify(model.baseUrl)}\n`,
   );
   Deno.writeTextFileSync(join(home, ".env"), "WEBHOOK_SECRET=unused-global-secret\n");
   const env = denoEnv({ AGENT_HOME: home, NO_COLOR: "1" });
@@ -329,12 +337,15 @@ async function startOurs(): Promise<RunningServer> {
           `${Number(done ?? 0).toLocaleString("en")} of all ${
             Number(total).toLocaleString("en")
           } ` +
-          "(each run fails at once: no model; the notice is logged)";
+          `(each run waits ${MODEL_LATENCY_MS / 1000} s for the model)`;
       } finally {
         db.close();
       }
     },
-    stop: () => stopChild(child, "the gateway"),
+    stop: async () => {
+      await stopChild(child, "the gateway");
+      await model[Symbol.asyncDispose]();
+    },
   };
 }
 

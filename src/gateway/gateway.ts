@@ -168,7 +168,14 @@ export class Gateway {
     let inbox: Inbox;
     try {
       lock = lockHome(`${config.paths.gatewayInbox}.lock`);
-      inbox = Inbox.open(config.paths.gatewayInbox);
+      // Events are committed on a thread of their own, while this one serves requests.
+      inbox = Inbox.open(config.paths.gatewayInbox, {
+        writerThread: true,
+        onWriterError: (error) =>
+          log.error("the inbox writer thread stopped ({error}); events are stored without it", {
+            error: String(error),
+          }),
+      });
     } catch (error) {
       lock?.close();
       await session?.close();

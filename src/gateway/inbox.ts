@@ -9,10 +9,12 @@
  * run to a delivered answer once.
  *
  * Writes are grouped: the first write of a turn of the event loop opens a transaction that every
- * later write of the same turn joins, and it is committed on the next timer turn (or at once by
- * {@linkcode Inbox.commit}). A busy gateway thus commits once for many requests. Reads on this
- * connection see the writes at once; {@linkcode Inbox.durable} resolves when they are committed,
- * and nothing the inbox holds may be answered or acted on before that.
+ * later write of the same turn joins, and it is committed once the turn's I/O callbacks have run
+ * (`setImmediate`), or at once by {@linkcode Inbox.commit}. A busy gateway thus commits once for
+ * many requests. Reads on this connection see the writes at once; {@linkcode Inbox.durable}
+ * resolves when they are committed, and nothing the inbox holds may be answered or acted on
+ * before that. The gateway's intake ({@linkcode Inbox.accept}) can run on a writer thread of its
+ * own instead (inbox_writer.ts), grouped the same way.
  *
  * @module
  */
@@ -28,8 +30,13 @@ export interface NewEvent {
   route: string;
   event: string;
   deliveryId: string;
-  /** The payload after the route script, as JSON. */
+  /** The payload after the route script. */
   payload: Record<string, unknown>;
+  /**
+   * The payload as JSON text, when the caller has it (the request body's own text, as parsed
+   * into `payload`): spares writing it out again. Otherwise `payload` is serialized.
+   */
+  payloadJson?: string;
   /** The rendered prompt. */
   prompt: string;
   /** What delivery needs later, frozen at acceptance (target, extra, skills). */
@@ -68,6 +75,84 @@ const SCHEMA_VERSION = 4;
 export const NEXT_DUE_SQL =
   `SELECT * FROM events WHERE state IN ('queued', 'delivering') AND next_attempt_at <= ?
    ORDER BY next_attempt_at, created_at LIMIT 1`;
+/**
+ * What {@linkcode Inbox.accept} did with an event: committed it (with its claim), or found its
+ * delivery id claimed already, by a request answered or committed before (`duplicate`) or by one
+ * still being served (`held`: a route script or a direct delivery is deciding its outcome).
+ */
+export type Acceptance =
+  | { kind: "accepted"; id: string }
+  | { kind: "duplicate" }
+  | { kind: "held" };
+
+/** Takes a claim, or takes over an expired one; no change when a live claim exists. */
+const CLAIM_SQL = `INSERT INTO claims (route, delivery_id, expires_at, held) VALUES (?, ?, ?, ?)
+  ON CONFLICT (route, delivery_id) DO UPDATE SET expires_at = excluded.expires_at,
+    held = excluded.held
+  WHERE claims.expires_at <= ?`;
+const HELD_SQL = "SELECT held FROM claims WHERE route = ? AND delivery_id = ?";
+const INSERT_EVENT_SQL = `INSERT INTO events (id, route, event, delivery_id, payload, prompt,
+    plan, state, created_at, updated_at, next_attempt_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`;
+
+/**
+ * An event on its way to {@linkcode admit}, as plain data that can cross to the writer thread.
+ * Exported for inbox_writer.ts only.
+ */
+export interface AdmitRow {
+  id: string;
+  route: string;
+  event: string;
+  deliveryId: string;
+  payload: string;
+  prompt: string;
+  plan: string;
+  nowMs: number;
+  expiresAt: number;
+}
+
+/** The statements {@linkcode admit} runs. Exported for inbox_writer.ts only. */
+export interface AdmitStatements {
+  claim: StatementSync;
+  held: StatementSync;
+  insert: StatementSync;
+}
+
+/** Prepares the statements of {@linkcode admit} on `db`. Exported for inbox_writer.ts only. */
+export function admitStatements(db: DatabaseSync): AdmitStatements {
+  return {
+    claim: db.prepare(CLAIM_SQL),
+    held: db.prepare(HELD_SQL),
+    insert: db.prepare(INSERT_EVENT_SQL),
+  };
+}
+
+/**
+ * Claims `row`'s delivery id and inserts its event, inside the caller's open transaction; or, when
+ * the id is claimed already, says by whom. The one definition of acceptance, for the main
+ * connection and the writer thread alike. Exported for inbox_writer.ts only.
+ */
+export function admit(statements: AdmitStatements, row: AdmitRow): Acceptance {
+  const claimed = statements.claim.run(row.route, row.deliveryId, row.expiresAt, 0, row.nowMs);
+  if (Number(claimed.changes) === 0) {
+    const claim = statements.held.get(row.route, row.deliveryId) as { held: number } | undefined;
+    return { kind: claim?.held === 1 ? "held" : "duplicate" };
+  }
+  statements.insert.run(
+    row.id,
+    row.route,
+    row.event,
+    row.deliveryId,
+    row.payload,
+    row.prompt,
+    row.plan,
+    row.nowMs,
+    row.nowMs,
+    row.nowMs,
+  );
+  return { kind: "accepted", id: row.id };
+}
+
 /** An event as `agent webhook events` shows it: where it stands, without its payload. */
 export interface EventSummary {
   id: string;
@@ -138,32 +223,43 @@ const DELIVERY_LEASE_MS = 10 * 60_000;
 export class Inbox implements Disposable {
   readonly path: string;
   readonly #db: DatabaseSync;
-  readonly #claim: StatementSync;
-  readonly #insert: StatementSync;
+  readonly #admit: AdmitStatements;
   /** Prepared statements by SQL: preparing per call costs time and native memory. */
   readonly #statements = new Map<string, StatementSync>();
   /** The transaction open for this turn's writes, and who waits for its commit. */
   #batch: Batch | undefined;
+  /** The thread that commits {@linkcode Inbox.accept}'s events, when one was asked for. */
+  #writer: WriterThread | undefined;
 
   private constructor(path: string, db: DatabaseSync) {
     this.path = path;
     this.#db = db;
-    this.#claim = db.prepare(
-      `INSERT INTO claims (route, delivery_id, expires_at, held) VALUES (?, ?, ?, ?)
-       ON CONFLICT (route, delivery_id) DO UPDATE SET expires_at = excluded.expires_at,
-         held = excluded.held
-       WHERE claims.expires_at <= ?`,
-    );
-    this.#insert = db.prepare(
-      `INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state,
-         created_at, updated_at, next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
-    );
+    this.#admit = admitStatements(db);
   }
 
-  /** Opens (creating when missing) the inbox; folder 0700, files 0600. */
-  static open(path: string): Inbox {
-    return new Inbox(path, openPrivateDatabase(path, SCHEMA));
+  /**
+   * Opens (creating when missing) the inbox; folder 0700, files 0600.
+   *
+   * With `writerThread`, {@linkcode Inbox.accept} hands its events to a worker thread with its own
+   * connection to the file, which claims, inserts and commits them while this thread goes on
+   * serving requests (the gateway's intake). Should that thread fail, `onWriterError` is told once
+   * and `accept` goes on, on this thread's connection.
+   */
+  static open(
+    path: string,
+    options: { writerThread?: boolean; onWriterError?: (error: unknown) => void } = {},
+  ): Inbox {
+    const inbox = new Inbox(path, openPrivateDatabase(path, SCHEMA));
+    if (options.writerThread) {
+      inbox.#writer = new WriterThread(path, (error, unsent) => {
+        inbox.#writer = undefined;
+        options.onWriterError?.(error);
+        for (const waiter of unsent) {
+          inbox.#acceptHere(waiter.row).then(waiter.resolve, waiter.reject);
+        }
+      });
+    }
+    return inbox;
   }
 
   /**
@@ -185,15 +281,14 @@ export class Inbox implements Disposable {
     held = false,
   ): boolean {
     const result = this.#write(() =>
-      this.#claim.run(route, deliveryId, nowMs + ttlMs, held ? 1 : 0, nowMs)
+      this.#admit.claim.run(route, deliveryId, nowMs + ttlMs, held ? 1 : 0, nowMs)
     );
     return Number(result.changes) > 0;
   }
 
   /** Whether the claim of `deliveryId` is held: its request is still being served. */
   isHeld(route: string, deliveryId: string): boolean {
-    const row = this.#sql("SELECT held FROM claims WHERE route = ? AND delivery_id = ?")
-      .get(route, deliveryId) as { held: number } | undefined;
+    const row = this.#admit.held.get(route, deliveryId) as { held: number } | undefined;
     return row?.held === 1;
   }
 
@@ -264,24 +359,66 @@ export class Inbox implements Disposable {
     return row && row.message_key === messageKey ? row.parts_sent : 0;
   }
 
-  /** Adds an accepted event (committed with this turn's writes, see `durable`); returns its id. */
+  /**
+   * Adds an accepted event whose delivery id this request claimed already (committed with this
+   * turn's writes, see `durable`); returns its id.
+   */
   enqueue(event: NewEvent, nowMs: number): string {
-    const id = timeOrderedId(nowMs);
+    const row = admitRow(event, nowMs, 0);
     this.#write(() =>
-      this.#insert.run(
-        id,
-        event.route,
-        event.event,
-        event.deliveryId,
-        stringifyJsonExact(event.payload),
-        event.prompt,
-        JSON.stringify(event.plan),
+      this.#admit.insert.run(
+        row.id,
+        row.route,
+        row.event,
+        row.deliveryId,
+        row.payload,
+        row.prompt,
+        row.plan,
         nowMs,
         nowMs,
         nowMs,
       )
     );
-    return id;
+    return row.id;
+  }
+
+  /**
+   * Claims the event's delivery id for its route until `nowMs + ttlMs` and adds the event, both
+   * in one transaction; resolves once that is committed (the event may then be answered 202).
+   * When the id is claimed already, nothing is written: `duplicate` once the claim found is
+   * committed, `held` while its request is still being served. Rejects when the commit failed
+   * (then neither the claim nor the event was written).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Inbox } from "./inbox.ts";
+   * const dir = await Deno.makeTempDir();
+   * using inbox = Inbox.open(`${dir}/inbox.sqlite3`);
+   * const event = {
+   *   route: "github", event: "issues", deliveryId: "d-1", payload: {}, prompt: "hi",
+   *   plan: { deliver: "log", deliverExtra: {}, skills: [] },
+   * };
+   * const first = await inbox.accept(event, 0, 60_000);
+   * assert.equal(first.kind, "accepted");
+   * assert.deepEqual(await inbox.accept(event, 1, 60_000), { kind: "duplicate" });
+   * ```
+   */
+  accept(event: NewEvent, nowMs: number, ttlMs: number): Promise<Acceptance> {
+    const row = admitRow(event, nowMs, ttlMs);
+    return this.#writer ? this.#writer.accept(row) : this.#acceptHere(row);
+  }
+
+  /** {@linkcode Inbox.accept} on this thread's connection. */
+  #acceptHere(row: AdmitRow): Promise<Acceptance> {
+    let result: Acceptance;
+    try {
+      // A savepoint: an insert that fails must not leave its claim in this turn's commit.
+      result = this.#atomic(() => admit(this.#admit, row));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.durable().then(() => result);
   }
 
   /**
@@ -532,12 +669,12 @@ export class Inbox implements Disposable {
     return this.#batch?.committed ?? Promise.resolve();
   }
 
-  /** Commits this turn's writes now (otherwise done on the next timer turn). */
+  /** Commits this turn's writes now (otherwise done once the turn's I/O callbacks have run). */
   commit(): void {
     const batch = this.#batch;
     if (!batch) return;
     this.#batch = undefined;
-    clearTimeout(batch.timer);
+    clearImmediate(batch.timer);
     try {
       this.#db.exec("COMMIT");
       batch.resolve();
@@ -549,8 +686,13 @@ export class Inbox implements Disposable {
     }
   }
 
-  /** Commits what is pending and closes the database. */
+  /**
+   * Commits what is pending and closes the database. Events handed to the writer thread and not
+   * committed yet are given up: their `accept` rejects.
+   */
   close(): void {
+    this.#writer?.close();
+    this.#writer = undefined;
     if (!this.#db.isOpen) return;
     this.commit();
     this.#db.close();
@@ -597,7 +739,7 @@ export class Inbox implements Disposable {
     });
     // Nobody may be waiting (a worker's write): a failed commit is then not unhandled.
     committed.catch(() => {});
-    this.#batch = { committed, resolve, reject, timer: setTimeout(() => this.commit(), 0) };
+    this.#batch = { committed, resolve, reject, timer: setImmediate(() => this.commit()) };
   }
 }
 
@@ -605,7 +747,147 @@ interface Batch {
   committed: Promise<void>;
   resolve(): void;
   reject(error: unknown): void;
-  timer: ReturnType<typeof setTimeout>;
+  timer: ReturnType<typeof setImmediate>;
+}
+
+/** `event` as the plain row {@linkcode admit} writes, with a new id. */
+function admitRow(event: NewEvent, nowMs: number, ttlMs: number): AdmitRow {
+  return {
+    id: timeOrderedId(nowMs),
+    route: event.route,
+    event: event.event,
+    deliveryId: event.deliveryId,
+    payload: event.payloadJson ?? stringifyJsonExact(event.payload),
+    prompt: event.prompt,
+    plan: JSON.stringify(event.plan),
+    nowMs,
+    expiresAt: nowMs + ttlMs,
+  };
+}
+
+/** What the inbox thread sends the writer thread. Exported for inbox_writer.ts only. */
+export type WriterRequest =
+  | { kind: "open"; path: string }
+  | { kind: "admit"; seq: number; rows: AdmitRow[] };
+
+/** What the writer thread answers. Exported for inbox_writer.ts only. */
+export type WriterReply =
+  | { kind: "admitted"; seq: number; results: Acceptance[] }
+  | { kind: "failed"; seq: number; error: string }
+  | { kind: "broken"; error: string };
+
+interface Waiter {
+  row: AdmitRow;
+  resolve(result: Acceptance): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The writer thread, seen from the inbox (started with the first event): the events accepted in
+ * one turn of the event loop go to it as one message, and it commits them in one transaction on
+ * its own connection (WAL lets this thread's connection read meanwhile; SQLite's lock and busy
+ * timeout order the two connections' writes). When the thread cannot go on, `onBroken` is called
+ * once, and the events it had not answered are rejected: the outcome of their commit is unknown,
+ * so their senders must retry, and a retry of one that was committed is a duplicate. Those not sent yet (or all,
+ * when the thread could not even open the inbox) are handed to `onBroken`, to be accepted
+ * another way.
+ */
+class WriterThread {
+  readonly #path: string;
+  #worker: Worker | undefined;
+  readonly #onBroken: (error: unknown, unsent: Waiter[]) => void;
+  /** Accepted in this turn, not sent yet. */
+  #queued: Waiter[] = [];
+  /** Sent, by message number, waiting for the commit. */
+  readonly #sent = new Map<number, Waiter[]>();
+  #seq = 0;
+  #broken = false;
+
+  constructor(path: string, onBroken: (error: unknown, unsent: Waiter[]) => void) {
+    this.#path = path;
+    this.#onBroken = onBroken;
+  }
+
+  /** The thread, started with the first event. */
+  #thread(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(new URL("./inbox_writer.ts", import.meta.url), { type: "module" });
+    worker.onmessage = (message: MessageEvent<WriterReply>) => this.#reply(message.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      this.#break(new Error(`the inbox writer thread failed: ${event.message}`));
+    };
+    worker.onmessageerror = () => {
+      this.#break(new Error("the inbox writer thread sent a message that cannot be read"));
+    };
+    worker.postMessage({ kind: "open", path: this.#path } satisfies WriterRequest);
+    return this.#worker = worker;
+  }
+
+  accept(row: AdmitRow): Promise<Acceptance> {
+    if (this.#broken) return Promise.reject(new Error("the inbox writer thread has stopped"));
+    return new Promise((resolve, reject) => {
+      if (this.#queued.push({ row, resolve, reject }) === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  /** Stops the thread; what it had not answered is rejected. */
+  close(): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    this.#worker?.terminate();
+    this.#rejectAll(new Error("the inbox was closed before the event was committed"));
+  }
+
+  #flush(): void {
+    const waiters = this.#queued;
+    this.#queued = [];
+    if (waiters.length === 0 || this.#broken) return;
+    const seq = ++this.#seq;
+    this.#sent.set(seq, waiters);
+    const request: WriterRequest = { kind: "admit", seq, rows: waiters.map((w) => w.row) };
+    this.#thread().postMessage(request);
+  }
+
+  #reply(reply: WriterReply): void {
+    if (reply.kind === "broken") {
+      // It could not open the inbox, so it has written nothing of what it was sent.
+      this.#break(new Error(reply.error), true);
+      return;
+    }
+    const waiters = this.#sent.get(reply.seq);
+    if (!waiters) return;
+    this.#sent.delete(reply.seq);
+    if (reply.kind === "failed") {
+      const error = new Error(reply.error);
+      for (const waiter of waiters) waiter.reject(error);
+      return;
+    }
+    waiters.forEach((waiter, index) => waiter.resolve(reply.results[index]));
+  }
+
+  /**
+   * The thread cannot go on. What it was not sent, or (`wroteNothing`) what it certainly did not
+   * write, goes to `onBroken`; the rest is rejected.
+   */
+  #break(error: Error, wroteNothing = false): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    this.#worker?.terminate();
+    const unsent = wroteNothing ? [...this.#sent.values()].flat() : [];
+    if (wroteNothing) this.#sent.clear();
+    unsent.push(...this.#queued);
+    this.#queued = [];
+    this.#rejectAll(error);
+    this.#onBroken(error, unsent);
+  }
+
+  #rejectAll(error: Error): void {
+    for (const waiters of this.#sent.values()) for (const waiter of waiters) waiter.reject(error);
+    this.#sent.clear();
+    for (const waiter of this.#queued) waiter.reject(error);
+    this.#queued = [];
+  }
 }
 
 let lastIdMs = 0;

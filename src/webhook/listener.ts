@@ -3,6 +3,8 @@
  * decisions.md §6: route → enabled → size → auth → rate → parse → events → filters → claim →
  * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit).
  * Each step answers or passes on; none can be made to answer 500 by what a request holds.
+ * For a route with neither a script nor direct delivery, the claim is taken together with the
+ * enqueue, in one transaction (`Inbox.accept`, on the inbox's writer thread in the gateway).
  *
  * @module
  */
@@ -76,9 +78,14 @@ type Env = {
     route: ServedRoute;
     body: Uint8Array;
     payload: Record<string, unknown>;
+    /** `payload`'s JSON text as received; gone once a script replaced the payload. */
+    payloadJson: string | undefined;
     event: string;
     deliveryId: string;
-    /** The claim waits for an outcome decided after this turn (see `Inbox.claim`). */
+    /**
+     * The claim was taken held, by the claim step: it waits for an outcome decided later (see
+     * `Inbox.claim`). Otherwise it is taken with the enqueue.
+     */
     claimHeld: boolean;
   };
 };
@@ -305,6 +312,7 @@ const parse: Step = async (c, next) => {
   const result = parsePayload(c.get("body"), c.req.header("content-type") ?? null);
   if (!result.ok) return c.json({ error: result.error }, 400);
   c.set("payload", result.payload);
+  c.set("payloadJson", result.json);
   c.set("event", eventName(c.req.raw.headers, result.payload));
   c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body")));
   await next();
@@ -340,34 +348,20 @@ function applyFilters(deps: ListenerDeps): Step {
 function claimDelivery(deps: ListenerDeps): Step {
   return async (c, next) => {
     const { name, script, deliverOnly } = c.get("route");
-    const id = c.get("deliveryId");
-    const ttlMs = deps.settings.idempotencyTtlSeconds * 1000;
-    // Without a script, an agent-run event is enqueued in this same turn, so the claim shares its
-    // commit; a script or a direct delivery answers later, and a crash before then must not
-    // turn the sender's retry into a duplicate.
+    // An agent-run event without a script is claimed by its enqueue, in the same transaction. A
+    // script or a direct delivery decides the outcome later, so the claim is taken now, held: a
+    // crash before then must not turn the sender's retry into a duplicate.
     const held = Boolean(script) || deliverOnly;
-    if (!deps.inbox.claim(name, id, deps.now(), ttlMs, held)) {
-      if (deps.inbox.isHeld(name, id)) {
-        // The first request is still being served, and may yet fail: a 2xx now would make the
-        // sender drop the event if it does.
-        c.header("Retry-After", String(IN_PROGRESS_RETRY_SECONDS));
-        return c.json({
-          error: `delivery ${id} is still being processed; retry later`,
-          delivery_id: id,
-        }, 409);
-      }
+    c.set("claimHeld", held);
+    if (!held) return await next();
+    const id = c.get("deliveryId");
+    if (!deps.inbox.claim(name, id, deps.now(), ttlOf(deps), true)) {
+      if (deps.inbox.isHeld(name, id)) return inProgress(c, id);
       // The claim may be one a request of this turn took, whose commit is still to come and may
       // fail (then it is rolled back): "duplicate" tells the sender to drop the event, so it is
       // said only once the claim is committed.
-      return await deps.inbox.durable().then(
-        () => c.json({ status: "duplicate", delivery_id: id }),
-        () => {
-          c.header("Retry-After", "30");
-          return c.json({ error: "the event could not be stored; try again later" }, 503);
-        },
-      );
+      return await deps.inbox.durable().then(() => duplicate(c, id), () => notStored(c));
     }
-    c.set("claimHeld", held);
     try {
       await next();
     } catch (error) {
@@ -376,6 +370,30 @@ function claimDelivery(deps: ListenerDeps): Step {
       throw error;
     }
   };
+}
+
+// deno-lint-ignore no-explicit-any
+type Context = any;
+
+/** The answer to a delivery id whose first request is still being served, and may yet fail. */
+function inProgress(c: Context, id: string): Response {
+  // A 2xx now would make the sender drop the event if the first request fails.
+  c.header("Retry-After", String(IN_PROGRESS_RETRY_SECONDS));
+  return c.json(
+    { error: `delivery ${id} is still being processed; retry later`, delivery_id: id },
+    409,
+  );
+}
+
+/** The answer to a delivery id claimed (and committed) before. */
+function duplicate(c: Context, id: string): Response {
+  return c.json({ status: "duplicate", delivery_id: id });
+}
+
+/** The answer when the inbox could not commit. */
+function notStored(c: Context): Response {
+  c.header("Retry-After", "30");
+  return c.json({ error: "the event could not be stored; try again later" }, 503);
 }
 
 function runScript(deps: ListenerDeps): Step {
@@ -419,12 +437,13 @@ function runScript(deps: ListenerDeps): Step {
       return c.json({ status: "ignored", reason: "script" });
     }
     c.set("payload", verdict.payload);
+    c.set("payloadJson", undefined);
     await next();
   };
 }
 
 function dispatch(deps: ListenerDeps): Step {
-  return (c) => {
+  return async (c) => {
     const route = c.get("route");
     const payload = c.get("payload");
     const event = c.get("event");
@@ -432,43 +451,63 @@ function dispatch(deps: ListenerDeps): Step {
     const prompt = renderPrompt(route, payload, event);
     const extra = renderExtra(route.deliverExtra, payload, event);
     if (route.deliverOnly) return deliverNow(deps, c, route, prompt, extra, payload, event, id);
-    deps.inbox.enqueue({
+    const newEvent = {
       route: route.name,
       event,
       deliveryId: id,
       payload,
+      payloadJson: c.get("payloadJson"),
       prompt,
       plan: { deliver: route.deliver, deliverExtra: extra, skills: route.skills },
-    }, deps.now());
-    if (c.get("claimHeld")) deps.inbox.settle(route.name, id); // committed with the event
-    deps.onAccepted();
+    };
+    const accepted = () => {
+      deps.onAccepted();
+      return c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202);
+    };
+    const failed = (error: unknown) => {
+      deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
+        route: route.name,
+        delivery_id: id,
+        error: String(error),
+      });
+      return notStored(c);
+    };
+    if (!c.get("claimHeld")) {
+      // Claimed and enqueued in one transaction; answered once it is committed.
+      let result;
+      try {
+        result = await deps.inbox.accept(newEvent, deps.now(), ttlOf(deps));
+      } catch (error) {
+        return failed(error); // neither the claim nor the event was written
+      }
+      if (result.kind === "held") return inProgress(c, id);
+      return result.kind === "duplicate" ? duplicate(c, id) : accepted();
+    }
     // 202 only once the event is committed (with the other writes of this turn).
-    return deps.inbox.durable().then(
-      () => c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202),
-      (error) => {
-        // The event was rolled back, and so was its claim, unless it was held since an earlier
-        // commit: then it is given up, so that the sender's retry is not a duplicate.
-        if (c.get("claimHeld")) {
-          try {
-            deps.inbox.release(route.name, id);
-          } catch { /* the store is failing: a restart frees the held claim */ }
-        }
-        deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
-          route: route.name,
-          delivery_id: id,
-          error: String(error),
-        });
-        c.header("Retry-After", "30");
-        return c.json({ error: "the event could not be stored; try again later" }, 503);
-      },
-    );
+    try {
+      deps.inbox.enqueue(newEvent, deps.now());
+      deps.inbox.settle(route.name, id); // committed with the event
+      await deps.inbox.durable();
+    } catch (error) {
+      // The event was not stored, but the claim was held since an earlier commit: it is given
+      // up, so that the sender's retry is not a duplicate.
+      try {
+        deps.inbox.release(route.name, id);
+      } catch { /* the store is failing: a restart frees the held claim */ }
+      return failed(error);
+    }
+    return accepted();
   };
+}
+
+/** How long a delivery id stays claimed, in ms. */
+function ttlOf(deps: ListenerDeps): number {
+  return deps.settings.idempotencyTtlSeconds * 1000;
 }
 
 async function deliverNow(
   deps: ListenerDeps,
-  // deno-lint-ignore no-explicit-any
-  c: any,
+  c: Context,
   route: ServedRoute,
   message: string,
   extra: Record<string, unknown>,

@@ -16,7 +16,8 @@ import { parseJsonExact } from "../home/exact_json.ts";
 
 /** The payload of a request, or why it is refused. */
 export type PayloadResult =
-  | { ok: true; payload: Record<string, unknown> }
+  /** `json` is the payload's JSON text as received (the body, or its form field). */
+  | { ok: true; payload: Record<string, unknown>; json: string }
   | { ok: false; error: string };
 
 /**
@@ -43,7 +44,11 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
  * import { parsePayload } from "./request.ts";
  * const body = new TextEncoder().encode('{"action":"opened","number":7}');
  * const result = parsePayload(body, "application/json");
- * assert.deepEqual(result, { ok: true, payload: { action: "opened", number: 7 } });
+ * assert.deepEqual(result, {
+ *   ok: true,
+ *   payload: { action: "opened", number: 7 },
+ *   json: '{"action":"opened","number":7}',
+ * });
  *
  * const list = parsePayload(new TextEncoder().encode("[1,2]"), "application/json");
  * assert.deepEqual(list, { ok: false, error: "the body is not a JSON object (got an array)" });
@@ -147,7 +152,7 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   }
   const ambiguity = findAmbiguity(text, what);
   if (ambiguity) return { ok: false, error: ambiguity };
-  return { ok: true, payload: value as Record<string, unknown> };
+  return { ok: true, payload: value as Record<string, unknown>, json: text };
 }
 
 function kind(value: unknown): string {

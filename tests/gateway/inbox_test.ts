@@ -572,3 +572,132 @@ Deno.test("requeue refuses an event under way, a silent one (unless rerun) and a
     });
   });
 });
+
+// --- accept: the claim and the event in one transaction, on this connection or the writer thread
+
+for (const writerThread of [false, true]) {
+  const mode = writerThread ? "writer thread" : "one connection";
+  const open = (path: string) => Inbox.open(path, { writerThread });
+
+  Deno.test(`${mode}: accept claims and enqueues at once; a redelivery is a duplicate`, async () => {
+    await withInboxPath(async (path) => {
+      using inbox = open(path);
+      const reader = new DatabaseSync(path, { readOnly: true });
+      try {
+        const big = { ...event("a-1"), payload: { id: 12345678901234567890n, n: 7 } };
+        const json = '{"id": 12345678901234567890, "n": 7}';
+        const first = await inbox.accept({ ...big, payloadJson: json }, 1000, 500);
+        assert.equal(first.kind, "accepted");
+        const id = first.kind === "accepted" ? first.id : "";
+        // Resolved only once committed: another connection sees the event.
+        const row = reader.prepare("SELECT payload, prompt, state FROM events WHERE id = ?")
+          .get(id) as Record<string, string>;
+        assert.deepEqual({ ...row }, { payload: json, prompt: "prompt a-1", state: "queued" });
+        assert.deepEqual(inbox.get(id)!.payload, big.payload, "the body's own text, read exact");
+        assert.deepEqual(inbox.get(id)!.plan, big.plan);
+        assert.deepEqual(await inbox.accept(big, 1200, 500), { kind: "duplicate" });
+        assert.equal((await inbox.accept(event("a-1", "gitlab"), 1200, 500)).kind, "accepted");
+        assert.equal((await inbox.accept(big, 1500, 500)).kind, "accepted", "expired: taken over");
+        assert.equal(inbox.counts().queued, 3);
+      } finally {
+        reader.close();
+      }
+    });
+  });
+
+  Deno.test(`${mode}: accept of an id whose request is still served is held, then a duplicate`, async () => {
+    await withInboxPath(async (path) => {
+      using inbox = open(path);
+      assert.ok(inbox.claim("github", "h-1", 0, 1000, true));
+      inbox.commit();
+      assert.deepEqual(await inbox.accept(event("h-1"), 10, 1000), { kind: "held" });
+      inbox.settle("github", "h-1");
+      inbox.commit();
+      assert.deepEqual(await inbox.accept(event("h-1"), 20, 1000), { kind: "duplicate" });
+      inbox.release("github", "h-1");
+      inbox.commit();
+      assert.equal((await inbox.accept(event("h-1"), 30, 1000)).kind, "accepted");
+      assert.equal(inbox.counts().queued, 1);
+    });
+  });
+
+  Deno.test(`${mode}: the same id accepted many times at once is accepted once`, async () => {
+    await withInboxPath(async (path) => {
+      using inbox = open(path);
+      const results = await Promise.all([
+        ...Array.from({ length: 20 }, () => inbox.accept(event("same"), 0, 1000)),
+        ...Array.from({ length: 20 }, (_, i) => inbox.accept(event(`other-${i}`), 0, 1000)),
+      ]);
+      const kinds = results.map((result) => result.kind);
+      assert.equal(kinds.slice(0, 20).filter((kind) => kind === "accepted").length, 1);
+      assert.equal(kinds.slice(0, 20).filter((kind) => kind === "duplicate").length, 19);
+      assert.deepEqual(new Set(kinds.slice(20)), new Set(["accepted"]));
+      assert.equal(inbox.counts().queued, 21);
+    });
+  });
+
+  Deno.test(`${mode}: an event that cannot be inserted is not accepted, and its claim not kept`, async () => {
+    await withInboxPath(async (path) => {
+      using inbox = open(path);
+      const other = new DatabaseSync(path);
+      try {
+        other.exec(`CREATE TRIGGER full BEFORE INSERT ON events WHEN NEW.delivery_id = 'f-1'
+          BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+        const [failed, fine] = await Promise.allSettled([
+          inbox.accept(event("f-1"), 0, 1000),
+          inbox.accept(event("f-2"), 0, 1000),
+        ]);
+        assert.equal(failed.status, "rejected");
+        assert.match(String((failed as PromiseRejectedResult).reason), /disk is full/);
+        if (writerThread) {
+          // One transaction for the turn's events: none of them was stored.
+          assert.equal(fine.status, "rejected");
+        } else {
+          assert.equal(fine.status, "fulfilled");
+        }
+        inbox.commit();
+        other.exec("DROP TRIGGER full");
+        assert.equal((await inbox.accept(event("f-1"), 1, 1000)).kind, "accepted", "no claim");
+      } finally {
+        other.close();
+      }
+    });
+  });
+}
+
+Deno.test("writer thread: close() rejects the events it has not committed", async () => {
+  await withInboxPath(async (path) => {
+    const inbox = Inbox.open(path, { writerThread: true });
+    const pending = inbox.accept(event("c-1"), 0, 1000);
+    inbox.close();
+    await assert.rejects(pending, /closed before the event was committed/);
+    using again = Inbox.open(path);
+    assert.equal(again.counts().queued, 0);
+    assert.ok(again.claim("github", "c-1", 0, 1000), "nor was it claimed");
+  });
+});
+
+Deno.test("writer thread: when it cannot open the inbox, events are accepted on the main connection", async () => {
+  const dir = await Deno.makeTempDir();
+  const errors: unknown[] = [];
+  const inbox = Inbox.open(join(dir, "inbox.sqlite3"), {
+    writerThread: true,
+    onWriterError: (error) => errors.push(error),
+  });
+  try {
+    // The thread opens the file by its path when the first event comes, and there is none now;
+    // this connection keeps the file it has open.
+    await Deno.remove(dir, { recursive: true });
+    const results = await Promise.all([
+      inbox.accept(event("w-1"), 0, 1000),
+      inbox.accept(event("w-2"), 0, 1000),
+    ]);
+    assert.deepEqual(results.map((result) => result.kind), ["accepted", "accepted"]);
+    assert.equal(errors.length, 1);
+    assert.match(String(errors[0]), /cannot open/);
+    assert.deepEqual(await inbox.accept(event("w-1"), 1, 1000), { kind: "duplicate" });
+    assert.equal(inbox.counts().queued, 2);
+  } finally {
+    inbox.close();
+  }
+});

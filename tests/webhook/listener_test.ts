@@ -48,6 +48,8 @@ async function harness(
     now?: () => number;
     /** Wraps the real inbox the listener uses. */
     wrapInbox?: (inbox: Inbox) => Inbox;
+    /** Events are committed on the inbox's writer thread, as in the gateway. */
+    writerThread?: boolean;
   } = {},
 ): Promise<Harness> {
   const dir = await Deno.makeTempDir();
@@ -57,7 +59,7 @@ async function harness(
     assert.deepEqual(problems, []);
     return route!;
   });
-  const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
+  const inbox = Inbox.open(join(dir, "inbox.sqlite3"), { writerThread: options.writerThread });
   const logs: string[] = [];
   const h = {
     inbox,
@@ -371,20 +373,6 @@ Deno.test("an invalid filter regex: the route is served, warned about once at lo
   assert.equal(regexWarnings().length, 1, h.logs.join("\n"));
 });
 
-Deno.test("the same delivery id → one accepted, the rest duplicates (also when sent at once)", async () => {
-  await using h = await harness({ routes: { r: route() } });
-  const responses = await Promise.all(
-    Array.from({ length: 8 }, () => h.signed("r", { n: 1 }, { "x-github-delivery": "same" })),
-  );
-  const statuses = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
-  assert.equal(statuses.filter(([status]) => status === 202).length, 1);
-  for (const [status, body] of statuses.filter(([status]) => status !== 202)) {
-    assert.equal(status, 200);
-    assert.deepEqual(body, { status: "duplicate", delivery_id: "same" });
-  }
-  assert.equal(h.inbox.counts().queued, 1);
-});
-
 Deno.test("without a delivery header the body hash is the id: a resent body is a duplicate", async () => {
   await using h = await harness({ routes: { r: route() } });
   const first = await h.signed("r", { same: true });
@@ -430,57 +418,126 @@ Deno.test("script: a failing script is logged as a warning with its detail; prin
   );
 });
 
-Deno.test("accepted events are committed with their rendered prompt and plan before the 202", async () => {
-  await using h = await harness({
-    routes: {
-      r: route({
-        deliver: "telegram",
-        deliver_extra: { chat_id: "{chat}" },
-        skills: ["triage"],
-      }),
-    },
-  });
-  const response = await h.signed("r", { issue: { title: "Crash" }, chat: 42 }, {
-    "x-github-event": "issues",
-    "x-github-delivery": "d-9",
-  });
-  assert.equal(response.status, 202);
-  assert.deepEqual(await response.json(), {
-    status: "accepted",
-    route: "r",
-    event: "issues",
-    delivery_id: "d-9",
-  });
-  const event = h.inbox.take(NOW)!;
-  assert.equal(event.prompt, "Issue Crash");
-  assert.deepEqual(event.plan, {
-    deliver: "telegram",
-    deliverExtra: { chat_id: "42" },
-    skills: ["triage"],
-  });
-  assert.equal(h.accepted, 1);
-});
+// The listener as the gateway runs it (events committed on the inbox's writer thread) and on one
+// connection: the answers are the same.
+for (const writerThread of [false, true]) {
+  const mode = writerThread ? "writer thread" : "one connection";
 
-Deno.test("the 202 comes after the commit: another connection already sees the event", async () => {
-  await using h = await harness({ routes: { r: route() } });
-  const reader = new DatabaseSync(h.inboxPath, { readOnly: true });
-  try {
+  Deno.test(`${mode}: the same delivery id → one accepted, the rest duplicates (also when sent at once)`, async () => {
+    await using h = await harness({ routes: { r: route() }, writerThread });
     const responses = await Promise.all(
-      ["c-1", "c-2", "c-3"].map((id) =>
-        h.signed("r", { issue: { title: id } }, { "x-github-delivery": id })
-      ),
+      Array.from({ length: 8 }, () => h.signed("r", { n: 1 }, { "x-github-delivery": "same" })),
     );
-    assert.deepEqual(responses.map((response) => response.status), [202, 202, 202]);
-    const rows = reader.prepare("SELECT delivery_id FROM events ORDER BY delivery_id").all() as {
-      delivery_id: string;
-    }[];
-    assert.deepEqual(rows.map((row) => row.delivery_id), ["c-1", "c-2", "c-3"]);
-  } finally {
-    reader.close();
-  }
-});
+    const statuses = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
+    assert.equal(statuses.filter(([status]) => status === 202).length, 1);
+    for (const [status, body] of statuses.filter(([status]) => status !== 202)) {
+      assert.equal(status, 200);
+      assert.deepEqual(body, { status: "duplicate", delivery_id: "same" });
+    }
+    assert.equal(h.inbox.counts().queued, 1);
+  });
 
-/** The inbox with every commit failing (`durable()` rejects), as on a full disk. */
+  Deno.test(`${mode}: accepted events are committed with their rendered prompt and plan before the 202`, async () => {
+    await using h = await harness({
+      writerThread,
+      routes: {
+        r: route({
+          deliver: "telegram",
+          deliver_extra: { chat_id: "{chat}" },
+          skills: ["triage"],
+        }),
+      },
+    });
+    const response = await h.signed("r", { issue: { title: "Crash" }, chat: 42 }, {
+      "x-github-event": "issues",
+      "x-github-delivery": "d-9",
+    });
+    assert.equal(response.status, 202);
+    assert.deepEqual(await response.json(), {
+      status: "accepted",
+      route: "r",
+      event: "issues",
+      delivery_id: "d-9",
+    });
+    const event = h.inbox.take(NOW)!;
+    assert.equal(event.prompt, "Issue Crash");
+    assert.deepEqual(event.plan, {
+      deliver: "telegram",
+      deliverExtra: { chat_id: "42" },
+      skills: ["triage"],
+    });
+    assert.equal(h.accepted, 1);
+  });
+
+  Deno.test(`${mode}: the 202 comes after the commit: another connection already sees the event`, async () => {
+    await using h = await harness({ routes: { r: route() }, writerThread });
+    const reader = new DatabaseSync(h.inboxPath, { readOnly: true });
+    try {
+      const responses = await Promise.all(
+        ["c-1", "c-2", "c-3"].map((id) =>
+          h.signed("r", { issue: { title: id } }, { "x-github-delivery": id })
+        ),
+      );
+      assert.deepEqual(responses.map((response) => response.status), [202, 202, 202]);
+      const rows = reader.prepare("SELECT delivery_id FROM events ORDER BY delivery_id").all() as {
+        delivery_id: string;
+      }[];
+      assert.deepEqual(rows.map((row) => row.delivery_id), ["c-1", "c-2", "c-3"]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  Deno.test(`${mode}: an event that cannot be stored → 503 with Retry-After, logged; the retry is accepted`, async () => {
+    await using h = await harness({ routes: { r: route() }, writerThread });
+    const restore = failInserts(h.inbox, h.inboxPath);
+    const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+    assert.equal(failed.status, 503);
+    assert.equal(failed.headers.get("retry-after"), "30");
+    assert.match((await failed.json()).error, /could not be stored; try again later/);
+    assert.ok(
+      h.logs.some((line) =>
+        line.includes("could not store event") && line.includes("disk is full")
+      ),
+      h.logs.join("\n"),
+    );
+    restore();
+    // Neither the claim nor the event was kept: the sender's retry is no duplicate.
+    const retry = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+    assert.equal(retry.status, 202, await retry.text());
+    assert.equal(h.inbox.counts().queued, 1);
+  });
+
+  Deno.test(`${mode}: a duplicate of a request that cannot be stored is not told 'duplicate': 503 too`, async () => {
+    await using h = await harness({ routes: { r: route() }, writerThread });
+    const restore = failInserts(h.inbox, h.inboxPath);
+    const send = () => h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "same" });
+    const responses = await Promise.all([send(), send()]);
+    const answers = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
+    assert.deepEqual(answers.map(([status]) => status), [503, 503], JSON.stringify(answers));
+    assert.equal(responses[1].headers.get("retry-after"), "30");
+    restore();
+    assert.equal((await send()).status, 202);
+  });
+}
+
+/**
+ * Makes every insert of an event into the inbox at `path` fail, as on a full disk, through a
+ * trigger (seen by every connection) until the returned function drops it (after committing the
+ * open transaction of `inbox`'s own connection, which holds the write lock until its turn ends).
+ */
+function failInserts(inbox: Inbox, path: string): () => void {
+  const db = new DatabaseSync(path);
+  db.exec(`CREATE TRIGGER fail_insert BEFORE INSERT ON events
+    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+  return () => {
+    inbox.commit(); // what the failed request's turn wrote around the insert (nothing) is done
+    db.exec("DROP TRIGGER fail_insert");
+    db.close();
+  };
+}
+
+/** The inbox with every commit of this connection failing (`durable()` rejects), as on a full disk. */
 function failingCommits(inbox: Inbox): Inbox {
   return new Proxy(inbox, {
     get(target, key) {
@@ -491,32 +548,19 @@ function failingCommits(inbox: Inbox): Inbox {
   });
 }
 
-Deno.test("a failed commit → 503 with Retry-After and the error logged, never a 202", async () => {
+Deno.test("a script route whose commit fails → 503, its held claim given up for the retry", async () => {
   await using h = await harness({
-    routes: { r: route() },
+    routes: { r: route({ script: "x.sh" }) },
+    script: { kind: "payload", payload: { issue: { title: "x" } } },
     wrapInbox: failingCommits,
   });
   const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
   assert.equal(failed.status, 503);
   assert.equal(failed.headers.get("retry-after"), "30");
-  assert.match((await failed.json()).error, /could not be stored; try again later/);
-  assert.ok(
-    h.logs.some((line) => line.includes("could not store event") && line.includes("disk I/O")),
-    h.logs.join("\n"),
-  );
-});
-
-Deno.test("a duplicate of a request whose commit fails is not told 'duplicate': 503 like the first", async () => {
-  await using h = await harness({
-    routes: { r: route() },
-    wrapInbox: failingCommits,
-  });
-  const send = () => h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "same" });
-  const responses = await Promise.all([send(), send()]);
-  const answers = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
-  // The second request found the first one's claim, which that failed commit takes back.
-  assert.deepEqual(answers.map(([status]) => status), [503, 503], JSON.stringify(answers));
-  assert.equal(responses[1].headers.get("retry-after"), "30");
+  assert.ok(h.logs.some((line) => line.includes("disk I/O")), h.logs.join("\n"));
+  h.inbox.commit();
+  assert.equal(h.inbox.isHeld("r", "f-1"), false);
+  assert.ok(h.inbox.claim("r", "f-1", NOW, 1000), "the claim was given up");
 });
 
 Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and the inbox exact", async () => {

@@ -13,8 +13,15 @@ const encoder = new TextEncoder();
 const JSON_TYPE = "application/json";
 const FORM_TYPE = "application/x-www-form-urlencoded";
 
+/** The result of parsing `text`, without the payload's JSON text (checked by its own test). */
 function parseText(text: string, contentType: string | null = JSON_TYPE): PayloadResult {
-  return parsePayload(encoder.encode(text), contentType);
+  return withoutJson(parsePayload(encoder.encode(text), contentType));
+}
+
+function withoutJson(result: PayloadResult): PayloadResult {
+  if (!result.ok) return result;
+  const { json: _, ...rest } = result;
+  return rest as PayloadResult;
 }
 
 /** The error of a refused payload (fails the test if it was accepted). */
@@ -74,7 +81,11 @@ Deno.test("parsePayload: any content type other than a form is read as JSON", ()
 
 Deno.test("parsePayload: a leading byte order mark is tolerated", () => {
   const body = new Uint8Array([0xef, 0xbb, 0xbf, ...encoder.encode('{"a":"b"}')]);
-  assert.deepEqual(parsePayload(body, JSON_TYPE), { ok: true, payload: { a: "b" } });
+  assert.deepEqual(parsePayload(body, JSON_TYPE), {
+    ok: true,
+    payload: { a: "b" },
+    json: '{"a":"b"}',
+  });
 });
 
 Deno.test("parsePayload: a body that is not a JSON object is refused, naming what it is", () => {
@@ -123,6 +134,14 @@ Deno.test("parsePayload: invalid UTF-8 is refused", () => {
     ok: true,
     payload: { "é": "日本", emoji: "🎉" },
   });
+});
+
+Deno.test("parsePayload: the payload's JSON text is the body's, or the form field's, as sent", () => {
+  const text = ' {"b": 2,\n "a": [1, 12345678901234567890]}\n';
+  const json = parsePayload(encoder.encode(text), JSON_TYPE);
+  assert.equal(json.ok && json.json, text);
+  const field = parsePayload(encoder.encode(form({ payload: text, other: "{}" })), FORM_TYPE);
+  assert.equal(field.ok && field.json, text);
 });
 
 // --- parsePayload: form bodies --------------------------------------------------------------
