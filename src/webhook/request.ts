@@ -150,8 +150,12 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, error: `${what} is not a JSON object (got ${kind(value)})` };
   }
-  const ambiguity = findAmbiguity(text, what);
-  if (ambiguity) return { ok: false, error: ambiguity };
+  // Almost every payload is unambiguous: that is checked without allocating, and only a payload
+  // that fails the check is scanned again for what to tell its sender.
+  if (!unambiguous(text, value)) {
+    const ambiguity = findAmbiguity(text, what);
+    if (ambiguity) return { ok: false, error: ambiguity };
+  }
   return { ok: true, payload: value as Record<string, unknown>, json: text };
 }
 
@@ -159,6 +163,53 @@ function kind(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return `a ${typeof value}`;
+}
+
+/**
+ * Whether `text` (valid JSON, parsed as `value`) repeats no key within an object and nests at most
+ * {@linkcode MAX_JSON_DEPTH} levels. Every key written in the text is a property of the parsed
+ * value unless a later one of the same object replaced it, so the text has no repeated key exactly
+ * when it holds as many keys (strings followed by a colon) as the value has properties.
+ */
+function unambiguous(text: string, value: unknown): boolean {
+  let keys = 0;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    switch (text.charCodeAt(i)) {
+      case 0x22: { // "
+        i = closingQuote(text, i + 1);
+        let next = i + 1;
+        while (isJsonSpace(text.charCodeAt(next))) next++;
+        if (text.charCodeAt(next) === 0x3a) keys++; // :
+        break;
+      }
+      case 0x7b: // {
+      case 0x5b: // [
+        if (++depth > MAX_JSON_DEPTH) return false;
+        break;
+      case 0x7d: // }
+      case 0x5d: // ]
+        depth--;
+        break;
+    }
+  }
+  return countProperties(value) === keys;
+}
+
+function isJsonSpace(code: number): boolean {
+  return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
+}
+
+/** The properties of every object in `value` (at most MAX_JSON_DEPTH deep), nested ones too. */
+function countProperties(value: unknown): number {
+  if (typeof value !== "object" || value === null) return 0;
+  let count = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) count += countProperties(item);
+    return count;
+  }
+  for (const key in value) count += 1 + countProperties((value as Record<string, unknown>)[key]);
+  return count;
 }
 
 /** One open object (`keys` set) or array (`keys` null) while scanning. */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import fc from "fast-check";
 import {
   deliveryId,
   eventName,
@@ -439,4 +440,67 @@ Deno.test("deliveryId: non-ASCII, non-printable, empty or over-long headers are 
   }
   const exact = "i".repeat(MAX_ID_LENGTH);
   assert.equal(deliveryId(new Headers({ "x-request-id": exact }), body), exact);
+});
+
+// --- parsePayload: repeated keys, against a model ------------------------------------------
+
+/** A JSON value as written: objects keep every entry, repeated keys too. */
+type Written =
+  | { kind: "scalar"; text: string }
+  | { kind: "array"; items: Written[] }
+  | { kind: "object"; entries: [key: string, escaped: boolean, value: Written][] };
+
+const KEYS = ["a", "b", "é", ":", '"', "a:", "{", ","];
+
+const writtenValue: fc.Arbitrary<Written> = fc.letrec<{ value: Written }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.oneof(
+      fc.constantFrom("1", "null", "true", '"x"', '"a\\":"', '":"', '"}{"'),
+      fc.string({ maxLength: 4 }).map((text) => JSON.stringify(text)),
+    ).map((text): Written => ({ kind: "scalar", text })),
+    fc.array(tie("value"), { maxLength: 3 }).map((items): Written => ({ kind: "array", items })),
+    fc.array(fc.tuple(fc.constantFrom(...KEYS), fc.boolean(), tie("value")), { maxLength: 4 })
+      .map((entries): Written => ({ kind: "object", entries })),
+  ),
+})).value;
+
+/** The text of `value`, with spaces around the colons and keys \u-escaped where asked. */
+function writeJson(value: Written): string {
+  if (value.kind === "scalar") return value.text;
+  if (value.kind === "array") return `[${value.items.map(writeJson).join(", ")}]`;
+  return `{${
+    value.entries.map(([key, escaped, item]) => {
+      const text = escaped
+        ? `"${[...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"`
+        : JSON.stringify(key);
+      return `${text} :\n${writeJson(item)}`;
+    }).join(",")
+  }}`;
+}
+
+function repeatsAKey(value: Written): boolean {
+  if (value.kind === "scalar") return false;
+  if (value.kind === "array") return value.items.some(repeatsAKey);
+  const keys = value.entries.map(([key]) => key);
+  return new Set(keys).size < keys.length || value.entries.some(([, , item]) => repeatsAKey(item));
+}
+
+Deno.test("parsePayload: a payload is refused exactly when one of its objects repeats a key", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(...KEYS), fc.boolean(), writtenValue), { maxLength: 4 }),
+      (entries) => {
+        const top: Written = { kind: "object", entries };
+        const text = writeJson(top);
+        const result = parseText(text);
+        if (repeatsAKey(top)) {
+          assert.match(errorOf(result), /twice in the object at/, text);
+        } else {
+          assert.equal(result.ok, true, `${text}: ${JSON.stringify(result)}`);
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
