@@ -168,6 +168,9 @@ export function processIo(): CliIo {
             return 0;
           }
         },
+        // The default action of SIGTSTP stops the process until SIGCONT (the shell's `fg`); the
+        // kernel drops it where no shell does job control.
+        suspend: () => Deno.kill(Deno.pid, "SIGTSTP"),
         close: () => input.close(),
       };
     },

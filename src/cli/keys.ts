@@ -42,7 +42,9 @@ export type KeyName =
   /** Ctrl-C. */
   | "interrupt"
   /** Ctrl-L. */
-  | "clearScreen";
+  | "clearScreen"
+  /** Ctrl-Z: stop the program until the shell continues it (`fg`). */
+  | "suspend";
 
 const ESC = "\x1b";
 const PASTE_START = "\x1b[200~";
@@ -62,6 +64,7 @@ const CONTROL_KEYS: Record<string, Key> = {
   "\x10": { kind: "up" },
   "\x15": { kind: "killStart" },
   "\x17": { kind: "killWordBack" },
+  "\x1a": { kind: "suspend" },
   "\x7f": { kind: "backspace" },
 };
 

@@ -6,7 +6,9 @@
  * is wide are drawn where the terminal puts them.
  *
  * Ctrl-C clears a line that holds text and, on an empty line, calls `interrupt` (what Ctrl-C does
- * between reads); Ctrl-D on an empty line is the end of input (`null`).
+ * between reads); Ctrl-D on an empty line is the end of input (`null`). Ctrl-Z stops the program
+ * as it does outside raw mode, when the terminal can (`suspend`); once continued, the line is
+ * drawn again as it was.
  *
  * @module
  */
@@ -21,6 +23,11 @@ export interface EditorTerminal {
   setRaw(raw: boolean): void;
   /** The terminal's width in columns (0 when unknown). */
   columns(): number;
+  /**
+   * Stops the program, as Ctrl-Z does in cooked mode (SIGTSTP), returning once the
+   * shell continues it; returns at once where there is no job control. Called in cooked mode.
+   */
+  suspend?(): void;
   /** Stops reading. */
   close(): Promise<void>;
 }
@@ -159,6 +166,18 @@ export class LineEditor {
             terminal.write("\x1b[H\x1b[2J");
             this.#cursorRow = 0;
             break;
+          case "suspend": {
+            if (!terminal.suspend) break;
+            // Below the whole line, in the mode the shell expects; drawn anew when continued.
+            const cursor = line.cursor;
+            finish(`\r\n${BRACKETED_PASTE_OFF}`);
+            line.cursor = cursor;
+            terminal.setRaw(false);
+            terminal.suspend();
+            terminal.setRaw(true);
+            terminal.write(BRACKETED_PASTE_ON);
+            break;
+          }
           default:
             line.apply(key);
         }

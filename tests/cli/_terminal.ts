@@ -50,13 +50,20 @@ export class Terminal {
    * Runs `agent <args>` with `<home>` in a new pseudo-terminal. By default `TERM` is `dumb` (lines
    * are read as the terminal delivers them); `term` names another, and `columns` sets the width.
    */
-  constructor(home: string, args: string[], options: { term?: string; columns?: number } = {}) {
+  constructor(
+    home: string,
+    args: string[],
+    options: { term?: string; columns?: number; jobControl?: boolean } = {},
+  ) {
     // `script` runs the command through sh; `exec` makes the agent the terminal's process
     // (a waiting sh would die of the Ctrl-C itself).
     const size = options.columns ? `stty cols ${options.columns} rows 24; ` : "";
-    const command = `${size}exec ${
-      [Deno.execPath(), "run", "-A", MAIN, ...args].map(shellQuote).join(" ")
-    }`;
+    const agent = [Deno.execPath(), "run", "-A", MAIN, ...args].map(shellQuote).join(" ");
+    // With `jobControl`, a job-control shell runs the agent instead, as a terminal's shell does:
+    // when the agent stops (Ctrl-Z), the shell prints `[job 148]` and continues it with `fg`.
+    const command = options.jobControl
+      ? `${size}exec bash -c ${shellQuote(`set -m; ${agent}; echo "[job $?]"; fg`)}`
+      : `${size}exec ${agent}`;
     const child = new Deno.Command("script", {
       args: ["-qfec", command, "/dev/null"],
       cwd: REPO,

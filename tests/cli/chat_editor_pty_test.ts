@@ -226,3 +226,30 @@ Deno.test("chat: a form left open by a cancelled run does not read along with th
     await closed(terminal);
   }
 });
+
+Deno.test("chat: Ctrl-Z stops the agent for the shell; after fg the line is back and editable", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel({
+    fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
+  });
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color", jobControl: true });
+  try {
+    let at = await terminal.waitFor(/you> /);
+    await terminal.type(`abc${LEFT}`);
+    await terminal.waitFor(/abc/, at);
+    await terminal.type("\x1a");
+    // Stopped (128 + SIGTSTP), as the shell reports it; then the shell's `fg` continues it.
+    at = await terminal.waitFor(/\[job 148\]/, at);
+    at = await terminal.waitFor(/you> abc/, at);
+    await terminal.type("X\r");
+    await terminal.waitFor(/agent> heard abXc/, at);
+    assert.equal(lastUserText(model.requests.at(-1)!), "abXc");
+    await leave(terminal);
+  } finally {
+    await closed(terminal);
+  }
+});

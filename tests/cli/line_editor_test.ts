@@ -335,3 +335,36 @@ Deno.test("input: a question asked while another waits ends it first; they never
 Deno.test("layout: zero-width spaces and joiners take no column", () => {
   assert.deepEqual(layout("> ", "ab\u200bcd\u200bef", 5, 80).cursor, { row: 0, column: 6 });
 });
+
+Deno.test("editor: Ctrl-Z stops the program in cooked mode below the line, then redraws it", async () => {
+  const t = scriptedTerminal();
+  const events: string[] = [];
+  let shownWhenStopped = "";
+  const terminal: EditorTerminal = {
+    ...t.terminal,
+    setRaw: (on) => events.push(on ? "raw" : "cooked"),
+    suspend: () => {
+      events.push("stopped");
+      shownWhenStopped = t.output();
+    },
+  };
+  const editor = new LineEditor(terminal);
+  t.send("abc\x1b[D\x1a", "X\r");
+  assert.equal(await editor.readLine("> "), "abXc", "the cursor is where it was");
+  assert.deepEqual(events, ["raw", "cooked", "stopped", "raw", "cooked"]);
+  // The whole line was drawn, the cursor at its end, then put below it; bracketed pastes off.
+  assert.ok(
+    shownWhenStopped.endsWith("> abc\r\x1b[5C\r\n\x1b[?2004l"),
+    JSON.stringify(shownWhenStopped),
+  );
+  // Continued: pastes back on, the line drawn again from the prompt.
+  const after = t.output().slice(shownWhenStopped.length);
+  assert.ok(after.startsWith("\x1b[?2004h"), JSON.stringify(after));
+  assert.ok(after.includes("> abc"), JSON.stringify(after));
+
+  // Without job control (no `suspend`), Ctrl-Z does nothing.
+  const plain = scriptedTerminal();
+  plain.send("a\x1ab\r");
+  assert.equal(await new LineEditor(plain.terminal).readLine("> "), "ab");
+  assert.deepEqual(plain.raw, [true, false]);
+});
