@@ -138,19 +138,14 @@ export function admit(statements: AdmitStatements, row: AdmitRow): Acceptance {
     const claim = statements.held.get(row.route, row.deliveryId) as { held: number } | undefined;
     return { kind: claim?.held === 1 ? "held" : "duplicate" };
   }
-  statements.insert.run(
-    row.id,
-    row.route,
-    row.event,
-    row.deliveryId,
-    row.payload,
-    row.prompt,
-    row.plan,
-    row.nowMs,
-    row.nowMs,
-    row.nowMs,
-  );
+  insertEvent(statements, row);
   return { kind: "accepted", id: row.id };
+}
+
+/** Inserts `row`'s event, queued. */
+function insertEvent(statements: AdmitStatements, row: AdmitRow): void {
+  const { id, route, event, deliveryId, payload, prompt, plan, nowMs } = row;
+  statements.insert.run(id, route, event, deliveryId, payload, prompt, plan, nowMs, nowMs, nowMs);
 }
 
 /** An event as `agent webhook events` shows it: where it stands, without its payload. */
@@ -365,20 +360,7 @@ export class Inbox implements Disposable {
    */
   enqueue(event: NewEvent, nowMs: number): string {
     const row = admitRow(event, nowMs, 0);
-    this.#write(() =>
-      this.#admit.insert.run(
-        row.id,
-        row.route,
-        row.event,
-        row.deliveryId,
-        row.payload,
-        row.prompt,
-        row.plan,
-        nowMs,
-        nowMs,
-        nowMs,
-      )
-    );
+    this.#write(() => insertEvent(this.#admit, row));
     return row.id;
   }
 
