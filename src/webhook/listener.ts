@@ -9,7 +9,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { Hono, type MiddlewareHandler } from "hono";
+import { type Context as HonoContext, Hono, type MiddlewareHandler } from "hono";
 import type { Inbox } from "../gateway/inbox.ts";
 import { concatBytes } from "../home/files.ts";
 import { matchFilter } from "./filters.ts";
@@ -372,8 +372,7 @@ function claimDelivery(deps: ListenerDeps): Step {
   };
 }
 
-// deno-lint-ignore no-explicit-any
-type Context = any;
+type Context = HonoContext<Env, "/webhooks/:name">;
 
 /** The answer to a delivery id whose first request is still being served, and may yet fail. */
 function inProgress(c: Context, id: string): Response {
