@@ -922,12 +922,16 @@ function toSummary(row: Record<string, unknown>): EventSummary {
   try {
     deliver = String(JSON.parse(String(row.plan)).deliver ?? "");
   } catch { /* written by this code: always JSON */ }
+  return { ...progressOf(row), deliver, updatedAt: Number(row.updated_at) };
+}
+
+/** What an event and its summary both tell: which event it is and how far it got. */
+function progressOf(row: Record<string, unknown>) {
   return {
     id: String(row.id),
     route: String(row.route),
     event: String(row.event),
     deliveryId: String(row.delivery_id),
-    deliver,
     state: row.state as EventState,
     runAttempts: Number(row.run_attempts),
     deliveryAttempts: Number(row.delivery_attempts),
@@ -935,29 +939,17 @@ function toSummary(row: Record<string, unknown>): EventSummary {
     endReason: row.end_reason === null ? undefined : String(row.end_reason),
     error: row.error === null ? undefined : String(row.error),
     createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
     nextAttemptAt: Number(row.next_attempt_at),
   };
 }
 
 function toEvent(row: Record<string, unknown>): InboxEvent {
   return {
-    id: String(row.id),
-    route: String(row.route),
-    event: String(row.event),
-    deliveryId: String(row.delivery_id),
+    ...progressOf(row),
     payload: parseJsonExact(String(row.payload)) as Record<string, unknown>,
     prompt: String(row.prompt),
     plan: JSON.parse(String(row.plan)),
-    state: row.state as EventState,
-    runAttempts: Number(row.run_attempts),
-    deliveryAttempts: Number(row.delivery_attempts),
-    partsSent: Number(row.parts_sent),
     answer: row.answer === null ? undefined : String(row.answer),
-    endReason: row.end_reason === null ? undefined : String(row.end_reason),
-    error: row.error === null ? undefined : String(row.error),
-    createdAt: Number(row.created_at),
-    nextAttemptAt: Number(row.next_attempt_at),
   };
 }
 
