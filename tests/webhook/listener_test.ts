@@ -689,3 +689,25 @@ Deno.test("subscriptions are reloaded when the file changes; a corrupt file keep
   assert.equal(kept.status, 202, "the previous routes stay in use");
   assert.ok(h.logs.some((line) => line.includes("not valid JSON")));
 });
+
+Deno.test("the payload is stored as the body's own text; a script's payload is written out", async () => {
+  const body = '{ "issue": {"title": "spaced out"},\n  "n": 12345678901234567890 }';
+  const headers = { "x-hub-signature-256": githubSignature(SECRET, body) };
+  const stored = (h: Harness) => {
+    const db = new DatabaseSync(h.inboxPath, { readOnly: true });
+    try {
+      return (db.prepare("SELECT payload FROM events").get() as { payload: string }).payload;
+    } finally {
+      db.close();
+    }
+  };
+  await using plain = await harness({ routes: { r: route() }, writerThread: true });
+  assert.equal((await plain.post("r", body, headers)).status, 202);
+  assert.equal(stored(plain), body);
+  await using scripted = await harness({
+    routes: { r: route({ script: "x.sh" }) },
+    script: { kind: "payload", payload: { issue: { title: "new" }, n: 12345678901234567890n } },
+  });
+  assert.equal((await scripted.post("r", body, headers)).status, 202);
+  assert.equal(stored(scripted), '{"issue":{"title":"new"},"n":12345678901234567890}');
+});
