@@ -104,6 +104,10 @@ interface Measured {
   acceptedPerSecond: number;
   /** The server's CPU time (with its reaped children) per accepted request, in µs (Linux). */
   cpuPerRequestUs?: number;
+  /** The server's busiest thread over the run: its name and its share of one core (Linux). */
+  busiestThread?: { name: string; share: number };
+  /** The share of all the machine's CPU time that was busy over the run, wrk included (Linux). */
+  machineBusy?: number;
   note?: string;
 }
 
@@ -198,8 +202,12 @@ async function measure(name: ServerName): Promise<Measured> {
     }
     await runWrk(server.url, warmup, `${name}-warm`);
     const cpuBefore = cpuTimeUs(server.pid);
+    const threadsBefore = threadTicks(server.pid);
+    const machineBefore = machineTicks();
     const wrk = await runWrk(server.url, duration, `${name}-run`);
     const cpuAfter = cpuTimeUs(server.pid);
+    const threadsAfter = threadTicks(server.pid);
+    const machineAfter = machineTicks();
     const accepted = wrk.requests - wrk.non2xx;
     const measured: Measured = {
       server: name,
@@ -209,6 +217,10 @@ async function measure(name: ServerName): Promise<Measured> {
       cpuPerRequestUs: cpuBefore === undefined || cpuAfter === undefined
         ? undefined
         : (cpuAfter - cpuBefore) / accepted,
+      busiestThread: busiest(threadsBefore, threadsAfter, wrk.duration_us),
+      machineBusy: machineBefore && machineAfter
+        ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
+        : undefined,
     };
     if (server.afterRun) measured.note = server.afterRun(`${name}-run`, accepted);
     console.log(
@@ -217,6 +229,13 @@ async function measure(name: ServerName): Promise<Measured> {
       }, p99 ${fmtMs(wrk.p99_us)}, non-2xx ${wrk.non2xx}`,
     );
     if (measured.note) console.log(`    ${measured.note}`);
+    if (measured.busiestThread && measured.machineBusy !== undefined) {
+      console.log(
+        `    busiest thread: ${measured.busiestThread.name}, ${
+          (measured.busiestThread.share * 100).toFixed(0)
+        } % of a core; all CPUs ${(measured.machineBusy * 100).toFixed(0)} % busy (wrk included)`,
+      );
+    }
     return measured;
   } finally {
     await server.stop();
@@ -715,28 +734,64 @@ function cpuTimeUs(pid: number): number | undefined {
   }
 }
 
+/** CPU time (ticks of 10 ms) of each thread of `pid`, by thread id, from /proc (Linux). */
+function threadTicks(pid: number): Map<string, { name: string; ticks: number }> | undefined {
+  try {
+    const threads = new Map<string, { name: string; ticks: number }>();
+    for (const entry of Deno.readDirSync(`/proc/${pid}/task`)) {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${entry.name}/stat`);
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      threads.set(entry.name, { name, ticks: Number(fields[11]) + Number(fields[12]) });
+    }
+    return threads;
+  } catch {
+    return undefined; // not Linux, or the process is gone
+  }
+}
+
+/** The thread that used the most CPU between two {@linkcode threadTicks} samples. */
+function busiest(
+  before: Map<string, { name: string; ticks: number }> | undefined,
+  after: Map<string, { name: string; ticks: number }> | undefined,
+  durationUs: number,
+): { name: string; share: number } | undefined {
+  if (!before || !after || durationUs <= 0) return undefined;
+  let top: { name: string; ticks: number } | undefined;
+  for (const [id, thread] of after) {
+    const ticks = thread.ticks - (before.get(id)?.ticks ?? 0);
+    if (!top || ticks > top.ticks) top = { name: thread.name, ticks };
+  }
+  return top && { name: top.name, share: (top.ticks * 10_000) / durationUs };
+}
+
+/** Busy and total CPU ticks of the whole machine, from /proc/stat (Linux). */
+function machineTicks(): { busy: number; total: number } | undefined {
+  try {
+    const fields = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/);
+    const ticks = fields.slice(1).map(Number);
+    const total = ticks.reduce((sum, value) => sum + value, 0);
+    return { busy: total - ticks[3] - ticks[4], total }; // all but idle and iowait
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The share of the machine's CPU time that went to processes other than `pid` over half a second
  * (Linux /proc/stat, USER_HZ 100), else undefined.
  */
 async function otherLoad(pid: number): Promise<number | undefined> {
   const sample = () => {
-    try {
-      const fields = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/);
-      return { cpus: fields.slice(1).map(Number), server: cpuTimeUs(pid) ?? 0 };
-    } catch {
-      return undefined;
-    }
+    const machine = machineTicks();
+    return machine && { ...machine, server: cpuTimeUs(pid) ?? 0 };
   };
   const before = sample();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const after = sample();
-  if (!before || !after) return undefined;
-  const delta = after.cpus.map((value, i) => value - before.cpus[i]);
-  const total = delta.reduce((sum, value) => sum + value, 0);
-  if (total <= 0) return undefined;
-  const busy = total - delta[3] - delta[4]; // all but idle and iowait, in ticks
-  return Math.max(0, busy - (after.server - before.server) / 10_000) / total;
+  if (!before || !after || after.total <= before.total) return undefined;
+  const busy = after.busy - before.busy - (after.server - before.server) / 10_000;
+  return Math.max(0, busy) / (after.total - before.total);
 }
 
 function which(command: string): string | undefined {
