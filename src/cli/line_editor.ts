@@ -113,8 +113,9 @@ export class LineEditor {
     const draw = () => this.#draw(prompt, line);
     const finish = (ending: string) => {
       line.cursor = line.text.length;
-      draw();
-      terminal.write(ending);
+      // A last row filled exactly left the cursor at the next row's start already.
+      const { filled } = draw();
+      terminal.write(filled && ending.startsWith("\r\n") ? ending.slice(2) : ending);
       this.#cursorRow = 0;
     };
     terminal.setRaw(true);
@@ -210,7 +211,7 @@ export class LineEditor {
   }
 
   /** Redraws the prompt and the line from the prompt's first row, the cursor where it belongs. */
-  #draw(prompt: string, line: EditBuffer): void {
+  #draw(prompt: string, line: EditBuffer): Layout {
     const columns = this.#terminal.columns() || DEFAULT_COLUMNS;
     const shown = layout(prompt, line.text, line.cursor, columns);
     let out = this.#cursorRow > 0 ? `\x1b[${this.#cursorRow}A` : "";
@@ -221,6 +222,7 @@ export class LineEditor {
     if (shown.cursor.column > 0) out += `\x1b[${shown.cursor.column}C`;
     this.#terminal.write(out);
     this.#cursorRow = shown.cursor.row;
+    return shown;
   }
 }
 
@@ -228,6 +230,16 @@ export class LineEditor {
 export interface ScreenPosition {
   row: number;
   column: number;
+}
+
+/** How a prompt and a line are drawn: see {@linkcode layout}. */
+export interface Layout {
+  /** What to write: line breaks as `\r\n` plus the prompt's indent, tabs as spaces. */
+  text: string;
+  cursor: ScreenPosition;
+  end: ScreenPosition;
+  /** Whether the last row was filled exactly, so `text` ends with `\r\n` to the next row. */
+  filled: boolean;
 }
 
 /**
@@ -253,7 +265,7 @@ export function layout(
   text: string,
   cursor: number,
   columns: number,
-): { text: string; cursor: ScreenPosition; end: ScreenPosition } {
+): Layout {
   let row = 0;
   let column = 0;
   let out = "";
@@ -294,12 +306,13 @@ export function layout(
     put(shown, width);
   }
   if (cursorAt === undefined) cursorAt = normalized();
-  if (column >= columns) {
+  const filled = column >= columns;
+  if (filled) {
     out += "\r\n";
     row++;
     column = 0;
   }
-  return { text: out, cursor: cursorAt, end: { row, column } };
+  return { text: out, cursor: cursorAt, end: { row, column }, filled };
 }
 
 /** The line being edited: its text and the cursor, an offset at a character boundary. */

@@ -211,8 +211,33 @@ Deno.test("layout: a row filled exactly puts the end and a cursor there at the n
   assert.equal(shown.text, "abcd\r\n");
   assert.deepEqual(shown.cursor, { row: 1, column: 0 });
   assert.deepEqual(shown.end, { row: 1, column: 0 });
+  assert.equal(shown.filled, true);
   // With the cursor inside, it stays where its character is.
   assert.deepEqual(layout("ab", "cd", 1, 4).cursor, { row: 0, column: 3 });
+  assert.equal(layout("ab", "c", 1, 4).filled, false);
+  // An empty last line after a line break is a row of its own, not a filled one.
+  assert.equal(layout("", "abcd\n", 5, 4).filled, false);
+});
+
+Deno.test("editor: a line that fills its last row exactly is not followed by a blank row", async () => {
+  const t = scriptedTerminal(4);
+  const editor = new LineEditor(t.terminal);
+  /** The line breaks written after the last draw of `shown`. */
+  const breaksAfter = (shown: string) => {
+    const output = t.output();
+    return output.slice(output.lastIndexOf(shown) + shown.length).split("\r\n").length - 1;
+  };
+  t.send("cd", "\r");
+  assert.equal(await editor.readLine("ab"), "cd");
+  // The last draw wrapped to the next row's start (its own line break); Enter adds none there.
+  assert.equal(breaksAfter("abcd\r\n"), 0, JSON.stringify(t.output()));
+  t.send("c", "\r");
+  assert.equal(await editor.readLine("ab"), "c");
+  assert.equal(breaksAfter("abc"), 1, JSON.stringify(t.output()));
+  t.send("cd", "\x03", null);
+  assert.equal(await editor.readLine("ab"), null);
+  // Ctrl-C's mark goes on that fresh row, not below a blank one.
+  assert.match(t.output(), /abcd\r\n\r\^C\r\n/);
 });
 
 Deno.test("editor: raw mode on while a line is read, off after, also when the read is aborted", async () => {
