@@ -171,6 +171,14 @@ export function processIo(): CliIo {
         // The default action of SIGTSTP stops the process until SIGCONT (the shell's `fg`); the
         // kernel drops it where no shell does job control.
         suspend: () => Deno.kill(Deno.pid, "SIGTSTP"),
+        onResize: (listener) => {
+          try {
+            Deno.addSignalListener("SIGWINCH", listener);
+          } catch {
+            return () => {}; // Windows has no SIGWINCH
+          }
+          return () => Deno.removeSignalListener("SIGWINCH", listener);
+        },
         close: () => input.close(),
       };
     },

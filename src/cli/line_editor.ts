@@ -8,7 +8,8 @@
  * Ctrl-C clears a line that holds text and, on an empty line, calls `interrupt` (what Ctrl-C does
  * between reads); Ctrl-D on an empty line is the end of input (`null`). Ctrl-Z stops the program
  * as it does outside raw mode, when the terminal can (`suspend`); once continued, the line is
- * drawn again as it was.
+ * drawn again as it was. When the terminal is resized (`onResize`), the line is drawn again at the
+ * new width.
  *
  * @module
  */
@@ -28,6 +29,8 @@ export interface EditorTerminal {
    * shell continues it; returns at once where there is no job control. Called in cooked mode.
    */
   suspend?(): void;
+  /** Calls `listener` whenever the terminal's size changes (SIGWINCH); returns its removal. */
+  onResize?(listener: () => void): () => void;
   /** Stops reading. */
   close(): Promise<void>;
 }
@@ -121,6 +124,14 @@ export class LineEditor {
     terminal.setRaw(true);
     terminal.write(BRACKETED_PASTE_ON);
     this.#cursorRow = 0;
+    // Terminals rewrap what they show to their new width (xterm and the Linux console, which do
+    // not, keep the rows): the cursor is then where the new width puts it, and the line is drawn
+    // again from there.
+    const stopResize = terminal.onResize?.(() => {
+      const columns = terminal.columns() || DEFAULT_COLUMNS;
+      this.#cursorRow = layout(prompt, line.text, line.cursor, columns).cursor.row;
+      draw();
+    });
     try {
       draw();
       while (true) {
@@ -190,6 +201,7 @@ export class LineEditor {
       this.#cursorRow = 0;
       throw error;
     } finally {
+      stopResize?.();
       terminal.write(BRACKETED_PASTE_OFF);
       terminal.setRaw(false);
     }

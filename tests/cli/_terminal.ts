@@ -120,6 +120,23 @@ export class Terminal {
     return status;
   }
 
+  /**
+   * Sets the pseudo-terminal's width, as resizing a terminal window does: the kernel sends
+   * SIGWINCH to the agent.
+   */
+  async resize(columns: number): Promise<void> {
+    // `script` has one child, the agent (its sh exec'd it); the agent's stdin is the terminal.
+    const pid = Deno.readTextFileSync(
+      `/proc/${this.#process.pid}/task/${this.#process.pid}/children`,
+    ).trim().split(/\s+/)[0];
+    const tty = Deno.readLinkSync(`/proc/${pid}/fd/0`);
+    const { success, stderr } = await new Deno.Command("stty", {
+      args: ["-F", tty, "cols", String(columns)],
+      stderr: "piped",
+    }).output();
+    if (!success) throw new Error(`stty -F ${tty} failed: ${new TextDecoder().decode(stderr)}`);
+  }
+
   kill(): void {
     try {
       this.#process.kill("SIGKILL");

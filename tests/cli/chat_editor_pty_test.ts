@@ -14,6 +14,8 @@ const UP = "\x1b[A";
 const HOME = "\x1b[H";
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
+const UP_3 = "\x1b[3A";
+const CLEAR_BELOW = "\x1b[J";
 
 /** The text of the last user message of `request`. */
 function lastUserText(request: ChatRequest): string {
@@ -248,6 +250,34 @@ Deno.test("chat: Ctrl-Z stops the agent for the shell; after fg the line is back
     await terminal.type("X\r");
     await terminal.waitFor(/agent> heard abXc/, at);
     assert.equal(lastUserText(model.requests.at(-1)!), "abXc");
+    await leave(terminal);
+  } finally {
+    await closed(terminal);
+  }
+});
+
+Deno.test("chat: a terminal resized while a line is edited gets the line drawn again at its new width", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel({
+    fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
+  });
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color", columns: 20 });
+  try {
+    let at = await terminal.waitFor(/you> /);
+    // "you> " and 25 characters: two rows of 20, the cursor on the second.
+    await terminal.type("abcdefghijklmnopqrstuvwxy");
+    at = await terminal.waitFor(/uvwxy/, at);
+    await terminal.resize(10);
+    // Rewrapped to rows of 10 the cursor is on the third row (30 columns fill three rows and
+    // move it to the fourth's start): the line is drawn again from three rows up.
+    const redraw = `${UP_3}\r${CLEAR_BELOW}you> abcdefghijklmnopqrstuvwxy`;
+    at = await terminal.waitFor(new RegExp(redraw.replace(/[[\]\\^$.*+?(){}|]/g, "\\$&")), at);
+    await terminal.type("z\r");
+    await terminal.waitFor(/agent> heard abcdefghijklmnopqrstuvwxyz/, at);
     await leave(terminal);
   } finally {
     await closed(terminal);

@@ -6,6 +6,7 @@ import { fakeIo } from "./_helpers.ts";
 
 /** A terminal fed by the test: each `send` is one read; records raw-mode switches and output. */
 function scriptedTerminal(columns = 80) {
+  const resizeListeners = new Set<() => void>();
   const queue: Array<string | null> = [];
   const waiting: Array<(value: string | null) => void> = [];
   const raw: boolean[] = [];
@@ -27,12 +28,22 @@ function scriptedTerminal(columns = 80) {
     write: (text) => output += text,
     setRaw: (on) => raw.push(on),
     columns: () => columns,
+    onResize: (listener) => {
+      resizeListeners.add(listener);
+      return () => resizeListeners.delete(listener);
+    },
     close: () => Promise.resolve(),
   };
   return {
     terminal,
     raw,
     output: () => output,
+    /** Gives the terminal a new width, as a SIGWINCH would tell. */
+    resize(to: number) {
+      columns = to;
+      for (const listener of resizeListeners) listener();
+    },
+    listening: () => resizeListeners.size,
     send(...inputs: Array<string | null>) {
       for (const input of inputs) {
         const wake = waiting.shift();
@@ -327,6 +338,34 @@ Deno.test("editor: the screen is redrawn from the prompt's first row on a narrow
   assert.ok(output.includes("\x1b[1A\r\x1b[J> abcdefghijkl"));
   // And puts the cursor after the prompt on the first row.
   assert.ok(output.includes("> abcdefghijkl\x1b[1A\r\x1b[2C"));
+});
+
+Deno.test("editor: a resize redraws the line from where the rewrapped prompt now starts", async () => {
+  const t = scriptedTerminal(10);
+  const editor = new LineEditor(t.terminal);
+  const read = editor.readLine("> ");
+  t.send("abcdefghijklmnopq"); // "> " and 17 characters: two rows at this width
+  while (!t.output().includes("pq")) await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(t.listening(), 1);
+  // Narrower: the terminal rewraps the 19 columns to four rows of 5, the cursor on the fourth:
+  // the redraw goes up three rows, not the one row it was on before.
+  let before = t.output().length;
+  t.resize(5);
+  assert.equal(t.output().slice(before), "\x1b[3A\r\x1b[J> abcdefghijklmnopq\r\x1b[4C");
+  // Wider: the rewrapped line is on one row, the cursor on it: no row up.
+  before = t.output().length;
+  t.resize(40);
+  assert.equal(t.output().slice(before), "\r\x1b[J> abcdefghijklmnopq\r\x1b[19C");
+  before = t.output().length;
+  t.resize(7);
+  assert.equal(t.output().slice(before), "\x1b[2A\r\x1b[J> abcdefghijklmnopq\r\x1b[5C");
+  t.send("\r");
+  assert.equal(await read, "abcdefghijklmnopq");
+  // Between reads the editor does not listen: nothing is drawn on a resize then.
+  assert.equal(t.listening(), 0);
+  before = t.output().length;
+  t.resize(10);
+  assert.equal(t.output().length, before);
 });
 
 Deno.test("editor: a question of several lines writes the first ones once and redraws the last", async () => {
