@@ -222,6 +222,16 @@ export class Gateway {
       staticRoutes: settings.routes,
       report: (problem) => log.error("{problem}", { problem }),
       warn: (warning) => log.warn("{warning}", { warning }),
+      changed: ({ added, removed, served }) =>
+        log.info(
+          "{file} changed: {served} subscriptions served; added: {added}; removed: {removed}",
+          {
+            file: config.paths.subscriptions,
+            served,
+            added: added.join(", ") || "none",
+            removed: removed.join(", ") || "none",
+          },
+        ),
     });
     // Read once, at start: said now rather than by the first event's failed delivery.
     for (const route of routes.all()) {

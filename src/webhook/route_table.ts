@@ -34,6 +34,11 @@ export interface RouteTableOptions {
    * static route, at each reload of the file for a subscription. Default: `report`.
    */
   warn?: (warning: string) => void;
+  /**
+   * Told, after a reload of the file (not the first read), which subscriptions it added and which
+   * it removed, when it did either: a removal is otherwise seen only as 404s.
+   */
+  changed?: (change: { added: string[]; removed: string[]; served: number }) => void;
 }
 
 /**
@@ -53,6 +58,7 @@ export class RouteTable {
   readonly #static = new Map<string, ServedRoute>();
   #dynamic = new Map<string, ServedRoute>();
   #stamp = "";
+  #loaded = false;
 
   constructor(options: RouteTableOptions) {
     this.#options = options;
@@ -81,7 +87,13 @@ export class RouteTable {
     try {
       records = readSubscriptions(file);
     } catch (error) {
-      report(`${error instanceof Error ? error.message : error}; the previous routes stay in use`);
+      report(
+        `${error instanceof Error ? error.message : error}; ${
+          this.#dynamic.size > 0
+            ? "the subscriptions read before stay in use until it is fixed"
+            : "no subscription is served until it is fixed"
+        }`,
+      );
       return;
     }
     const next = new Map<string, ServedRoute>();
@@ -110,7 +122,17 @@ export class RouteTable {
       for (const warning of warnings) this.#warn(warning);
       next.set(served.name, served);
     }
+    const previous = this.#dynamic;
     this.#dynamic = next;
+    if (!this.#loaded) {
+      this.#loaded = true;
+      return;
+    }
+    const added = [...next.keys()].filter((name) => !previous.has(name));
+    const removed = [...previous.keys()].filter((name) => !next.has(name));
+    if (added.length > 0 || removed.length > 0) {
+      this.#options.changed?.({ added, removed, served: next.size });
+    }
   }
 
   /** The route called `name`, static first. */

@@ -8,6 +8,7 @@
  * @module
  */
 import { isPlainObject } from "../home/config.ts";
+import { jsonSyntaxProblem } from "../home/json_syntax.ts";
 import {
   readTextIfExists,
   restrictFileMode,
@@ -45,11 +46,9 @@ export function readSubscriptions(file: string): Record<string, SubscriptionReco
   let data: unknown;
   try {
     data = JSON.parse(text);
-  } catch (error) {
-    throw new SubscriptionFileError(
-      file,
-      `not valid JSON (${error instanceof Error ? error.message : error})`,
-    );
+  } catch {
+    // Not JSON.parse's message: it quotes the text around the error, and the file holds secrets.
+    throw new SubscriptionFileError(file, `not valid JSON (${jsonSyntaxProblem(text)})`);
   }
   if (!isPlainObject(data)) {
     throw new SubscriptionFileError(file, "expected a JSON object keyed by subscription name");

@@ -218,3 +218,65 @@ Deno.test("RouteTable: the home option overrides the subscriptions file's folder
     });
   });
 });
+
+const FIX = " Fix: correct or remove the file (it is never overwritten while broken)";
+
+Deno.test("RouteTable: a corrupt file is reported by line and column, none of its secrets quoted", async () => {
+  await withHome((_home, file) => {
+    Deno.writeTextFileSync(
+      file,
+      '{\n  "ci": {\n    "secret": TOPSECRET-abcdefghijklmnop\n  }\n}\n',
+    );
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.equal(table.get("ci"), undefined);
+    assert.deepEqual(reports, [
+      `${file}: not valid JSON (line 3, column 15: expected a value).${FIX}; no subscription ` +
+      "is served until it is fixed",
+    ]);
+    assert.ok(!reports.join("\n").includes("TOPSEC"));
+
+    writeSubscriptions(file, { ci: record() });
+    table.refresh();
+    assert.ok(table.get("ci"));
+    // A quoted secret broken by a stray character is not quoted either.
+    Deno.writeTextFileSync(file, '{"ci": {"secret": "It-s-a-Secret-to-Everybody",}}');
+    table.refresh();
+    assert.ok(table.get("ci"), "the subscriptions read before stay in use");
+    assert.equal(
+      reports[1],
+      `${file}: not valid JSON (line 1, column 48: expected a property name in double quotes).` +
+        `${FIX}; the subscriptions read before stay in use until it is fixed`,
+    );
+    assert.ok(!reports.join("\n").includes("It-s"));
+  });
+});
+
+Deno.test("RouteTable: a reload tells which subscriptions it added and removed", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { a: record(), b: record() });
+    const changes: unknown[] = [];
+    const table = new RouteTable({
+      file,
+      staticRoutes: [],
+      report: () => {},
+      changed: (change) => changes.push(change),
+    });
+    assert.deepEqual(changes, [], "the first read is no change");
+    writeSubscriptions(file, { b: record({ prompt: "edited" }), c: record() });
+    table.refresh();
+    assert.deepEqual(changes, [{ added: ["c"], removed: ["a"], served: 2 }]);
+    // An edit of a record that stays is not a change of the set.
+    writeSubscriptions(file, { b: record({ prompt: "again" }), c: record() });
+    table.refresh();
+    assert.equal(changes.length, 1);
+    // The file emptied or deleted: every subscription is gone, and that is said.
+    Deno.writeTextFileSync(file, "");
+    table.refresh();
+    assert.deepEqual(changes[1], { added: [], removed: ["b", "c"], served: 0 });
+    Deno.removeSync(file);
+    writeSubscriptions(file, { d: record() });
+    table.refresh();
+    assert.deepEqual(changes[2], { added: ["d"], removed: [], served: 1 });
+  });
+});
