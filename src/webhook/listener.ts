@@ -81,6 +81,8 @@ type Env = {
     /** `payload`'s JSON text as received; gone once a script replaced the payload. */
     payloadJson: string | undefined;
     event: string;
+    /** The delivery id the request's signature covers, when it covers one. */
+    signedId: string | undefined;
     deliveryId: string;
     /**
      * The claim was taken held, by the claim step: it waits for an outcome decided later (see
@@ -272,6 +274,7 @@ function authenticate(deps: ListenerDeps): Step {
       });
       return c.json({ error: "Invalid signature" }, 401);
     }
+    c.set("signedId", verdict.signedId);
     await next();
   };
 }
@@ -314,7 +317,7 @@ const parse: Step = async (c, next) => {
   c.set("payload", result.payload);
   c.set("payloadJson", result.json);
   c.set("event", eventName(c.req.raw.headers, result.payload));
-  c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body")));
+  c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body"), c.get("signedId")));
   await next();
 };
 

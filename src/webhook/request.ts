@@ -98,9 +98,12 @@ export function eventName(headers: Headers, payload: Record<string, unknown>): s
 }
 
 /**
- * The delivery id, for deduplication: `X-GitHub-Delivery`, `X-Gitlab-Event-UUID`,
- * `Idempotency-Key`, `webhook-id`, `svix-id`, `X-Request-ID`, else the sha256 (hex) of the body,
- * so that a redelivered body keeps its id (a timestamp would not).
+ * The delivery id, for deduplication: `signedId` when the signature covers one (Standard
+ * Webhooks), else `X-GitHub-Delivery`, `X-Gitlab-Event-UUID`, `Idempotency-Key`, `webhook-id`,
+ * `svix-id`, `X-Request-ID`, else the sha256 (hex) of the body, so that a redelivered body keeps
+ * its id (a timestamp would not). A signed id goes first because the others are not signed: with
+ * them first, a captured request sent again with a new `Idempotency-Key` would be a new event.
+ * A signed id too long to store is stored as its sha256.
  *
  * @example
  * ```ts
@@ -109,13 +112,19 @@ export function eventName(headers: Headers, payload: Record<string, unknown>): s
  * const body = new TextEncoder().encode("{}");
  * const headers = new Headers({ "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958" });
  * assert.equal(deliveryId(headers, body), "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+ * assert.equal(deliveryId(headers, body, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"), "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W");
  * assert.equal(
  *   deliveryId(new Headers(), body),
  *   "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
  * );
  * ```
  */
-export function deliveryId(headers: Headers, body: Uint8Array): string {
+export function deliveryId(headers: Headers, body: Uint8Array, signedId?: string): string {
+  if (signedId !== undefined) {
+    return signedId.length <= MAX_ID_LENGTH
+      ? signedId
+      : createHash("sha256").update(signedId).digest("hex");
+  }
   for (
     const name of [
       "x-github-delivery",

@@ -19,7 +19,15 @@ export type SignatureFamily =
 
 /** The verdict on one request. */
 export type Verification =
-  | { ok: true; family: SignatureFamily }
+  | {
+    ok: true;
+    family: SignatureFamily;
+    /**
+     * The delivery id the signature covers (Standard Webhooks' `webhook-id` / `svix-id`): the
+     * request's delivery id, whatever unsigned id headers say, so a replay is a duplicate.
+     */
+    signedId?: string;
+  }
   | { ok: false; family?: SignatureFamily; reason: string };
 
 /** What verification needs. */
@@ -159,7 +167,9 @@ function standardWebhooks(
   for (const entry of signatures.split(" ")) {
     const comma = entry.indexOf(",");
     if (comma < 0 || entry.slice(0, comma) !== "v1") continue;
-    if (sameBytes(Buffer.from(entry.slice(comma + 1)), expected)) return { ok: true, family };
+    if (sameBytes(Buffer.from(entry.slice(comma + 1)), expected)) {
+      return { ok: true, family, signedId: id };
+    }
   }
   return fail(family, "no v1 signature matches");
 }

@@ -280,6 +280,42 @@ Deno.test("every signature family that verifies is accepted (202)", async () => 
   assert.equal(h.accepted, 3);
 });
 
+Deno.test("a Standard Webhooks request sent again with an unsigned id header is a duplicate", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const body = JSON.stringify({ type: "issue.created", issue: { title: "t" } });
+  const ts = String(NOW / 1000);
+  const signed = {
+    "webhook-id": "msg_1",
+    "webhook-timestamp": ts,
+    "webhook-signature": standardWebhookSignature(SECRET, "msg_1", Number(ts), body),
+  };
+  const first = await h.post("r", body, signed);
+  assert.equal(first.status, 202);
+  assert.equal((await first.json()).delivery_id, "msg_1");
+  // The id headers before webhook-id in the usual order are not signed: a captured request
+  // with one added is still the delivery its signature names.
+  const extras: Record<string, string>[] = [
+    { "idempotency-key": "evil-1" },
+    { "x-github-delivery": "evil-2" },
+    { "x-gitlab-event-uuid": "evil-3" },
+  ];
+  for (const extra of extras) {
+    const again = await h.post("r", body, { ...signed, ...extra });
+    assert.equal(again.status, 200, JSON.stringify(extra));
+    assert.deepEqual(await again.json(), { status: "duplicate", delivery_id: "msg_1" });
+  }
+  // Svix's headers the same.
+  const svix = {
+    "svix-id": "msg_2",
+    "svix-timestamp": ts,
+    "svix-signature": standardWebhookSignature(SECRET, "msg_2", Number(ts), body),
+  };
+  assert.equal((await (await h.post("r", body, svix)).json()).delivery_id, "msg_2");
+  const replay = await h.post("r", body, { ...svix, "idempotency-key": "evil-4" });
+  assert.deepEqual(await replay.json(), { status: "duplicate", delivery_id: "msg_2" });
+  assert.equal(h.accepted, 2);
+});
+
 Deno.test("over the rate limit → 429 with Retry-After, counted after authentication", async () => {
   await using h = await harness({ routes: { r: route() }, rate: 2 });
   for (let i = 0; i < 5; i++) {

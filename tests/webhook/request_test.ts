@@ -504,3 +504,15 @@ Deno.test("parsePayload: a payload is refused exactly when one of its objects re
     { numRuns: 500 },
   );
 });
+
+Deno.test("deliveryId: an id the signature covers goes before every unsigned header", () => {
+  const body = new TextEncoder().encode("{}");
+  const headers = new Headers({ "x-github-delivery": "g", "idempotency-key": "i" });
+  assert.equal(deliveryId(headers, body), "g");
+  assert.equal(deliveryId(headers, body, "msg_1"), "msg_1");
+  // Too long to store as it is: its sha256, still the same for every replay.
+  const long = "m".repeat(201);
+  const hashed = deliveryId(headers, body, long);
+  assert.match(hashed, /^[0-9a-f]{64}$/);
+  assert.equal(deliveryId(new Headers(), body, long), hashed);
+});

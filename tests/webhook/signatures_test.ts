@@ -133,10 +133,11 @@ function swHeaders(signature: string, timestamp: string | number = SW_TS, id = S
   };
 }
 
-Deno.test("standard webhooks: the reference test vector verifies", () => {
+Deno.test("standard webhooks: the reference test vector verifies, naming the id it signs", () => {
   assert.deepEqual(verify(swHeaders(SW_SIG), SW_BODY, SW_SECRET, SW_NOW), {
     ok: true,
     family: "standard_webhooks",
+    signedId: SW_ID,
   });
 });
 
@@ -227,6 +228,7 @@ Deno.test("standard webhooks: svix-* headers verify the same way", () => {
   assert.deepEqual(verify(headers, SW_BODY, SW_SECRET, SW_NOW), {
     ok: true,
     family: "standard_webhooks",
+    signedId: SW_ID,
   });
   assert.equal(verify(headers, SW_BODY + " ", SW_SECRET, SW_NOW).ok, false);
 });
