@@ -280,8 +280,9 @@ export class Gateway {
       },
       onAccepted: () => pool.wake(),
       log: logAt,
+      stopping: () => server?.stopping ?? false,
     });
-    let server: ResilientServer;
+    let server: ResilientServer | undefined;
     try {
       server = new ResilientServer(
         // No host: "::" with IPv4 mapped, so both 127.0.0.1 and ::1 reach it.

@@ -59,6 +59,11 @@ export class ResilientServer {
     this.addr = server.addr;
   }
 
+  /** Whether {@linkcode shutdown} was called: requests under way are finishing. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
   /** Resolves once {@linkcode shutdown} has finished. */
   get finished(): Promise<void> {
     return this.#stopped;

@@ -66,6 +66,11 @@ export interface ListenerDeps {
   ): Promise<DirectDelivery>;
   /** Called after an event was committed, to wake the workers. */
   onAccepted(): void;
+  /**
+   * Whether the gateway is stopping: the HTTP layer then ends the reading of bodies still under
+   * way, and their senders are told to retry (503) rather than that their request was bad.
+   */
+  stopping?(): boolean;
   log(
     level: "info" | "warning" | "error",
     message: string,
@@ -159,9 +164,10 @@ const checkEnabled: Step = async (c, next) => {
 };
 
 /**
- * Reads the body up to the cap; never buffers past it. A body that cannot be read to its end (the
- * sender hung up, or the gateway is stopping) is answered 400, logged as a warning at most once a
- * minute per route: anyone who can reach the port can cause it.
+ * Reads the body up to the cap; never buffers past it. A body that cannot be read to its end is
+ * answered 400 (the sender hung up or sent a broken body), logged as a warning at most once a
+ * minute per route: anyone who can reach the port can cause it; or 503 with `Retry-After` when the
+ * gateway is stopping, which ended the read.
  */
 function readBody(deps: ListenerDeps): Step {
   const logRefusal = refusalLog(deps);
@@ -171,6 +177,10 @@ function readBody(deps: ListenerDeps): Step {
     try {
       body = await readCapped(c.req.raw, cap);
     } catch (error) {
+      if (deps.stopping?.()) {
+        c.header("Retry-After", String(STOPPING_RETRY_SECONDS));
+        return c.json({ error: "the gateway is stopping; send the request again later" }, 503);
+      }
       logRefusal("warning", "route {route}: the request body could not be read: {error}", {
         route: c.get("route").name,
         error: String(error),
@@ -240,6 +250,9 @@ function refusalLog(deps: ListenerDeps) {
     );
   };
 }
+
+/** `Retry-After` of a request whose body was still being read when the gateway began to stop. */
+const STOPPING_RETRY_SECONDS = 10;
 
 /** Refusals of one kind on one route are logged at most this often. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;

@@ -50,6 +50,8 @@ async function harness(
     wrapInbox?: (inbox: Inbox) => Inbox;
     /** Events are committed on the inbox's writer thread, as in the gateway. */
     writerThread?: boolean;
+    /** Whether the gateway is stopping. */
+    stopping?: () => boolean;
   } = {},
 ): Promise<Harness> {
   const dir = await Deno.makeTempDir();
@@ -91,6 +93,7 @@ async function harness(
       return options.delivery ?? { ok: true };
     },
     onAccepted: () => h.accepted++,
+    stopping: options.stopping,
     log: (level, message, properties) =>
       logs.push(`${level}: ${message} ${JSON.stringify(properties)}`),
   };
@@ -167,6 +170,33 @@ Deno.test("a body that breaks off while it is read → 400, a warning logged onc
   assert.equal(warnings.length, 1, h.logs.join("\n"));
   assert.match(warnings[0], /^warning: .*connection reset by peer/);
   assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
+});
+
+Deno.test("a body whose reading the gateway's stop ended → 503 with Retry-After, not 400", async () => {
+  let stopping = false;
+  await using h = await harness({ routes: { github: route() }, stopping: () => stopping });
+  const cut = () =>
+    new Request("http://localhost/webhooks/github", {
+      method: "POST",
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"issue":'));
+          controller.error(new Error("Cannot read body as underlying resource unavailable"));
+        },
+      }),
+    });
+  stopping = true;
+  const response = await h.app.fetch(cut());
+  assert.equal(response.status, 503);
+  assert.equal(response.headers.get("retry-after"), "10");
+  assert.deepEqual(await response.json(), {
+    error: "the gateway is stopping; send the request again later",
+  });
+  assert.deepEqual(h.logs, [], "not the sender's fault: no warning");
+  stopping = false;
+  const broken = await h.app.fetch(cut());
+  assert.equal(broken.status, 400);
+  await broken.body?.cancel();
 });
 
 Deno.test("unknown route → 404 naming it; another method on a route → 405 with Allow", async () => {

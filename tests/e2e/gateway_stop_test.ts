@@ -1,0 +1,58 @@
+/**
+ * A request whose body is still arriving when the real gateway is told to stop: its sender is
+ * told to retry (503 with Retry-After), not that the request was bad.
+ */
+import assert from "node:assert/strict";
+import { tempHome } from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
+import { signGithub, startGateway, subscribe, waitUntil, writeGatewayConfig } from "./_gateway.ts";
+
+const SECRET = "a-route-secret-of-32-characters!";
+
+Deno.test("gateway: a body still arriving when SIGTERM comes is answered 503 with Retry-After", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  writeGatewayConfig(h.home, {
+    webhook: { routes: { ci: { secret: SECRET, prompt: "x", deliver: "log" } } },
+  });
+  const env = { WEBHOOK_PORT: String(port) };
+  const gateway = await startGateway(h.home, env);
+  // A subscription made now is loaded by the next request, before its body is read, and logged:
+  // that line says the request below is being served (and not still in the kernel's queue).
+  await subscribe(h.home, env, "other", []);
+  const body = JSON.stringify({ action: "opened", padding: "x".repeat(2_000) });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    const head = [
+      "POST /webhooks/ci HTTP/1.1",
+      "Host: 127.0.0.1",
+      "Content-Type: application/json",
+      `Content-Length: ${body.length}`,
+      `X-Hub-Signature-256: ${signGithub(SECRET, body)}`,
+      "X-GitHub-Event: issues",
+      "X-GitHub-Delivery: stop-1",
+      "",
+      "",
+    ].join("\r\n");
+    const encoder = new TextEncoder();
+    await conn.write(encoder.encode(head + body.slice(0, 500)));
+    await waitUntil(() => /changed: .*added: .*other/.test(gateway.log()), "the request served");
+    gateway.signal("SIGTERM");
+    await waitUntil(() => gateway.stdout().includes("Stopping"), "the gateway to say it stops");
+    await conn.write(encoder.encode(body.slice(500))).catch(() => {});
+    let answer = "";
+    const buffer = new Uint8Array(4096);
+    while (!answer.includes("\r\n\r\n") || !answer.includes("}")) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      answer += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    assert.match(answer, /^HTTP\/1\.1 503 /, answer);
+    assert.match(answer, /\r\nretry-after: 10\r\n/i, answer);
+    assert.match(answer, /the gateway is stopping; send the request again later/);
+  } finally {
+    conn.close();
+    const exit = await gateway.exited();
+    assert.equal(exit.code, 0, exit.stderr);
+  }
+});
