@@ -153,6 +153,10 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   try {
     value = parseJsonExact(text); // a Discord id of 19 digits stays exact
   } catch (error) {
+    // Valid JSON nested deep enough to exhaust the stack of the large-integer reviver: that is
+    // what to say, not "not valid JSON".
+    const tooDeep = error instanceof RangeError ? findAmbiguity(text, what) : undefined;
+    if (tooDeep) return { ok: false, error: tooDeep };
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, error: `${what} is not valid JSON (${reason})` };
   }

@@ -301,6 +301,15 @@ Deno.test("parsePayload: depth 64 is accepted, 65 refused (top-level object = de
   });
 });
 
+Deno.test("parsePayload: a very deep body with a large integer is refused for its depth", () => {
+  // The large integer takes the exact-integer parse, whose reviver recurses once per level.
+  const deep = '{"id":12345678901234567890,"a":' + "[".repeat(20_000) + "]".repeat(20_000) + "}";
+  assert.deepEqual(parseText(deep), {
+    ok: false,
+    error: "the body nests objects and arrays more than 64 levels deep; flatten the payload",
+  });
+});
+
 Deno.test("parsePayload: arrays count towards the depth like objects", () => {
   const mixed = (depth: number) => '{"a":' + "[".repeat(depth - 1) + "]".repeat(depth - 1) + "}";
   assert.equal(parseText(mixed(64)).ok, true);
