@@ -254,6 +254,9 @@ function refusalLog(deps: ListenerDeps) {
 /** `Retry-After` of a request whose body was still being read when the gateway began to stop. */
 const STOPPING_RETRY_SECONDS = 10;
 
+/** `Retry-After` of an event refused because its route's script cannot run. */
+const BLOCKED_SCRIPT_RETRY_SECONDS = 300;
+
 /** Refusals of one kind on one route are logged at most this often. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
@@ -422,17 +425,20 @@ function runScript(deps: ListenerDeps): Step {
       c.get("deliveryId"),
     );
     if (verdict.kind === "blocked") {
-      deps.inbox.settle(route.name, c.get("deliveryId"));
+      // Not the script's answer but a setup to fix (a missing file, one outside scripts/): the
+      // sender keeps the event and sends it again, by then perhaps to a fixed route.
+      deps.inbox.release(route.name, c.get("deliveryId"));
       deps.log(
         "error",
-        "route {route}: event {delivery_id} ignored, its script is blocked: {detail}",
+        "route {route}: event {delivery_id} refused (503), its script cannot run: {detail}",
         {
           route: route.name,
           delivery_id: c.get("deliveryId"),
           detail: verdict.detail,
         },
       );
-      return c.json({ status: "ignored", reason: "script" });
+      c.header("Retry-After", String(BLOCKED_SCRIPT_RETRY_SECONDS));
+      return c.json({ error: "the route's script cannot run; see the gateway's log" }, 503);
     }
     if (verdict.kind === "ignored") {
       deps.inbox.settle(route.name, c.get("deliveryId"));

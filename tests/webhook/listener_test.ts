@@ -199,6 +199,27 @@ Deno.test("a body whose reading the gateway's stop ended → 503 with Retry-Afte
   await broken.body?.cancel();
 });
 
+Deno.test("a route whose script cannot run → 503 with Retry-After; the claim is let go", async () => {
+  await using h = await harness({
+    routes: { r: route({ script: "gone.sh" }) },
+    script: { kind: "blocked", detail: "gone.sh is not in the scripts folder" },
+  });
+  for (let i = 0; i < 2; i++) {
+    // Sent again, the same delivery is refused the same way: neither 409 nor "duplicate".
+    const response = await h.signed("r", { n: 1 }, { "x-github-delivery": "d-1" });
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "300");
+    assert.deepEqual(await response.json(), {
+      error: "the route's script cannot run; see the gateway's log",
+    });
+  }
+  assert.equal(h.accepted, 0);
+  assert.equal(h.logs.length, 2);
+  assert.match(h.logs[0], /^error: .*script cannot run.*gone\.sh is not in the scripts folder/);
+  // Nothing of the delivery is kept: once the script is there, the sender's retry is served.
+  assert.equal(h.inbox.claim("r", "d-1", NOW, 3600, false), true);
+});
+
 Deno.test("unknown route → 404 naming it; another method on a route → 405 with Allow", async () => {
   await using h = await harness({ routes: { github: route() } });
   const unknown = await h.signed("nope", {});
