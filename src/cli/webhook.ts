@@ -20,6 +20,7 @@ import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.t
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
+import { escapeControls } from "../metrics/mod.ts";
 import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
 import {
@@ -62,6 +63,9 @@ const NOT_ENABLED = "The webhook platform is not enabled. Enable it with `agent 
 const TEST_TIMEOUT_MS = 30_000;
 
 const TEST_PAYLOAD = { test: true, event_type: "test", message: "Hello from agent webhook test" };
+
+/** What an event name may hold, in `test --event` and `subscribe --events` alike. */
+const EVENT_NAME_RULE = "printable ASCII, no spaces";
 
 /** Adds the `webhook` group to `program`. */
 export function addWebhookCommands(program: Command, io: CliIo, state: CommandState): void {
@@ -113,31 +117,14 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         });
       }
       if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);
-      for (const problem of [...problems, ...warnings]) io.err(`warning: ${problem}\n`);
+      for (const problem of [...problems, ...warnings]) {
+        io.err(`warning: ${escapeControls(problem)}\n`);
+      }
       if (rows.length === 0) {
         io.out("No subscriptions. Create one with `agent webhook subscribe <name>`.\n");
         return;
       }
-      for (const row of rows) {
-        const source = row.source === "static" ? " (static, config.yaml)" : "";
-        const tag = row.status === "active" ? "" : ` [${row.status.replace("_", " ")}]`;
-        io.out(`${row.name}${source}${tag}\n`);
-        if (row.webhook_url) io.out(`  url:     ${row.webhook_url}\n`);
-        io.out(`  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}\n`);
-        const to = Object.entries(row.deliver_extra).map(([key, value]) =>
-          `${key}=${typeof value === "string" ? value : stringifyJsonExact(value)}`
-        );
-        io.out(
-          `  deliver: ${row.deliver}${to.length > 0 ? ` (${to.join(", ")})` : ""}` +
-            `${row.deliver_only ? ", direct, no agent run" : ""}\n`,
-        );
-        io.out(`  prompt:  ${row.prompt ? oneLine(row.prompt, 72) : "(the event and payload)"}\n`);
-        if (row.skills.length > 0) io.out(`  skills:  ${row.skills.join(", ")}\n`);
-        if (row.script) io.out(`  script:  ${row.script}\n`);
-        if (row.status_reason) io.out(`  status:  ${row.status_reason}\n`);
-        for (const problem of row.problems) io.out(`  problem: ${problem}\n`);
-        if (row.description) io.out(`  ${row.description}\n`);
-      }
+      for (const row of rows) io.out(rowText(row));
     });
 
   webhook.command("subscribe").alias("add").description(
@@ -229,13 +216,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         extra.chat_id = options.deliverChatId;
         extraOptions.chat_id = "--deliver-chat-id";
       }
-      if (options.events !== undefined && splitList(options.events).length === 0) {
-        // An empty list accepts every event: that must be said by leaving the option out.
-        throw new UsageError(
-          `--events ${JSON.stringify(options.events)} names no event; leave --events out to ` +
-            "accept every event",
-        );
-      }
+      const events = options.events === undefined ? [] : eventsOption(options.events);
       warnings.push(
         ...checkDeliverExtra(deliver as DeliveryTargetName, extra, extraOptions, config),
       );
@@ -262,7 +243,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         const kept = typeof previous?.secret === "string" ? previous.secret.trim() : "";
         const record: SubscriptionRecord = {
           description: options.description ?? defaultDescription(name),
-          events: options.events ? splitList(options.events) : [],
+          events,
           secret: givenSecret || kept || generateSecret(),
           prompt: options.prompt ?? "",
           skills,
@@ -278,7 +259,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const secret = record.secret;
       const url = routeUrl(settings, name);
       // On stderr in both modes: stdout holds the one JSON document.
-      const warn = () => warnings.forEach((warning) => io.err(`warning: ${warning}\n`));
+      const warn = () =>
+        warnings.forEach((warning) => io.err(`warning: ${escapeControls(warning)}\n`));
       if (options.json) {
         warn();
         return printJson(io, {
@@ -289,11 +271,14 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           platform_enabled: settings.enabled,
         });
       }
-      io.out(`Subscription '${name}' ${previous ? "updated" : "created"}.\n`);
-      io.out(`  URL:     ${url}\n`);
-      io.out(`  Secret:  ${secret}\n`);
-      io.out(`  Events:  ${record.events.length > 0 ? record.events.join(", ") : "all"}\n`);
-      io.out(`  Deliver: ${deliver}${options.deliverOnly ? " (direct, no agent run)" : ""}\n`);
+      io.out(printableLines([
+        `Subscription '${name}' ${previous ? "updated" : "created"}.`,
+        `  URL:     ${url}`,
+        // A kept secret comes from the file, which may have been edited by hand.
+        `  Secret:  ${secret}`,
+        `  Events:  ${events.length > 0 ? events.join(", ") : "all"}`,
+        `  Deliver: ${deliver}${options.deliverOnly ? " (direct, no agent run)" : ""}`,
+      ]));
       io.out(
         "Point the sender at the URL with content type application/json and the secret; GitHub " +
           "signs with X-Hub-Signature-256.\n",
@@ -394,8 +379,11 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         }
       }
       const event = options.event.trim();
-      if (!/^[\x21-\x7e]+$/.test(event)) {
-        throw new UsageError("--event must be a non-empty name of printable ASCII, no spaces");
+      if (!isEventName(event)) {
+        throw new UsageError(
+          `--event must be a non-empty name of ${EVENT_NAME_RULE}` +
+            (event === "" ? "" : ` (got '${escapeControls(event)}')`),
+        );
       }
       const secret = route.secret ?? settings.secret;
       if (!secret) {
@@ -443,18 +431,54 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         return;
       }
       io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
-      const hint = ignoredHint(text, route.events, event);
-      if (hint) io.err(`note: ${hint}\n`);
+      const hint = answerHint(response.status, text, { config, settings, route, event });
+      if (hint) io.err(`note: ${escapeControls(hint)}\n`);
     });
 
   addWebhookEventCommands(webhook, io, state);
 }
 
+/** Whether `name` keeps {@linkcode EVENT_NAME_RULE}; a route matches event names exactly. */
+function isEventName(name: string): boolean {
+  return /^[\x21-\x7e]+$/.test(name);
+}
+
 /**
- * Why the gateway answered "ignored", when the reason is something the tester can change: the
- * route takes other events, its filters or its script said no.
+ * The event names of `--events`: comma-separated, each keeping the rule of `test --event` (a name
+ * with a space or a control character never matches what a sender sends), exact repeats dropped.
  */
-function ignoredHint(text: string, events: string[], event: string): string | undefined {
+function eventsOption(value: string): string[] {
+  const names = splitList(value);
+  if (names.length === 0) {
+    // An empty list accepts every event: that must be said by leaving the option out.
+    throw new UsageError(
+      `--events ${JSON.stringify(value)} names no event; leave --events out to accept every event`,
+    );
+  }
+  const bad = names.find((name) => !isEventName(name));
+  if (bad !== undefined) {
+    throw new UsageError(
+      `--events: '${escapeControls(bad)}' is not an event name (${EVENT_NAME_RULE}). Fix: ` +
+        "separate the names with commas and write each as the sender sends it, e.g. " +
+        "--events issues,pull_request",
+    );
+  }
+  return [...new Set(names)];
+}
+
+/** What `webhook test` knows about the route it sent to. */
+interface TestContext {
+  config: ResolvedConfig;
+  settings: WebhookSettings;
+  route: Route;
+  event: string;
+}
+
+/**
+ * What the tester can change after the gateway's answer: an event it ignored, a route it does not
+ * serve (404), a signature it refused (401).
+ */
+function answerHint(status: number, text: string, context: TestContext): string | undefined {
   let answer: unknown;
   try {
     answer = JSON.parse(text);
@@ -462,6 +486,65 @@ function ignoredHint(text: string, events: string[], event: string): string | un
     return undefined;
   }
   if (typeof answer !== "object" || answer === null) return undefined;
+  const { error } = answer as { error?: unknown };
+  if (status === 404 && typeof error === "string" && error.startsWith("Unknown route")) {
+    return unknownRouteHint(context);
+  }
+  if (status === 401 && error === "Invalid signature") return signatureHint(context);
+  return ignoredHint(answer, context.route.events, context.event);
+}
+
+/** The problems the gateway finds in a route's filters: it does not serve such a route. */
+function filterProblems(config: ResolvedConfig, route: Route): string[] {
+  if (route.filters === undefined) return [];
+  return parseFilters(route.filters, "filters", { baseDir: config.paths.home }).problems;
+}
+
+/**
+ * Why the gateway on this home's port does not know a route this home has. Subscriptions are
+ * re-read on each request and static routes at start, so only a static route calls for a restart.
+ */
+function unknownRouteHint({ config, settings, route }: TestContext): string {
+  if (filterProblems(config, route).length > 0) {
+    return `the gateway does not serve '${route.name}' while its filters have problems; see ` +
+      "`agent webhook list`";
+  }
+  const at = `the gateway at ${webhookBaseUrl(settings)} does not serve '${route.name}'`;
+  const otherHome = `from another home than ${config.paths.home} (AGENT_HOME)`;
+  if (route.source === "static") {
+    return `${at}: static routes are read when the gateway starts, so restart it if the route ` +
+      `is new in config.yaml; else it runs ${otherHome}`;
+  }
+  return `${at}; it re-reads the subscriptions file on each request, so a restart does not ` +
+    `help: it likely runs ${otherHome}`;
+}
+
+/** Why the gateway checks another secret than this home gives the route. */
+function signatureHint({ config, route }: TestContext): string {
+  const otherHome = `from another home than ${config.paths.home} (AGENT_HOME)`;
+  if (route.secret === undefined) {
+    return `'${route.name}' has no secret of its own, and the gateway's global secret ` +
+      "(WEBHOOK_SECRET, else extra.secret; read when it starts) differs from this one: it was " +
+      `started with another WEBHOOK_SECRET, before the secret changed, or ${otherHome}`;
+  }
+  if (route.source === "static") {
+    return `the gateway checks '${route.name}' with another secret than config.yaml gives: ` +
+      "static routes are read when the gateway starts, so restart it if the secret changed; " +
+      `else it runs ${otherHome}`;
+  }
+  if (filterProblems(config, route).length > 0) {
+    return `the gateway keeps the previous version of '${route.name}' (and its secret) while ` +
+      "its filters have problems; see `agent webhook list`";
+  }
+  return `the gateway checks '${route.name}' with another secret than this home's ` +
+    `subscription, though it re-reads the file on each request: it likely runs ${otherHome}`;
+}
+
+/**
+ * Why the gateway answered "ignored", when the reason is something the tester can change: the
+ * route takes other events, its filters or its script said no.
+ */
+function ignoredHint(answer: object, events: string[], event: string): string | undefined {
   const { status, reason } = answer as { status?: unknown; reason?: unknown };
   if (status !== "ignored") return undefined;
   if (reason === "filter") {
@@ -476,10 +559,44 @@ function ignoredHint(text: string, events: string[], event: string): string | un
   return undefined;
 }
 
-/** `text` on one line (line breaks shown as `⏎`), cut to `max` characters with `…`. */
+/**
+ * `text` on one line (line breaks shown as `⏎`, other control characters escaped), cut to `max`
+ * characters with `…`.
+ */
 function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\r?\n/g, "⏎");
+  const flat = escapeControls(text.replace(/\r?\n/g, "⏎"));
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * `lines` as terminal text: each value in them may come from a hand-edited file (subscriptions,
+ * config.yaml), so a control character in one is escaped rather than breaking the layout or
+ * driving the terminal.
+ */
+function printableLines(lines: string[]): string {
+  return lines.map((line) => `${escapeControls(line)}\n`).join("");
+}
+
+/** The lines `list` prints for one route. */
+function rowText(row: ReturnType<typeof listRow>): string {
+  const source = row.source === "static" ? " (static, config.yaml)" : "";
+  const tag = row.status === "active" ? "" : ` [${row.status.replace("_", " ")}]`;
+  const to = Object.entries(row.deliver_extra).map(([key, value]) =>
+    `${key}=${typeof value === "string" ? value : stringifyJsonExact(value)}`
+  );
+  return printableLines([
+    `${row.name}${source}${tag}`,
+    ...(row.webhook_url ? [`  url:     ${row.webhook_url}`] : []),
+    `  events:  ${row.events.length > 0 ? row.events.join(", ") : "all"}`,
+    `  deliver: ${row.deliver}${to.length > 0 ? ` (${to.join(", ")})` : ""}` +
+    `${row.deliver_only ? ", direct, no agent run" : ""}`,
+    `  prompt:  ${row.prompt ? oneLine(row.prompt, 72) : "(the event and payload)"}`,
+    ...(row.skills.length > 0 ? [`  skills:  ${row.skills.join(", ")}`] : []),
+    ...(row.script ? [`  script:  ${row.script}`] : []),
+    ...(row.status_reason ? [`  status:  ${row.status_reason}`] : []),
+    ...row.problems.map((problem) => `  problem: ${problem}`),
+    ...(row.description ? [`  ${row.description}`] : []),
+  ]);
 }
 
 function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {
