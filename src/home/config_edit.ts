@@ -3,8 +3,18 @@
  *
  * @module
  */
-import { isAlias, isMap, isNode, isScalar, isSeq, parseDocument, visit } from "yaml";
-import type { Document, Pair, YAMLMap } from "yaml";
+import {
+  isAlias,
+  isCollection,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  parseDocument,
+  visit,
+} from "yaml";
+import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
@@ -41,6 +51,7 @@ export function editConfigFile(
   withEditLock(file, () =>
     rewrite(file, (text, source) => {
       const document = parseDocument(text);
+      keepCommentLevels(text, document);
       edit(document, source);
       return print(text, document);
     }));
@@ -68,6 +79,7 @@ export function removeConfigEntry(file: string, path: readonly string[]): boolea
   withEditLock(file, () =>
     rewrite(file, (text, source) => {
       const document = parseDocument(text);
+      keepCommentLevels(text, document);
       const parent = path.length === 1
         ? document.contents
         : document.getIn(path.slice(0, -1), true);
@@ -249,6 +261,208 @@ function describeNode(node: unknown): string {
   if (isSeq(node)) return "a list";
   const value = isScalar(node) ? node.value : node;
   return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/**
+ * Puts each comment line after the last entry of a section back at the level it is written at in
+ * `text` (LF line ends), the text `document` was parsed from. The YAML library gives the whole
+ * comment block after the last entry of a nested section to that section and prints it at the
+ * section's indentation: a `# model:` block written at column 0 after `platforms.webhook.extra`
+ * would come back inside it, and a comment above the next key of an outer section would move into
+ * the section before it. A line goes to the innermost enclosing section whose entries start at or
+ * left of its `#`: after that section's entries, or above its next entry when it has one. A
+ * comment the text does not match line for line stays where the library put it.
+ */
+function keepCommentLevels(text: string, document: Document): void {
+  const holders: { node: Node; path: readonly (Document | Node | Pair)[] }[] = [];
+  visit(document, (key, node, path) => {
+    if (key === "key" || !isNode(node) || !node.comment || !node.range) return;
+    if (isScalar(node) || (isCollection(node) && !node.flow)) holders.push({ node, path });
+  });
+  for (const { node, path } of holders) placeTrailingComment(text, node, path);
+}
+
+/** One line of a comment: its text after `#` ("" for a blank line), and the column of its `#`. */
+interface CommentLine {
+  text: string;
+  /** `Infinity` for a comment on the line of the value itself. */
+  column?: number;
+}
+
+/** Where comment lines of one level go: after or before entries that start at `column`. */
+interface CommentLevel {
+  column: number;
+  place: (lines: string[]) => void;
+}
+
+/** Splits the trailing comment of `node` (see {@linkcode keepCommentLevels}) by level. */
+function placeTrailingComment(
+  text: string,
+  node: Node,
+  path: readonly (Document | Node | Pair)[],
+): void {
+  const lines = commentLinesOf(text, node);
+  const levels = commentLevels(text, node, path);
+  if (lines === undefined || levels.length === 0) return;
+  // A line never goes deeper than the one before it, so the comment keeps its order; a blank
+  // line goes with the comment line after it (the last one's level at the end).
+  let level = 0;
+  const levelOf = lines.map((line) =>
+    line.column === undefined ? -1 : (level = Math.max(level, levelAt(levels, line.column)))
+  );
+  for (let index = levelOf.length - 2; index >= 0; index--) {
+    if (levelOf[index] < 0) levelOf[index] = levelOf[index + 1];
+  }
+  for (let index = 0; index < levelOf.length; index++) {
+    if (levelOf[index] < 0) levelOf[index] = index > 0 ? levelOf[index - 1] : 0;
+  }
+  node.comment = undefined;
+  levels.forEach((level, index) => {
+    const group = lines.filter((_line, line) => levelOf[line] === index);
+    if (group.length > 0) level.place(group.map((line) => line.text));
+  });
+}
+
+/** The index in `levels` (innermost first) of the level of a comment line at `column`. */
+function levelAt(levels: readonly CommentLevel[], column: number): number {
+  let index = levels.findIndex((level) => level.column <= column);
+  if (index < 0) return levels.length - 1;
+  // Entries at the same column (an unindented list under its key): the outer one.
+  while (index + 1 < levels.length && levels[index + 1].column === levels[index].column) index++;
+  return index;
+}
+
+/**
+ * The levels a trailing comment of `node` can go to, innermost first: `node` itself, then each
+ * enclosing block section of which it ends the last entry, up to the first one that has an entry
+ * after it (the comment then goes above that entry) or the document's top level.
+ */
+function commentLevels(
+  text: string,
+  node: Node,
+  path: readonly (Document | Node | Pair)[],
+): CommentLevel[] {
+  const levels: CommentLevel[] = [];
+  const parentPair = path[path.length - 1];
+  const ownLevel = (column: number): CommentLevel => ({
+    column,
+    place: (lines) => {
+      // An empty value's comment on the lines below its key is printed there only as a comment
+      // before the value: as a comment after it, a one-line comment joins the key's line.
+      const below = isScalar(node) && node.value === null && isPair(parentPair) &&
+        parentPair.value === node && !/^[ \t]*#/.test(text.slice(node.range![1], node.range![2]));
+      if (below) node.commentBefore = joinComments(node.commentBefore, lines.join("\n"));
+      else node.comment = lines.join("\n");
+    },
+  });
+  if (isCollection(node)) levels.push(ownLevel(columnAt(text, node.range![0])));
+  let child: Node | Pair = node;
+  for (let index = path.length - 1; index >= 0; index--) {
+    const parent = path[index];
+    if (isPair(parent)) {
+      child = parent;
+      continue;
+    }
+    if (!isCollection(parent) || parent.flow || !parent.range) break;
+    const column = columnAt(text, parent.range[0]);
+    if (levels.length === 0) levels.push(ownLevel(column + 1)); // a value: lines deeper than its key
+    const items: unknown[] = parent.items;
+    const position = items.indexOf(child);
+    if (position < 0) break;
+    const next = items[position + 1];
+    if (next === undefined) {
+      levels.push({
+        column,
+        place: (lines) => parent.comment = joinComments(lines.join("\n"), parent.comment),
+      });
+      child = parent;
+      continue;
+    }
+    const before = isPair(next) ? next.key : next;
+    if (!isNode(before)) break;
+    const blankBelow = blankLineAt(text, node.range![2]);
+    levels.push({ column, place: (lines) => placeAbove(before, lines, blankBelow) });
+    break;
+  }
+  return levels;
+}
+
+/**
+ * Puts comment `lines` above `node`, before the comment it has, with a blank line between when
+ * `blankBelow`; blank lines leading `lines` stay above them.
+ */
+function placeAbove(node: Node, lines: string[], blankBelow: boolean): void {
+  const first = lines.findIndex((line) => line !== "");
+  if (first < 0) return;
+  // Not `node.spaceBefore`: the parser sets it below a comment of an empty value without one.
+  const blank = blankBelow ? [""] : [];
+  node.commentBefore = [...lines.slice(first), ...blank, node.commentBefore ?? ""]
+    .join("\n").replace(/\n$/, "");
+  node.spaceBefore = first > 0;
+}
+
+/**
+ * Whether the line at `offset` of `text` is blank; when `offset` is inside a line, the next line
+ * if the rest of this one is blank.
+ */
+function blankLineAt(text: string, offset: number): boolean {
+  let start = offset;
+  if (start > 0 && text[start - 1] !== "\n") {
+    const newline = text.indexOf("\n", start);
+    if (newline < 0 || text.slice(start, newline).trim() !== "") return false;
+    start = newline + 1;
+  }
+  const newline = text.indexOf("\n", start);
+  return newline >= 0 && text.slice(start, newline).trim() === "";
+}
+
+/** Comment `first` then comment `second`, either of which may be missing. */
+function joinComments(first: string | null | undefined, second: string | null | undefined): string {
+  return [first, second].filter((comment) => comment != null).join("\n");
+}
+
+/** The column of the character at `offset` of `text`. */
+function columnAt(text: string, offset: number): number {
+  return offset - (text.lastIndexOf("\n", offset - 1) + 1);
+}
+
+/**
+ * The lines of the trailing comment of `node`, each with the column its `#` has in `text`;
+ * `undefined` when they are not the comment lines that follow `node` in `text`.
+ */
+function commentLinesOf(text: string, node: Node): CommentLine[] | undefined {
+  const [, valueEnd, nodeEnd] = node.range!;
+  const written: (CommentLine | undefined)[] = []; // undefined: a blank line
+  let start = valueEnd;
+  if (start > 0 && text[start - 1] !== "\n") {
+    const lineEnd = text.indexOf("\n", start);
+    const end = lineEnd < 0 || lineEnd > nodeEnd ? nodeEnd : lineEnd;
+    const hash = text.indexOf("#", start);
+    if (hash >= 0 && hash < end) {
+      written.push({ text: text.slice(hash + 1, end), column: Infinity });
+    }
+    start = end + 1;
+  }
+  for (const line of start < nodeEnd ? text.slice(start, nodeEnd).split("\n") : []) {
+    const column = line.search(/\S/);
+    if (column < 0) written.push(undefined);
+    else if (line[column] === "#") written.push({ text: line.slice(column + 1), column });
+    else return undefined;
+  }
+  const lines: CommentLine[] = [];
+  let next = 0;
+  for (const line of node.comment!.split("\n")) {
+    if (line === "") {
+      if (next < written.length && written[next] === undefined) next++;
+      lines.push({ text: "" });
+      continue;
+    }
+    while (next < written.length && written[next] === undefined) next++;
+    const source = written[next++];
+    if (source === undefined || source.text.trimEnd() !== line.trimEnd()) return undefined;
+    lines.push({ text: line, column: source.column });
+  }
+  return lines;
 }
 
 /** Whether the file pads flow collections (`{ a: 1 }`, `[ x ]`); new files do not. */
