@@ -65,7 +65,8 @@ const TEST_TIMEOUT_MS = 30_000;
 const TEST_PAYLOAD = { test: true, event_type: "test", message: "Hello from agent webhook test" };
 
 /** What an event name may hold, in `test --event` and `subscribe --events` alike. */
-const EVENT_NAME_RULE = "printable ASCII, no spaces";
+const EVENT_NAME_RULE = "printable ASCII, single spaces only between words, as in GitLab's " +
+  "`Issue Hook`";
 
 /** Adds the `webhook` group to `program`. */
 export function addWebhookCommands(program: Command, io: CliIo, state: CommandState): void {
@@ -216,7 +217,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         extra.chat_id = options.deliverChatId;
         extraOptions.chat_id = "--deliver-chat-id";
       }
-      const events = options.events === undefined ? [] : eventsOption(options.events);
+      const events = options.events === undefined ? [] : eventsOption(options.events, warnings);
       warnings.push(
         ...checkDeliverExtra(deliver as DeliveryTargetName, extra, extraOptions, config),
       );
@@ -440,14 +441,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
 
 /** Whether `name` keeps {@linkcode EVENT_NAME_RULE}; a route matches event names exactly. */
 function isEventName(name: string): boolean {
-  return /^[\x21-\x7e]+$/.test(name);
+  return /^[\x21-\x7e]+(?: [\x21-\x7e]+)*$/.test(name);
 }
 
 /**
  * The event names of `--events`: comma-separated, each keeping the rule of `test --event` (a name
- * with a space or a control character never matches what a sender sends), exact repeats dropped.
+ * with a control character never matches what a sender sends), exact repeats dropped. A name with
+ * a space that is not GitLab's (they end in ` Hook`) is likely a list without its commas: said in
+ * `warnings`.
  */
-function eventsOption(value: string): string[] {
+function eventsOption(value: string, warnings: string[]): string[] {
   const names = splitList(value);
   if (names.length === 0) {
     // An empty list accepts every event: that must be said by leaving the option out.
@@ -462,6 +465,14 @@ function eventsOption(value: string): string[] {
         "separate the names with commas and write each as the sender sends it, e.g. " +
         "--events issues,pull_request",
     );
+  }
+  for (const name of names) {
+    if (name.includes(" ") && !name.endsWith(" Hook")) {
+      warnings.push(
+        `--events: '${name}' is one event name with a space in it; only GitLab's names have ` +
+          "spaces (`Issue Hook`): separate several names with commas",
+      );
+    }
   }
   return [...new Set(names)];
 }

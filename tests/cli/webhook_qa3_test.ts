@@ -34,7 +34,8 @@ function assertInert(text: string, what: string): void {
 Deno.test("subscribe --events: an entry breaking the --event rule is refused, shown escaped, with a fix", async () => {
   await using h = await tempHome();
   const cases: [string, string][] = [
-    ["issues pull_request", "'issues pull_request'"],
+    ["issues  pull_request", "'issues  pull_request'"],
+    [" Issue Hook\u0000", "'Issue Hook\\u0000'"],
     ["push,x\u001b[2J", "'x\\u001b[2J'"],
     ["a\tb", "'a\\tb'"],
     ["del\u007f", "'del\\u007f'"],
@@ -51,7 +52,7 @@ Deno.test("subscribe --events: an entry breaking the --event rule is refused, sh
       assert.ok(message.includes("--events"), message);
       assert.ok(message.includes(shown), `${shown} not in: ${message}`);
       // The rule `test --event` states, and how to fix the list.
-      assert.match(message, /printable ASCII, no spaces/);
+      assert.match(message, /printable ASCII, single spaces only between words/);
       assert.match(message, /Fix: .*comma/);
       assertInert(result.stderr + result.stdout, JSON.stringify(events));
     }
@@ -59,9 +60,28 @@ Deno.test("subscribe --events: an entry breaking the --event rule is refused, sh
   assert.throws(() => Deno.statSync(subscriptionsFile(h.home)), Deno.errors.NotFound);
   // The same rule, stated the same way, for `test --event`.
   await cli(h.home, ["webhook", "subscribe", "ci"]);
-  const spaced = await cli(h.home, ["webhook", "test", "ci", "--event", "a b"]);
+  const spaced = await cli(h.home, ["webhook", "test", "ci", "--event", "a  b"]);
   assert.equal(spaced.code, 2);
-  assert.match(spaced.stderr, /--event must be a non-empty name of printable ASCII, no spaces/);
+  assert.match(
+    spaced.stderr,
+    /--event must be a non-empty name of printable ASCII, single spaces only between words/,
+  );
+});
+
+Deno.test("subscribe --events: GitLab's names with a space are taken; another spaced name is warned about", async () => {
+  await using h = await tempHome();
+  const gitlab = await cli(h.home, [
+    ...["webhook", "subscribe", "gl", "--events", "Issue Hook,Merge Request Hook", "--json"],
+  ]);
+  assert.equal(gitlab.code, 0, gitlab.stderr);
+  assert.deepEqual(parseOneJson(gitlab.stdout).events, ["Issue Hook", "Merge Request Hook"]);
+  assert.equal(gitlab.stderr, "");
+  const run = await cli(h.home, ["webhook", "subscribe", "gh", "--events", "issues pull_request"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(
+    run.stderr,
+    /warning: --events: 'issues pull_request' is one event name with a space in it; .*commas/,
+  );
 });
 
 Deno.test("subscribe --events: exact repeats are dropped, first order kept; other spellings stay", async () => {

@@ -234,7 +234,7 @@ Deno.test("test: POSTs a signed test event to the running listener and prints it
     assert.match(taken.stdout, /HTTP 202/);
     assert.equal(taken.stderr, "");
     assert.equal(inbox.take(Date.now())!.event, "issues");
-    const spaced = await cli(h.home, ["webhook", "test", "issues", "--event", "a b"], { env });
+    const spaced = await cli(h.home, ["webhook", "test", "issues", "--event", "a\tb"], { env });
     assert.equal(spaced.code, 2);
     assert.match(spaced.stderr, /--event must be a non-empty name/);
     await server.shutdown();
