@@ -81,6 +81,16 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
     }
     return "a closing quote";
   };
+  /** Reads a property name and its colon; an error (`orElse` says what else could be there). */
+  const propertyName = (orElse: string): string | undefined => {
+    if (text[at] !== '"') return `a property name in double quotes${orElse}`;
+    const problem = string();
+    if (problem) return problem;
+    skipSpace();
+    if (text[at] !== ":") return "a colon after the property name";
+    at++;
+    return undefined;
+  };
   /** Reads a value that is not an array or object; an error, else undefined. */
   const scalar = (): string | undefined => {
     const char = text[at];
@@ -111,15 +121,9 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
       if (text[at] === closers.at(-1)) {
         at++;
         closers.pop();
-      } else if (opener === "{") {
-        if (text[at] !== '"') return fail("a property name in double quotes, or }");
-        const problem = string();
-        if (problem) return fail(problem);
-        skipSpace();
-        if (text[at] !== ":") return fail("a colon after the property name");
-        at++;
-        continue;
       } else {
+        const problem = opener === "{" ? propertyName(", or }") : undefined;
+        if (problem) return fail(problem);
         continue;
       }
     } else {
@@ -141,14 +145,8 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | undefined {
       if (text[at] !== ",") return fail(`a comma or ${closer}`);
       at++;
       skipSpace();
-      if (closer === "}") {
-        if (text[at] !== '"') return fail("a property name in double quotes");
-        const problem = string();
-        if (problem) return fail(problem);
-        skipSpace();
-        if (text[at] !== ":") return fail("a colon after the property name");
-        at++;
-      }
+      const problem = closer === "}" ? propertyName("") : undefined;
+      if (problem) return fail(problem);
       break;
     }
   }

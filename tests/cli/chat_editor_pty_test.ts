@@ -23,6 +23,18 @@ function lastUserText(request: ChatRequest): string {
   return String(user?.content);
 }
 
+/** A fake model answering `heard <the user's last message>`, configured in `home`. */
+async function echoModel(home: string) {
+  const model = await startFakeModel({
+    fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
+  });
+  Deno.writeTextFileSync(
+    join(home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+  );
+  return model;
+}
+
 /** Types `/exit` and checks that the session ended with exit code 0. */
 async function leave(terminal: Terminal): Promise<void> {
   await terminal.type("/exit\r");
@@ -231,13 +243,7 @@ Deno.test("chat: a form left open by a cancelled run does not read along with th
 
 Deno.test("chat: Ctrl-Z stops the agent for the shell; after fg the line is back and editable", async () => {
   await using h = await tempHome();
-  await using model = await startFakeModel({
-    fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
-  });
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
-  );
+  await using model = await echoModel(h.home);
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color", jobControl: true });
   try {
     let at = await terminal.waitFor(/you> /);
@@ -258,13 +264,7 @@ Deno.test("chat: Ctrl-Z stops the agent for the shell; after fg the line is back
 
 Deno.test("chat: a terminal resized while a line is edited gets the line drawn again at its new width", async () => {
   await using h = await tempHome();
-  await using model = await startFakeModel({
-    fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
-  });
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
-  );
+  await using _model = await echoModel(h.home);
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color", columns: 20 });
   try {
     let at = await terminal.waitFor(/you> /);
