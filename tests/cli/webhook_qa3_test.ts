@@ -6,11 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { Inbox } from "../../src/gateway/inbox.ts";
-import { type Route, routeFromRaw } from "../../src/webhook/routes.ts";
-import { createWebhookApp } from "../../src/webhook/listener.ts";
-import { RouteTable } from "../../src/webhook/route_table.ts";
+import { routeFromRaw } from "../../src/webhook/routes.ts";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
+import { startListener } from "./_listener.ts";
 
 function subscriptionsFile(home: string): string {
   return join(home, "webhook_subscriptions.json");
@@ -181,49 +179,13 @@ Deno.test("subscribe: its text output and warnings are printed with control char
   assert.match(result.stderr, /a\\u001b\[2J\.sh does not exist yet/);
 });
 
-/** A listener like the gateway's, serving `home`'s subscriptions and `staticRoutes`. */
-function startGateway(
-  home: string,
-  options: { staticRoutes?: Route[]; secret?: string } = {},
-): AsyncDisposable & { port: number } {
-  const inbox = Inbox.open(join(home, "gateway", "inbox.sqlite3"));
-  const app = createWebhookApp({
-    settings: {
-      secret: options.secret,
-      maxBodyBytes: 1 << 20,
-      insecureNoAuth: false,
-      rateLimit: { requests: 30, windowSeconds: 60 },
-      idempotencyTtlSeconds: 3600,
-    },
-    routes: new RouteTable({
-      file: subscriptionsFile(home),
-      staticRoutes: options.staticRoutes ?? [],
-      report: () => {},
-    }),
-    inbox,
-    now: Date.now,
-    runScript: () => Promise.reject(new Error("no scripts here")),
-    deliverDirect: () => Promise.resolve({ ok: true }),
-    onAccepted: () => {},
-    log: () => {},
-  });
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
-  return {
-    port: server.addr.port,
-    [Symbol.asyncDispose]: async () => {
-      await server.shutdown();
-      inbox.close();
-    },
-  };
-}
-
 const STATIC_DEPLOY = "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
   "        deploy:\n          description: static\n";
 
 Deno.test("test: a 404 Unknown route says the gateway on the port runs from another home (no restart needed for subscriptions)", async () => {
   await using h = await tempHome();
   await using other = await tempHome();
-  await using gateway = startGateway(other.home);
+  await using gateway = startListener(other.home);
   const env = { WEBHOOK_PORT: String(gateway.port), WEBHOOK_ENABLED: "true" };
   await cli(h.home, ["webhook", "subscribe", "ci"], { env });
   const result = await cli(h.home, ["webhook", "test", "ci"], { env });
@@ -243,7 +205,7 @@ Deno.test("test: a 404 Unknown route says the gateway on the port runs from anot
 
 Deno.test("test: a 404 for a static route says static routes are read when the gateway starts", async () => {
   await using h = await tempHome();
-  await using gateway = startGateway(h.home, { secret: "global-secret-0123456789" });
+  await using gateway = startListener(h.home, { secret: "global-secret-0123456789" });
   Deno.writeTextFileSync(h.config, STATIC_DEPLOY);
   const env = {
     WEBHOOK_PORT: String(gateway.port),
@@ -259,7 +221,7 @@ Deno.test("test: a 404 for a static route says static routes are read when the g
 Deno.test("test: a 401 Invalid signature says the gateway checks another secret, and why", async () => {
   await using h = await tempHome();
   await using other = await tempHome();
-  await using gateway = startGateway(other.home, { secret: "gateway-global-secret-000" });
+  await using gateway = startListener(other.home, { secret: "gateway-global-secret-000" });
   const env = { WEBHOOK_PORT: String(gateway.port), WEBHOOK_SECRET: "shell-global-secret-1111" };
   // The same subscription name in another home, with another secret.
   await cli(other.home, ["webhook", "subscribe", "ci"]);
@@ -274,7 +236,7 @@ Deno.test("test: a 401 Invalid signature says the gateway checks another secret,
 
   // A static route without its own secret is checked with the global one.
   const [deploy] = [routeFromRaw("deploy", { description: "static" }, "static", "deploy").route!];
-  await using staticGateway = startGateway(other.home, {
+  await using staticGateway = startListener(other.home, {
     staticRoutes: [deploy],
     secret: "gateway-global-secret-000",
   });
@@ -297,7 +259,7 @@ Deno.test("test: a 404 or 401 for a record whose filters the gateway refuses poi
     Deno.writeTextFileSync(subscriptionsFile(h.home), JSON.stringify(records));
   };
   broken("new");
-  await using gateway = startGateway(h.home);
+  await using gateway = startListener(h.home);
   const env = { WEBHOOK_PORT: String(gateway.port) };
   // Never valid: not served.
   const unknown = await cli(h.home, ["webhook", "test", "new"], { env });

@@ -2,9 +2,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Inbox } from "../../src/gateway/inbox.ts";
-import { createWebhookApp } from "../../src/webhook/listener.ts";
-import { RouteTable } from "../../src/webhook/route_table.ts";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
+import { startListener } from "./_listener.ts";
 
 function subscriptions(home: string): Record<string, Record<string, unknown>> {
   return JSON.parse(Deno.readTextFileSync(join(home, "webhook_subscriptions.json")));
@@ -175,76 +174,51 @@ Deno.test("a corrupt subscriptions file is reported and left untouched", async (
 
 Deno.test("test: POSTs a signed test event to the running listener and prints its answer", async () => {
   await using h = await tempHome();
-  const inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
-  const routes = new RouteTable({
-    file: join(h.home, "webhook_subscriptions.json"),
-    staticRoutes: [],
-    report: () => {},
+  await using listener = startListener(h.home);
+  const { inbox } = listener;
+  const env = { WEBHOOK_PORT: String(listener.port), WEBHOOK_ENABLED: "true" };
+  await cli(h.home, ["webhook", "subscribe", "ci", "--events", "test"], { env });
+  const sent = await cli(h.home, ["webhook", "test", "ci", "--json"], { env });
+  assert.equal(sent.code, 0, sent.stderr + sent.stdout);
+  const doc = parseOneJson(sent.stdout) as { status: number; body: Record<string, unknown> };
+  assert.equal(doc.status, 202);
+  assert.equal(doc.body.event, "test");
+  const event = inbox.take(Date.now())!;
+  assert.deepEqual(event.payload, {
+    test: true,
+    event_type: "test",
+    message: "Hello from agent webhook test",
   });
-  const app = createWebhookApp({
-    settings: {
-      maxBodyBytes: 1 << 20,
-      insecureNoAuth: false,
-      rateLimit: { requests: 30, windowSeconds: 60 },
-      idempotencyTtlSeconds: 3600,
-    },
-    routes,
-    inbox,
-    now: Date.now,
-    runScript: () => Promise.reject(new Error("no scripts here")),
-    deliverDirect: () => Promise.resolve({ ok: true }),
-    onAccepted: () => {},
-    log: () => {},
+  const custom = await cli(h.home, ["webhook", "test", "ci", "--payload", '{"x":1}'], { env });
+  assert.equal(custom.code, 0, custom.stderr);
+  assert.match(custom.stdout, /HTTP 202/);
+  assert.deepEqual(inbox.take(Date.now())!.payload, { x: 1 });
+  const bad = await cli(h.home, ["webhook", "test", "ci", "--payload", "[1]"], { env });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /must be a JSON object/);
+  // A route that takes other events: the default test event is ignored, and the note says how
+  // to send one it takes.
+  await cli(h.home, ["webhook", "subscribe", "issues", "--events", "issues,issue_comment"], {
+    env,
   });
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
-  try {
-    const env = { WEBHOOK_PORT: String(server.addr.port), WEBHOOK_ENABLED: "true" };
-    await cli(h.home, ["webhook", "subscribe", "ci", "--events", "test"], { env });
-    const sent = await cli(h.home, ["webhook", "test", "ci", "--json"], { env });
-    assert.equal(sent.code, 0, sent.stderr + sent.stdout);
-    const doc = parseOneJson(sent.stdout) as { status: number; body: Record<string, unknown> };
-    assert.equal(doc.status, 202);
-    assert.equal(doc.body.event, "test");
-    const event = inbox.take(Date.now())!;
-    assert.deepEqual(event.payload, {
-      test: true,
-      event_type: "test",
-      message: "Hello from agent webhook test",
-    });
-    const custom = await cli(h.home, ["webhook", "test", "ci", "--payload", '{"x":1}'], { env });
-    assert.equal(custom.code, 0, custom.stderr);
-    assert.match(custom.stdout, /HTTP 202/);
-    assert.deepEqual(inbox.take(Date.now())!.payload, { x: 1 });
-    const bad = await cli(h.home, ["webhook", "test", "ci", "--payload", "[1]"], { env });
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /must be a JSON object/);
-    // A route that takes other events: the default test event is ignored, and the note says how
-    // to send one it takes.
-    await cli(h.home, ["webhook", "subscribe", "issues", "--events", "issues,issue_comment"], {
-      env,
-    });
-    const ignored = await cli(h.home, ["webhook", "test", "issues"], { env });
-    assert.equal(ignored.code, 0, ignored.stderr);
-    assert.match(ignored.stdout, /HTTP 200\n\{"status":"ignored","event":"test"\}/);
-    assert.equal(
-      ignored.stderr,
-      "note: the route takes only issues, issue_comment events; send one with --event issues\n",
-    );
-    const taken = await cli(h.home, ["webhook", "test", "issues", "--event", "issues"], { env });
-    assert.match(taken.stdout, /HTTP 202/);
-    assert.equal(taken.stderr, "");
-    assert.equal(inbox.take(Date.now())!.event, "issues");
-    const spaced = await cli(h.home, ["webhook", "test", "issues", "--event", "a\tb"], { env });
-    assert.equal(spaced.code, 2);
-    assert.match(spaced.stderr, /--event must be a non-empty name/);
-    await server.shutdown();
-    const down = await cli(h.home, ["webhook", "test", "ci"], { env });
-    assert.equal(down.code, 1);
-    assert.match(down.stderr, /start the gateway with `agent gateway run`/);
-  } finally {
-    await server.shutdown().catch(() => {});
-    inbox.close();
-  }
+  const ignored = await cli(h.home, ["webhook", "test", "issues"], { env });
+  assert.equal(ignored.code, 0, ignored.stderr);
+  assert.match(ignored.stdout, /HTTP 200\n\{"status":"ignored","event":"test"\}/);
+  assert.equal(
+    ignored.stderr,
+    "note: the route takes only issues, issue_comment events; send one with --event issues\n",
+  );
+  const taken = await cli(h.home, ["webhook", "test", "issues", "--event", "issues"], { env });
+  assert.match(taken.stdout, /HTTP 202/);
+  assert.equal(taken.stderr, "");
+  assert.equal(inbox.take(Date.now())!.event, "issues");
+  const spaced = await cli(h.home, ["webhook", "test", "issues", "--event", "a\tb"], { env });
+  assert.equal(spaced.code, 2);
+  assert.match(spaced.stderr, /--event must be a non-empty name/);
+  await listener.stop();
+  const down = await cli(h.home, ["webhook", "test", "ci"], { env });
+  assert.equal(down.code, 1);
+  assert.match(down.stderr, /start the gateway with `agent gateway run`/);
 });
 
 Deno.test("subscribe --events with no event name is a usage error (leaving it out means all events)", async () => {

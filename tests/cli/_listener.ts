@@ -1,0 +1,59 @@
+/**
+ * The gateway's webhook listener served in-process on a free port of 127.0.0.1, for CLI tests of
+ * `agent webhook test` (no agent runs, scripts or deliveries behind it).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { Inbox } from "../../src/gateway/inbox.ts";
+import { createWebhookApp } from "../../src/webhook/listener.ts";
+import type { Route } from "../../src/webhook/routes.ts";
+import { RouteTable } from "../../src/webhook/route_table.ts";
+
+/** A running listener: its port and inbox; `stop` (or disposal) shuts it down. */
+export interface TestListener extends AsyncDisposable {
+  port: number;
+  inbox: Inbox;
+  /** Stops listening (the inbox stays open until disposal). */
+  stop(): Promise<void>;
+}
+
+/** Serves `home`'s subscriptions and `staticRoutes`, checked with the global `secret`. */
+export function startListener(
+  home: string,
+  options: { staticRoutes?: Route[]; secret?: string } = {},
+): TestListener {
+  const inbox = Inbox.open(join(home, "gateway", "inbox.sqlite3"));
+  const app = createWebhookApp({
+    settings: {
+      secret: options.secret,
+      maxBodyBytes: 1 << 20,
+      insecureNoAuth: false,
+      rateLimit: { requests: 30, windowSeconds: 60 },
+      idempotencyTtlSeconds: 3600,
+    },
+    routes: new RouteTable({
+      file: join(home, "webhook_subscriptions.json"),
+      staticRoutes: options.staticRoutes ?? [],
+      report: () => {},
+    }),
+    inbox,
+    now: Date.now,
+    runScript: () => Promise.reject(new Error("no scripts here")),
+    deliverDirect: () => Promise.resolve({ ok: true }),
+    onAccepted: () => {},
+    log: () => {},
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
+  let stopped: Promise<void> | undefined;
+  const stop = () => stopped ??= server.shutdown();
+  return {
+    port: server.addr.port,
+    inbox,
+    stop,
+    [Symbol.asyncDispose]: async () => {
+      await stop();
+      inbox.close();
+    },
+  };
+}
