@@ -19,9 +19,10 @@ import {
   bindFailure,
   readWebhookSettings,
   webhookBaseUrl,
+  type WebhookSettings,
 } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
-import { CliError, type CliIo } from "./io.ts";
+import { CliError, type CliIo, warnAboutUnknownKeys } from "./io.ts";
 
 const STARTER_CONFIG = `# agent configuration (created by \`agent gateway run\` on a fresh home).
 # Reference: the README of the agent repository.
@@ -56,22 +57,15 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       "generated WEBHOOK_SECRET in .env. Restart the gateway after changing config.yaml;\n" +
       "subscriptions (agent webhook subscribe) are picked up without a restart.",
   ).action(async () => {
-    let config = loadConfig({ env: io.env });
-    if (writeStarterConfig(config, io)) config = loadConfig({ env: io.env });
-    let settings = readWebhookSettings(config);
-    if (!settings.enabled) {
-      // Before anything is written to .env: a gateway that does not start changes nothing.
-      const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
-      throw new CliError(
-        `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
-          `${config.paths.config}, or WEBHOOK_ENABLED=true`,
-      );
+    let prepared;
+    try {
+      prepared = prepareRun(io);
+    } catch (error) {
+      // A misspelled key is often the cause (`enabeld: true`, `prot:`): said with the error.
+      warnAboutUnknownKeys(io);
+      throw error;
     }
-    const level = configuredLogLevel(config.source, io.env);
-    if (generateGlobalSecret(config, io)) {
-      config = loadConfig({ env: io.env });
-      settings = readWebhookSettings(config);
-    }
+    const { config, settings, level } = prepared;
     // Warnings and errors (no secret for a route, INSECURE_NO_AUTH, no model …) also on stderr:
     // someone starting the gateway at a terminal should not have to read the log to see them.
     await configureLogging(config.paths, {
@@ -122,6 +116,34 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       await closeLogging();
     }
   });
+}
+
+/**
+ * The configuration `gateway run` starts with: a starter `config.yaml` written on a fresh home
+ * and a global secret generated when none is set, once the platform is known to be enabled.
+ */
+function prepareRun(io: CliIo): {
+  config: ResolvedConfig;
+  settings: WebhookSettings;
+  level: ReturnType<typeof configuredLogLevel>;
+} {
+  let config = loadConfig({ env: io.env });
+  if (writeStarterConfig(config, io)) config = loadConfig({ env: io.env });
+  let settings = readWebhookSettings(config);
+  if (!settings.enabled) {
+    // Before anything is written to .env: a gateway that does not start changes nothing.
+    const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
+    throw new CliError(
+      `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
+        `${config.paths.config}, or WEBHOOK_ENABLED=true`,
+    );
+  }
+  const level = configuredLogLevel(config.source, io.env);
+  if (generateGlobalSecret(config, io)) {
+    config = loadConfig({ env: io.env });
+    settings = readWebhookSettings(config);
+  }
+  return { config, settings, level };
 }
 
 /**

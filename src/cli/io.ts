@@ -5,6 +5,8 @@
  * @module
  */
 import process from "node:process";
+import { loadConfig } from "../home/config.ts";
+import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import type { EnvReader } from "../home/paths.ts";
 import type { EditorTerminal } from "./line_editor.ts";
 import { ChunkReader } from "./lines.ts";
@@ -266,4 +268,19 @@ function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Arra
     // The reader went away (`agent … | head`): like other Unix tools, stop writing quietly.
     if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
   }
+}
+
+/**
+ * Prints a warning for each key of `config.yaml` that nothing reads (a misspelled section or
+ * option is otherwise silently ignored). A config that does not load is left to the command,
+ * which reports it with its own exit code.
+ */
+export function warnAboutUnknownKeys(io: CliIo): void {
+  let warnings: string[];
+  try {
+    warnings = unknownConfigKeyWarnings(loadConfig({ env: io.env }).source);
+  } catch {
+    return;
+  }
+  for (const warning of warnings) io.err(`warning: ${warning}\n`);
 }

@@ -4,13 +4,11 @@
  * @module
  */
 import { Command, CommanderError } from "@commander-js/extra-typings";
-import { loadConfig } from "../home/config.ts";
-import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
 import { addGatewayCommands } from "./gateway.ts";
-import { CliError, type CliIo, ExitCode, processIo } from "./io.ts";
+import { CliError, type CliIo, ExitCode, processIo, warnAboutUnknownKeys } from "./io.ts";
 import { addMcpCommands } from "./mcp.ts";
 import { addMetricsCommands } from "./metrics.ts";
 import { addWebhookCommands } from "./webhook.ts";
@@ -83,7 +81,8 @@ function buildProgram(io: CliIo, state: CommandState): Command {
         "Commands that list or create things take --json (one JSON document on stdout).",
     );
   program.hook("preAction", (_program, command) => {
-    // `gateway run` logs these itself (to logs/gateway.log as well as stderr).
+    // `gateway run` logs these itself (to logs/gateway.log as well as stderr), or prints them
+    // with the error when it cannot start.
     if (command.name() === "run" && command.parent?.name() === "gateway") return;
     warnAboutUnknownKeys(io);
   });
@@ -93,21 +92,6 @@ function buildProgram(io: CliIo, state: CommandState): Command {
   addWebhookCommands(program, io, state);
   addGatewayCommands(program, io);
   return program;
-}
-
-/**
- * Prints a warning for each key of `config.yaml` that nothing reads (a misspelled section or
- * option is otherwise silently ignored). A config that does not load is left to the command,
- * which reports it with its own exit code.
- */
-function warnAboutUnknownKeys(io: CliIo): void {
-  let warnings: string[];
-  try {
-    warnings = unknownConfigKeyWarnings(loadConfig({ env: io.env }).source);
-  } catch {
-    return;
-  }
-  for (const warning of warnings) io.err(`warning: ${warning}\n`);
 }
 
 /** Errors of the machine's files, not of this program. */

@@ -113,6 +113,7 @@ const IN_PROGRESS_RETRY_SECONDS = 10;
  */
 export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   const app = new Hono<Env>();
+  const refused = refusalLog(deps);
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/health", (c) => {
     c.header("Allow", "GET, HEAD");
@@ -120,12 +121,12 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   });
   app.post(
     "/webhooks/:name",
-    findRoute(deps),
-    checkEnabled,
-    readBody(deps),
-    authenticate(deps),
-    rateLimit(deps),
-    parse,
+    findRoute(deps, refused),
+    checkEnabled(refused),
+    readBody(deps, refused),
+    authenticate(deps, refused),
+    rateLimit(deps, refused),
+    parse(refused),
     matchEvents,
     applyFilters(deps),
     claimDelivery(deps),
@@ -147,21 +148,39 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   return app;
 }
 
-function findRoute(deps: ListenerDeps): Step {
+function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
   return async (c, next) => {
     deps.routes.refresh();
     const name = c.req.param("name");
     const route = deps.routes.get(name);
-    if (!route) return c.json({ error: `Unknown route: ${name}` }, 404);
+    if (!route) {
+      // Often a sender set up with a mistyped or removed route. The name is the sender's text:
+      // one line a minute for all unknown names, so no name can flood the log.
+      refused("warning", "", "unknown route", "refused a POST to unknown route {name} (404)", {
+        name: name.length > MAX_LOGGED_NAME ? `${name.slice(0, MAX_LOGGED_NAME)}…` : name,
+      });
+      return c.json({ error: `Unknown route: ${name}` }, 404);
+    }
     c.set("route", route);
     await next();
   };
 }
 
-const checkEnabled: Step = async (c, next) => {
-  if (!c.get("route").enabled) return c.json({ error: "route disabled" }, 403);
-  await next();
-};
+/** Unknown route names are logged cut to this many characters. */
+const MAX_LOGGED_NAME = 100;
+
+function checkEnabled(refused: RefusalLog): Step {
+  return async (c, next) => {
+    const route = c.get("route");
+    if (!route.enabled) {
+      refused("info", route.name, "disabled", "refused an event to {route}: it is disabled (403)", {
+        route: route.name,
+      });
+      return c.json({ error: "route disabled" }, 403);
+    }
+    await next();
+  };
+}
 
 /**
  * Reads the body up to the cap; never buffers past it. A body that cannot be read to its end is
@@ -169,8 +188,7 @@ const checkEnabled: Step = async (c, next) => {
  * minute per route: anyone who can reach the port can cause it; or 503 with `Retry-After` when the
  * gateway is stopping, which ended the read.
  */
-function readBody(deps: ListenerDeps): Step {
-  const logRefusal = refusalLog(deps);
+function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
   return async (c, next) => {
     const cap = deps.settings.maxBodyBytes;
     let body: Uint8Array | undefined;
@@ -181,13 +199,33 @@ function readBody(deps: ListenerDeps): Step {
         c.header("Retry-After", String(STOPPING_RETRY_SECONDS));
         return c.json({ error: "the gateway is stopping; send the request again later" }, 503);
       }
-      logRefusal("warning", "route {route}: the request body could not be read: {error}", {
-        route: c.get("route").name,
-        error: String(error),
-      });
+      const route = c.get("route").name;
+      refused(
+        "warning",
+        route,
+        "unread",
+        "route {route}: the request body could not be read: {error}",
+        {
+          route,
+          error: String(error),
+        },
+      );
       return c.json({ error: "the request body could not be read to its end" }, 400);
     }
-    if (body === undefined) return c.json({ error: `body larger than ${cap} bytes` }, 413);
+    if (body === undefined) {
+      const route = c.get("route").name;
+      refused(
+        "warning",
+        route,
+        "size",
+        "refused an event to {route}: body over {cap} bytes (413)",
+        {
+          route,
+          cap,
+        },
+      );
+      return c.json({ error: `body larger than ${cap} bytes` }, 413);
+    }
     c.set("body", body);
     await next();
   };
@@ -223,19 +261,31 @@ async function readCapped(request: Request, cap: number): Promise<Uint8Array | u
 }
 
 /**
- * Logs a refusal that anyone who can reach the port can cause, at most once a minute per route
- * and kind, with how many more were refused since: a flood of bad requests must not flush the
- * log's history out through its rotation.
+ * Logs a refusal that anyone who can reach the port can cause: `scope` (a route, or "" for what
+ * is not about one) and `kind` (what was refused, of a bounded set) choose the line. Each is
+ * logged at most once a minute, with how many more were refused since: a flood of bad requests
+ * must not flush the log's history out through its rotation, nor hide another kind of refusal.
  */
-function refusalLog(deps: ListenerDeps) {
+type RefusalLog = (
+  level: "info" | "warning" | "error",
+  scope: string,
+  kind: string,
+  message: string,
+  properties: Record<string, unknown>,
+) => void;
+
+function refusalLog(deps: ListenerDeps): RefusalLog {
   const windows = new Map<string, { start: number; more: number }>();
-  return (
-    level: "warning" | "error",
-    message: string,
-    properties: { route: string; [key: string]: unknown },
-  ) => {
-    const key = `${level} ${properties.route} ${message}`;
+  return (level, scope, kind, message, properties) => {
+    let key = `${level} ${scope} ${kind}`;
     const now = deps.now();
+    if (!windows.has(key) && windows.size >= MAX_REFUSAL_LINES) {
+      for (const [old, window] of windows) {
+        if (window.more === 0 && now - window.start >= REFUSAL_LOG_INTERVAL_MS) windows.delete(old);
+      }
+      // Still full: the rest share one line, so memory stays bounded whatever is sent.
+      if (windows.size >= MAX_REFUSAL_LINES) key = `${level} (other)`;
+    }
     const window = windows.get(key);
     if (window && now - window.start < REFUSAL_LOG_INTERVAL_MS) {
       window.more++;
@@ -251,6 +301,9 @@ function refusalLog(deps: ListenerDeps) {
   };
 }
 
+/** At most this many kinds of refusal are counted apart. */
+const MAX_REFUSAL_LINES = 1_000;
+
 /** `Retry-After` of a request whose body was still being read when the gateway began to stop. */
 const STOPPING_RETRY_SECONDS = 10;
 
@@ -260,16 +313,21 @@ const BLOCKED_SCRIPT_RETRY_SECONDS = 300;
 /** Refusals of one kind on one route are logged at most this often. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
-function authenticate(deps: ListenerDeps): Step {
-  const logRefusal = refusalLog(deps);
+function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
   return async (c, next) => {
     const route = c.get("route");
     const secret = route.secret ?? deps.settings.secret;
     if (!secret) {
       if (acceptsUnsigned(deps.settings)) return await next();
-      logRefusal("error", "route {route} has no secret and no global secret is set", {
-        route: route.name,
-      });
+      refused(
+        "error",
+        route.name,
+        "secret",
+        "route {route} has no secret and no global secret is set",
+        {
+          route: route.name,
+        },
+      );
       return c.json({ error: "no secret is configured for this route" }, 403);
     }
     let verdict;
@@ -284,10 +342,17 @@ function authenticate(deps: ListenerDeps): Step {
       verdict = { ok: false as const, reason: "unreadable signature headers" };
     }
     if (!verdict.ok) {
-      logRefusal("warning", "rejected a request to {route}: {reason}", {
-        route: route.name,
-        reason: verdict.reason,
-      });
+      // A reason is one of a few texts, some with a number (how far off a timestamp is).
+      refused(
+        "warning",
+        route.name,
+        verdict.reason.replace(/\d+/g, "#"),
+        "rejected a request to {route}: {reason}",
+        {
+          route: route.name,
+          reason: verdict.reason,
+        },
+      );
       return c.json({ error: "Invalid signature" }, 401);
     }
     c.set("signedId", verdict.signedId);
@@ -300,7 +365,7 @@ function authenticate(deps: ListenerDeps): Step {
  * request. Timestamps are kept in arrival order, so expired ones are dropped from the front:
  * constant work per request whatever the limit.
  */
-function rateLimit(deps: ListenerDeps): Step {
+function rateLimit(deps: ListenerDeps, refused: RefusalLog): Step {
   const windows = new Map<string, { times: number[]; start: number }>();
   return async (c, next) => {
     const { requests, windowSeconds } = deps.settings.rateLimit;
@@ -319,6 +384,17 @@ function rateLimit(deps: ListenerDeps): Step {
     if (window.times.length - window.start >= requests) {
       const oldest = window.times[window.start];
       const retryAfter = Math.max(1, Math.ceil((oldest + windowMs - now) / 1000));
+      refused(
+        "warning",
+        name,
+        "rate",
+        "refused an event to {route}: over its rate limit of {requests} per {seconds} s (429)",
+        {
+          route: name,
+          requests,
+          seconds: windowSeconds,
+        },
+      );
       c.header("Retry-After", String(retryAfter));
       return c.json({ error: `rate limit: ${requests} requests per ${windowSeconds} s` }, 429);
     }
@@ -327,15 +403,31 @@ function rateLimit(deps: ListenerDeps): Step {
   };
 }
 
-const parse: Step = async (c, next) => {
-  const result = parsePayload(c.get("body"), c.req.header("content-type") ?? null);
-  if (!result.ok) return c.json({ error: result.error }, 400);
-  c.set("payload", result.payload);
-  c.set("payloadJson", result.json);
-  c.set("event", eventName(c.req.raw.headers, result.payload));
-  c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body"), c.get("signedId")));
-  await next();
-};
+function parse(refused: RefusalLog): Step {
+  return async (c, next) => {
+    const result = parsePayload(c.get("body"), c.req.header("content-type") ?? null);
+    if (!result.ok) {
+      const route = c.get("route").name;
+      // The answer names the place in the body; the kind of problem is its words before that.
+      refused(
+        "warning",
+        route,
+        result.error.replace(/[("'\d].*$/s, ""),
+        "refused an event to {route}: {error} (400)",
+        {
+          route,
+          error: result.error,
+        },
+      );
+      return c.json({ error: result.error }, 400);
+    }
+    c.set("payload", result.payload);
+    c.set("payloadJson", result.json);
+    c.set("event", eventName(c.req.raw.headers, result.payload));
+    c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body"), c.get("signedId")));
+    await next();
+  };
+}
 
 const matchEvents: Step = async (c, next) => {
   const { events } = c.get("route");

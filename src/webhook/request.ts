@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { parseJsonExact } from "../home/exact_json.ts";
+import { jsonSyntaxProblem } from "../home/json_syntax.ts";
 
 /** The payload of a request, or why it is refused. */
 export type PayloadResult =
@@ -62,7 +63,14 @@ export function parsePayload(body: Uint8Array, contentType: string | null): Payl
     return { ok: false, error: "the body is not valid UTF-8; send it encoded as UTF-8" };
   }
   if (mediaType(contentType) !== FORM) return parseJsonObject(text, "the body");
-  const fields = new URLSearchParams(text).getAll("payload");
+  const fields = formValues(text, "payload");
+  if (fields === undefined) {
+    return {
+      ok: false,
+      error: "the form body's payload field is not valid UTF-8 once percent-decoded; encode it " +
+        "as UTF-8",
+    };
+  }
   if (fields.length === 0) {
     return { ok: false, error: "the form body has no payload field; send payload=<JSON object>" };
   }
@@ -73,6 +81,55 @@ export function parsePayload(body: Uint8Array, contentType: string | null): Payl
     };
   }
   return parseJsonObject(fields[0], "the payload field");
+}
+
+/**
+ * The values of the field `name` of an `application/x-www-form-urlencoded` body, decoded as
+ * `URLSearchParams` does (`+` is a space, `%` and two hex digits a byte, any other `%` itself),
+ * except that a value whose bytes are not UTF-8 is refused (`undefined`) rather than read with
+ * U+FFFD in place of the bytes. A name that is not UTF-8 is not `name`.
+ */
+function formValues(text: string, name: string): string[] | undefined {
+  const values: string[] = [];
+  for (const pair of text.split("&")) {
+    const equals = pair.indexOf("=");
+    if (percentDecoded(equals < 0 ? pair : pair.slice(0, equals)) !== name) continue;
+    const value = percentDecoded(equals < 0 ? "" : pair.slice(equals + 1));
+    if (value === undefined) return undefined;
+    values.push(value);
+  }
+  return values;
+}
+
+function percentDecoded(text: string): string | undefined {
+  const plain = text.replaceAll("+", " ");
+  if (!plain.includes("%")) return plain;
+  const bytes = new TextEncoder().encode(plain);
+  const out = new Uint8Array(bytes.length);
+  let length = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const high = hexValue(bytes[i + 1]);
+    const low = hexValue(bytes[i + 2]);
+    if (bytes[i] === 0x25 && high >= 0 && low >= 0) { // %
+      out[length++] = high * 16 + low;
+      i += 2;
+    } else {
+      out[length++] = bytes[i];
+    }
+  }
+  try {
+    return STRICT_UTF8.decode(out.subarray(0, length));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The value of an ASCII hex digit, or -1. */
+function hexValue(byte: number | undefined): number {
+  if (byte === undefined) return -1;
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  const lower = byte | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
 }
 
 /**
@@ -157,8 +214,9 @@ function parseJsonObject(text: string, what: string): PayloadResult {
     // what to say, not "not valid JSON".
     const tooDeep = error instanceof RangeError ? findAmbiguity(text, what) : undefined;
     if (tooDeep) return { ok: false, error: tooDeep };
-    const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, error: `${what} is not valid JSON (${reason})` };
+    // V8's message quotes the text around the error; the place and what was expected is what a
+    // sender needs, and it keeps the payload's text out of the answer and the log.
+    return { ok: false, error: `${what} is not valid JSON (${jsonSyntaxProblem(text)})` };
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, error: `${what} is not a JSON object (got ${kind(value)})` };

@@ -87,3 +87,30 @@ Deno.test("gateway run on a home whose config does not enable webhooks stops at 
   assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
   assert.equal(Deno.readTextFileSync(config), "# webhooks: later\n");
 });
+
+Deno.test("gateway run that cannot start names the misspelled keys that may be why", async () => {
+  await using h = await tempHome();
+  const config = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(config, "platforms:\n  webhook:\n    enabeld: true\n");
+  const disabled = await cli(h.home, ["gateway", "run"]);
+  assert.equal(disabled.code, 1, disabled.stderr);
+  assert.equal(
+    disabled.stderr,
+    `warning: ${config}:3: platforms.webhook.enabeld: unknown key \`enabeld\` is ignored; did ` +
+      "you mean `enabled`?\n" +
+      `agent: the webhook platform is not enabled. Set platforms.webhook.enabled: true in ${config}, ` +
+      "or WEBHOOK_ENABLED=true\n",
+  );
+  // A config error of another key: the warnings come with it too, once.
+  Deno.writeTextFileSync(
+    config,
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 0\n      hots: ::1\n",
+  );
+  const badPort = await cli(h.home, ["gateway", "run"]);
+  assert.equal(badPort.code, 2, badPort.stderr);
+  const lines = badPort.stderr.trimEnd().split("\n");
+  assert.equal(lines.length, 2, badPort.stderr);
+  assert.match(lines[0], /extra\.hots: unknown key `hots` is ignored; did you mean `host`\?$/);
+  assert.match(lines[1], /^agent: .*key platforms\.webhook\.extra\.port.*expected a port number/);
+  assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
+});

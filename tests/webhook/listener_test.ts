@@ -682,9 +682,87 @@ Deno.test("a flood of badly signed requests logs one line a minute per route, co
   }
   assert.equal(rejections().length, 1);
   now += 61_000;
-  await (await h.post("r", "{}")).body?.cancel();
+  await (await h.post("r", "{}", { "x-hub-signature-256": `sha256=${"1".repeat(64)}` })).body
+    ?.cancel();
   assert.equal(rejections().length, 2);
   assert.match(rejections()[1], /"more":4/);
+});
+
+Deno.test("refusals of another kind are logged in the same minute, each with its own count", async () => {
+  let now = NOW;
+  await using h = await harness({ routes: { r: route(), s: route() }, now: () => now });
+  const wrong = { "x-hub-signature-256": `sha256=${"0".repeat(64)}` };
+  const stale = (seconds: number) => ({
+    "x-webhook-signature-v2": "0".repeat(64),
+    "x-webhook-timestamp": String(now / 1000 - seconds),
+  });
+  for (const headers of [wrong, wrong, {}, stale(400), stale(500), wrong]) {
+    await (await h.post("r", "{}", headers)).body?.cancel();
+  }
+  await (await h.post("s", "{}", wrong)).body?.cancel();
+  const lines = () => h.logs.filter((line) => line.includes("rejected a request"));
+  assert.deepEqual(lines().map((line) => JSON.parse(line.slice(line.indexOf(' {"')))), [
+    { route: "r", reason: "the signature does not match" },
+    { route: "r", reason: "no signature or token header" },
+    // Timestamps off by different amounts are one kind of refusal.
+    { route: "r", reason: "the timestamp is 400 s away from now (at most 300 s)" },
+    { route: "s", reason: "the signature does not match" },
+  ]);
+  now += 61_000;
+  await (await h.post("r", "{}", stale(301))).body?.cancel();
+  assert.match(lines().at(-1)!, /"reason":"the timestamp is 301 s away.*"more":1/);
+});
+
+Deno.test("404, 403, 413, 400 and 429 refusals are logged too, once a minute each", async () => {
+  let now = NOW;
+  await using h = await harness({
+    routes: { r: route(), off: route({ enabled: false }) },
+    now: () => now,
+    maxBodyBytes: 64,
+    rate: 3,
+  });
+  const send = async (name: string, body: string, headers: Record<string, string> = {}) => {
+    const response = await h.signed(name, JSON.parse(body), headers);
+    await response.body?.cancel();
+    return response.status;
+  };
+  const statuses = [];
+  statuses.push(await h.post("nope", "{}").then(async (r) => (await r.body?.cancel(), r.status)));
+  statuses.push(await h.post("n0pe", "{}").then(async (r) => (await r.body?.cancel(), r.status)));
+  statuses.push(await send("off", "{}"));
+  statuses.push(await send("r", JSON.stringify({ text: "x".repeat(100) })));
+  statuses.push(await send("r", "[1]"));
+  statuses.push(await send("r", "[2]"));
+  statuses.push(await send("r", "{}"));
+  statuses.push(await send("r", "{}"));
+  statuses.push(await send("r", "{}"));
+  assert.deepEqual(statuses, [404, 404, 403, 413, 400, 400, 202, 429, 429]);
+  const logged = h.logs.map((line) => line.slice(0, line.indexOf(' {"')));
+  assert.deepEqual(logged, [
+    "warning: refused a POST to unknown route {name} (404)",
+    "info: refused an event to {route}: it is disabled (403)",
+    "warning: refused an event to {route}: body over {cap} bytes (413)",
+    "warning: refused an event to {route}: {error} (400)",
+    "warning: refused an event to {route}: over its rate limit of {requests} per {seconds} s (429)",
+  ]);
+  assert.match(h.logs[0], /"name":"nope"/);
+  assert.match(h.logs[3], /"error":"the body is not a JSON object \(got an array\)"/);
+  // The name of an unknown route is the sender's text: logged cut short.
+  now += 61_000;
+  await (await h.post("x".repeat(500), "{}")).body?.cancel();
+  assert.match(h.logs.at(-1)!, new RegExp(`"name":"${"x".repeat(100)}…","more":1`));
+});
+
+Deno.test("a 400 for a body that is not JSON says where, not what the body holds", async () => {
+  await using h = await harness({ routes: { r: route() } });
+  const body = '{"title": "sk-secret-token" oops}';
+  const response = await h.post("r", body, {
+    "x-hub-signature-256": githubSignature(SECRET, body),
+  });
+  assert.equal(response.status, 400);
+  const { error } = await response.json();
+  assert.equal(error, "the body is not valid JSON (line 1, column 29: expected a comma or })");
+  assert.ok(!h.logs.join("\n").includes("sk-secret"), h.logs.join("\n"));
 });
 
 Deno.test("the same delivery id while its first request is still served → 409 with Retry-After, then duplicate", async () => {

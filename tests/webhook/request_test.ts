@@ -209,6 +209,54 @@ Deno.test("parsePayload: the duplicate and depth checks apply to a form payload 
   );
 });
 
+Deno.test("parsePayload: a form payload field whose percent-decoded bytes are not UTF-8 is refused", () => {
+  const refusal = {
+    ok: false,
+    error: "the form body's payload field is not valid UTF-8 once percent-decoded; encode it " +
+      "as UTF-8",
+  };
+  // URLSearchParams would read %FF as U+FFFD and the event would go on with a changed title.
+  assert.deepEqual(parseText("payload=%7B%22title%22%3A%22caf%FF%22%7D", FORM_TYPE), refusal);
+  assert.deepEqual(parseText("payload=%C3", FORM_TYPE), refusal, "a sequence cut short");
+  assert.deepEqual(parseText("payload=%ED%A0%80", FORM_TYPE), refusal, "an encoded surrogate");
+  // The same bytes in a field other than payload do not matter.
+  assert.deepEqual(parseText("x=%FF&payload=%7B%22a%22%3A1%7D", FORM_TYPE), {
+    ok: true,
+    payload: { a: 1 },
+  });
+});
+
+Deno.test("parsePayload: a form payload field is decoded as URLSearchParams decodes it", () => {
+  // %C3%A9 is é; + is a space; a % without two hex digits stays as it is; raw non-ASCII too.
+  assert.deepEqual(
+    parseText('payload={"t":"%C3%A9+%2B+%zz+%4+100%+\u00e9+ü"}', FORM_TYPE),
+    { ok: true, payload: { t: "é + %zz %4 100% é ü" } },
+  );
+  fc.assert(
+    fc.property(
+      fc.dictionary(fc.string({ unit: "grapheme" }), fc.string({ unit: "grapheme" })),
+      fc.array(fc.tuple(fc.string({ unit: "binary" }), fc.string({ unit: "binary" })), {
+        maxLength: 4,
+      }),
+      (payload, others) => {
+        const fields = others.filter(([name]) => name !== "payload");
+        fields.splice(fields.length >> 1, 0, ["payload", JSON.stringify(payload)]);
+        const body = new URLSearchParams(fields).toString();
+        const result = parsePayload(encoder.encode(body), FORM_TYPE);
+        assert.deepEqual(
+          result,
+          {
+            ok: true,
+            payload: JSON.parse(JSON.stringify(payload)),
+            json: new URLSearchParams(body).get("payload"),
+          },
+        );
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
 // --- parsePayload: duplicate keys -----------------------------------------------------------
 
 Deno.test("parsePayload: a key repeated at the top level is refused", () => {
