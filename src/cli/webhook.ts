@@ -94,7 +94,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         warn: (warning) => warnings.push(warning),
       });
       const rows = [
-        ...settings.routes.map((route) => listRow(settings, route, table.get(route.name))),
+        ...settings.routes.map((route) => listRow(config, settings, route, table.get(route.name))),
         // A static route with problems is not served, but it is still in config.yaml.
         ...unservedStaticRoutes(config, settings).map(({ name, route, problems }) =>
           invalidRow(settings, name, route, problems, "static")
@@ -105,7 +105,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           const { route, problems } = checkRecord(config, name, record);
           return problems.length > 0
             ? invalidRow(settings, name, route, problems)
-            : listRow(settings, route!, table.get(name));
+            : listRow(config, settings, route!, table.get(name));
         }),
       ];
       if (options.json) {
@@ -670,7 +670,13 @@ function staticRouteLocation(config: ResolvedConfig, name: string): string | und
 }
 
 /** What the gateway does with a route: the same answer `list` prints. */
-type RouteStatus = "active" | "disabled" | "shadowed" | "not_served" | "invalid";
+type RouteStatus =
+  | "active"
+  | "disabled"
+  | "shadowed"
+  | "not_served"
+  | "invalid"
+  | "script_blocked";
 
 /** The route of one subscription record, with the problems that keep the gateway from using it. */
 function checkRecord(
@@ -747,7 +753,12 @@ function invalidRow(
   };
 }
 
-function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | undefined): {
+function listRow(
+  config: ResolvedConfig,
+  settings: WebhookSettings,
+  route: Route,
+  served: ServedRoute | undefined,
+): {
   name: string;
   source: Route["source"];
   webhook_url: string | null;
@@ -783,6 +794,15 @@ function listRow(settings: WebhookSettings, route: Route, served: ServedRoute | 
       (route.source === "static"
         ? " in config.yaml and the gateway restarted"
         : "; the gateway picks up the fixed record without a restart");
+  }
+  const script = status === "active" && route.script
+    ? resolveScript(config.paths.scripts, route.script)
+    : undefined;
+  if (script && "error" in script) {
+    // As the gateway finds it on each event, which it then refuses for the sender to retry.
+    status = "script_blocked";
+    reason = `events are refused (503, the sender retries later) until its script can run: ` +
+      script.error;
   }
   return {
     name: route.name,

@@ -20,7 +20,7 @@ import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
-import { runRouteScript } from "../webhook/scripts.ts";
+import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
 import { Inbox } from "./inbox.ts";
 import { type ListenerEvent, ResilientServer } from "./listen.ts";
@@ -125,6 +125,16 @@ export class Gateway {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
         log.error("route {route} has no secret and no global secret is set; it answers 403", {
           route: route.name,
+        });
+      }
+      const script = route.script && route.enabled
+        ? resolveScript(config.paths.scripts, route.script)
+        : {};
+      if ("error" in script) {
+        // Checked again on each event: a script put in place later is run without a restart.
+        log.error("route {route}: its events are refused (503) until its script can run: {error}", {
+          route: route.name,
+          error: script.error,
         });
       }
     }

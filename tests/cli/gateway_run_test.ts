@@ -13,7 +13,10 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a mis
   writeGatewayConfig(h.home, {
     webhook: {
       host: "127.0.0.1",
-      routes: { slow: { filters: [{ field: "title", regex: "(a+)+$" }] } },
+      routes: {
+        slow: { filters: [{ field: "title", regex: "(a+)+$" }] },
+        outside: { script: "../outside.sh" },
+      },
       rate_limt: 5,
     },
   });
@@ -58,6 +61,14 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a mis
   );
   assert.ok(
     lines.includes("error: route 'slow' is not served until its filters are fixed"),
+    stderr,
+  );
+  assert.ok(
+    lines.includes(
+      "error: route outside: its events are refused (503) until its script can run: route " +
+        `script "../outside.sh" points outside ${join(h.home, "scripts")}: only files under the ` +
+        'scripts folder run; move it there and name it without ".."',
+    ),
     stderr,
   );
   const misspelled = `warning: ${join(h.home, "config.yaml")}:7: ` +

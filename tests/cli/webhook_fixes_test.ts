@@ -389,3 +389,52 @@ Deno.test("subscribe checks literal deliver_extra values as delivery does; templ
   });
   assert.doesNotMatch(homeChannel.stderr, /no chat to deliver to/);
 });
+
+Deno.test("list: a route whose script cannot run is 'script blocked', with the gateway's reason", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        st:\n" +
+      "          secret: static-secret-0123456789\n          script: /etc/passwd\n" +
+      "        off:\n          enabled: false\n          secret: static-secret-0123456789\n" +
+      "          script: /etc/passwd\n",
+  );
+  const subscribed = await cli(h.home, ["webhook", "subscribe", "ci", "--script", "tag.sh"]);
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  assert.match(subscribed.stderr, /tag\.sh does not exist yet/);
+  const rows = async () => {
+    const listed = await cli(h.home, ["webhook", "list", "--json"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    return (parseOneJson(listed.stdout) as { subscriptions: Record<string, unknown>[] })
+      .subscriptions.map((row) => [row.name, row.status, row.status_reason]);
+  };
+  const scripts = join(h.home, "scripts");
+  assert.deepEqual(await rows(), [
+    [
+      "st",
+      "script_blocked",
+      "events are refused (503, the sender retries later) until its script can run: route " +
+      `script "/etc/passwd" is an absolute path: name a file relative to ${scripts} and put it ` +
+      "there",
+    ],
+    // Disabled comes first: its events are refused 403 before any script would run.
+    ["off", "disabled", "disabled (enabled: false): requests are answered 403"],
+    [
+      "ci",
+      "script_blocked",
+      "events are refused (503, the sender retries later) until its script can run: scripts " +
+      `folder ${scripts} does not exist: create it and put "tag.sh" there`,
+    ],
+  ]);
+  const text = await cli(h.home, ["webhook", "list"]);
+  assert.match(text.stdout, /^st \(static, config\.yaml\) \[script blocked\]$/m);
+  assert.match(text.stdout, /^ci \[script blocked\]$/m);
+  // The script put in place: active, no restart or re-subscribe needed.
+  Deno.mkdirSync(scripts);
+  Deno.writeTextFileSync(join(scripts, "tag.sh"), "cat\n");
+  assert.deepEqual((await rows()).map(([name, status]) => [name, status]), [
+    ["st", "script_blocked"],
+    ["off", "disabled"],
+    ["ci", "active"],
+  ]);
+});
