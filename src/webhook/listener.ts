@@ -16,7 +16,7 @@ import { matchFilter } from "./filters.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
 import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
-import { verifySignature } from "./signatures.ts";
+import { type SignatureFamily, verifySignature } from "./signatures.ts";
 import { renderExtra, renderPrompt } from "./templates.ts";
 
 /** What a route script decided. */
@@ -88,6 +88,8 @@ type Env = {
     event: string;
     /** The delivery id the request's signature covers, when it covers one. */
     signedId: string | undefined;
+    /** The signature family the request was verified with; none when unsigned ones are taken. */
+    family: SignatureFamily | undefined;
     deliveryId: string;
     /**
      * The claim was taken held, by the claim step: it waits for an outcome decided later (see
@@ -356,6 +358,7 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
       return c.json({ error: "Invalid signature" }, 401);
     }
     c.set("signedId", verdict.signedId);
+    c.set("family", verdict.family);
     await next();
   };
 }
@@ -423,7 +426,9 @@ function parse(refused: RefusalLog): Step {
     }
     c.set("payload", result.payload);
     c.set("payloadJson", result.json);
-    c.set("event", eventName(c.req.raw.headers, result.payload));
+    // A Standard Webhooks payload names its event (`type`) under the signature; no header does.
+    const payloadSigned = c.get("family") === "standard_webhooks";
+    c.set("event", eventName(c.req.raw.headers, result.payload, payloadSigned));
     c.set("deliveryId", deliveryId(c.req.raw.headers, c.get("body"), c.get("signedId")));
     await next();
   };

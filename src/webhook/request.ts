@@ -136,21 +136,32 @@ function hexValue(byte: number | undefined): number {
  * The event name: `X-GitHub-Event`, `X-Gitlab-Event`, the payload's `event_type`, the payload's
  * `type`, else `"unknown"`. Names are returned as given (not lower-cased).
  *
+ * With `payloadSigned` (a Standard Webhooks / Svix signature, which covers the body but no event
+ * header), the payload's `event_type` and `type` go first: else a captured event of a kind the
+ * route ignores, sent again with an unsigned `X-GitHub-Event` naming one it takes, would be taken.
+ *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { eventName } from "./request.ts";
  * const headers = new Headers({ "x-github-event": "pull_request" });
  * assert.equal(eventName(headers, { type: "ignored" }), "pull_request");
+ * assert.equal(eventName(headers, { type: "invoice.paid" }, true), "invoice.paid");
+ * assert.equal(eventName(headers, {}, true), "pull_request");
  * assert.equal(eventName(new Headers(), { type: "invoice.paid" }), "invoice.paid");
  * assert.equal(eventName(new Headers(), {}), "unknown");
  * ```
  */
-export function eventName(headers: Headers, payload: Record<string, unknown>): string {
-  return headerId(headers, "x-github-event") ??
+export function eventName(
+  headers: Headers,
+  payload: Record<string, unknown>,
+  payloadSigned = false,
+): string {
+  const fromPayload = () => payloadId(payload.event_type) ?? payloadId(payload.type);
+  return (payloadSigned ? fromPayload() : undefined) ??
+    headerId(headers, "x-github-event") ??
     headerId(headers, "x-gitlab-event") ??
-    payloadId(payload.event_type) ??
-    payloadId(payload.type) ??
+    fromPayload() ??
     "unknown";
 }
 

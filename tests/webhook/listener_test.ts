@@ -367,6 +367,40 @@ Deno.test("a Standard Webhooks request sent again with an unsigned id header is 
   assert.equal(h.accepted, 2);
 });
 
+Deno.test("a Standard Webhooks request's event is its signed payload type, whatever an unsigned header says", async () => {
+  await using h = await harness({ routes: { r: route({ events: ["invoice.paid"] }) } });
+  const ts = String(NOW / 1000);
+  const post = (id: string, payload: unknown, headers: Record<string, string> = {}) => {
+    const body = JSON.stringify(payload);
+    return h.post("r", body, {
+      "webhook-id": id,
+      "webhook-timestamp": ts,
+      "webhook-signature": standardWebhookSignature(SECRET, id, Number(ts), body),
+      ...headers,
+    });
+  };
+  // A captured event of a kind the route ignores, sent again naming one it takes.
+  const replay = await post("msg_1", { type: "invoice.created" }, {
+    "x-github-event": "invoice.paid",
+  });
+  assert.deepEqual(await replay.json(), { status: "ignored", event: "invoice.created" });
+  const gitlab = await post("msg_2", { event_type: "invoice.created" }, {
+    "x-gitlab-event": "invoice.paid",
+  });
+  assert.deepEqual(await gitlab.json(), { status: "ignored", event: "invoice.created" });
+  // The real one is taken; a payload that names no event still goes by the header.
+  assert.equal((await post("msg_3", { type: "invoice.paid" })).status, 202);
+  const unnamed = await post("msg_4", { id: 1 }, { "x-github-event": "invoice.paid" });
+  assert.equal(unnamed.status, 202);
+  await unnamed.body?.cancel();
+  // A GitHub-signed payload's own `type` field does not replace X-GitHub-Event (as before).
+  const github = await h.signed("r", { type: "invoice.created" }, {
+    "x-github-event": "invoice.paid",
+  });
+  assert.equal(github.status, 202);
+  await github.body?.cancel();
+});
+
 Deno.test("over the rate limit → 429 with Retry-After, counted after authentication", async () => {
   await using h = await harness({ routes: { r: route() }, rate: 2 });
   for (let i = 0; i < 5; i++) {
