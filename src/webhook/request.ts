@@ -232,13 +232,32 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, error: `${what} is not a JSON object (got ${kind(value)})` };
   }
-  // Almost every payload is unambiguous: that is checked without allocating, and only a payload
-  // that fails the check is scanned again for what to tell its sender.
-  if (!unambiguous(text, value)) {
-    const ambiguity = findAmbiguity(text, what);
-    if (ambiguity) return { ok: false, error: ambiguity };
-  }
+  const ambiguity = jsonAmbiguity(text, value, what);
+  if (ambiguity) return { ok: false, error: ambiguity };
   return { ok: true, payload: value as Record<string, unknown>, json: text };
+}
+
+/**
+ * What `JSON.parse` silently resolved in `text` (valid JSON, parsed as `value`): a key repeated in
+ * one object (the last one wins), or nesting deeper than {@linkcode MAX_JSON_DEPTH}; said of
+ * `what` ("the body"). `undefined` when there is neither.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { jsonAmbiguity } from "./request.ts";
+ * const text = '{"a":1,"b":{"a":2,"a":3}}';
+ * assert.equal(
+ *   jsonAmbiguity(text, JSON.parse(text), "the output"),
+ *   'the output has the key "a" twice in the object at $.b; each key may appear once per object',
+ * );
+ * assert.equal(jsonAmbiguity('{"a":1}', { a: 1 }, "the output"), undefined);
+ * ```
+ */
+export function jsonAmbiguity(text: string, value: unknown, what: string): string | undefined {
+  // Almost every text is unambiguous: that is checked without allocating, and only a text that
+  // fails the check is scanned again for what to say.
+  return unambiguous(text, value) ? undefined : findAmbiguity(text, what);
 }
 
 function kind(value: unknown): string {

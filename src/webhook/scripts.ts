@@ -22,6 +22,7 @@
 import { isAbsolute, join, normalize, relative } from "node:path";
 import { concatBytes } from "../home/files.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
+import { jsonAmbiguity } from "./request.ts";
 import { logger } from "../home/log.ts";
 
 /** The default cap of a script's stdout: 1 MiB. */
@@ -90,7 +91,13 @@ export interface ScriptRequest {
 }
 
 /** Why a script's event is ignored. */
-export type IgnoredReason = "empty" | "silent" | "exit" | "timeout" | "output_too_large";
+export type IgnoredReason =
+  | "empty"
+  | "silent"
+  | "exit"
+  | "timeout"
+  | "output_too_large"
+  | "ambiguous_output";
 
 /** What a route script decided about its event. */
 export type ScriptOutcome =
@@ -246,7 +253,8 @@ export function scriptInterpreter(script: string): ScriptInterpreter {
 
 /**
  * Reads what a script printed (its exit code was 0): blank → ignored (`empty`), `[SILENT]` →
- * ignored (`silent`), a JSON object → that object is the new payload, anything else (text, JSON
+ * ignored (`silent`), a JSON object → that object is the new payload (but one that repeats a key
+ * in an object or nests too deep is ignored, `ambiguous_output`), anything else (text, JSON
  * arrays, numbers, strings) → the old payload plus `script_output` with the trimmed text.
  *
  * @param stdout The script's stdout.
@@ -279,6 +287,10 @@ export function parseScriptOutput(
   }
   const json = parseJson(text);
   if (typeof json === "object" && json !== null && !Array.isArray(json)) {
+    // The same rule as for a sender's body: which of two values for one key was meant is not
+    // for the gateway to guess.
+    const ambiguity = jsonAmbiguity(text, json, "the script's JSON output");
+    if (ambiguity) return { kind: "ignored", reason: "ambiguous_output", detail: ambiguity };
     return { kind: "payload", payload: json as Record<string, unknown> };
   }
   return { kind: "payload", payload: { ...payload, script_output: text } };

@@ -276,6 +276,24 @@ Deno.test("parseScriptOutput: blank and [SILENT] ignore, objects replace, the re
   }
 });
 
+Deno.test("parseScriptOutput: a JSON object that repeats a key or nests too deep ignores the event, saying why", () => {
+  assert.deepEqual(parseScriptOutput('{"labels":["a"],"title":"t","labels":["b"]}\n', PAYLOAD), {
+    kind: "ignored",
+    reason: "ambiguous_output",
+    detail: 'the script\'s JSON output has the key "labels" twice in the object at $; each key ' +
+      "may appear once per object",
+  });
+  const deep = '{"a":'.repeat(70) + "1" + "}".repeat(70);
+  const outcome = parseScriptOutput(deep, PAYLOAD) as { reason: string; detail: string };
+  assert.equal(outcome.reason, "ambiguous_output");
+  assert.match(outcome.detail, /^the script's JSON output nests objects and arrays more than 64/);
+  // The same key in two different objects is not a repeat.
+  assert.deepEqual(parseScriptOutput('{"a":{"id":1},"b":{"id":2}}', PAYLOAD), {
+    kind: "payload",
+    payload: { a: { id: 1 }, b: { id: 2 } },
+  });
+});
+
 // --- runRouteScript: outside the sandbox only ----------------------------------------------
 
 Deno.test("runRouteScript: a script outside the folder is blocked, not run", async () => {
