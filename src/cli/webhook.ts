@@ -232,12 +232,12 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const { record, previous } = update(config, (records) => {
         const previous = Object.hasOwn(records, name) ? records[name] : undefined;
         if (previous !== undefined && typed !== name) {
-          // `CI` or `My Hook` may well be meant as a new subscription: replacing `ci` or
-          // `my-hook` by accident would lose all of its options.
-          throw new UsageError(
+          // Replaced, as decisions.md §6 has it (a provisioning script may run the same
+          // `subscribe "My Hook"` each time), but said: `CI` may have been meant as a new one.
+          warnings.push(
             `${JSON.stringify(typed)} is the name '${name}' (A-Z are lower-cased and spaces ` +
-              `become '-'), and the subscription '${name}' exists. Fix: subscribe as '${name}' ` +
-              "to replace it, or choose another name",
+              `become '-'): the existing subscription '${name}' was replaced. If you meant a ` +
+              "new one, subscribe it under another name and this one again as it was",
           );
         }
         // Re-subscribing replaces the record; only the secret is kept (decisions.md §6).

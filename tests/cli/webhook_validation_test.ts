@@ -74,17 +74,27 @@ Deno.test("names: non-ASCII look-alikes, tabs, line breaks and no-break spaces a
   assert.equal(Deno.readTextFileSync(subscriptionsFile(h.home)), before);
 });
 
-Deno.test("names: another spelling of an existing name does not replace it; the same spelling does", async () => {
+Deno.test("names: another spelling of an existing name replaces it (decisions.md), with a warning", async () => {
   await using h = await tempHome();
   await cli(h.home, ["webhook", "subscribe", "my-hook", "--prompt", "first"]);
-  const before = Deno.readTextFileSync(subscriptionsFile(h.home));
+  const secret = subscriptions(h.home)["my-hook"].secret;
   for (const name of ["My-Hook", "my hook", "MY HOOK"]) {
-    const result = await cli(h.home, ["webhook", "subscribe", name, "--prompt", "second"]);
-    assert.equal(result.code, 2, `${name}: ${result.stderr}`);
-    assert.match(result.stderr, /is the name 'my-hook' .* the subscription 'my-hook' exists/);
-    assert.match(result.stderr, /Fix: subscribe as 'my-hook' to replace it/);
+    const result = await cli(h.home, ["webhook", "subscribe", name, "--prompt", name]);
+    assert.equal(result.code, 0, `${name}: ${result.stderr}`);
+    assert.equal(
+      result.stderr.split("\n")[0] + "\n",
+      `warning: ${JSON.stringify(name)} is the name 'my-hook' (A-Z are lower-cased and spaces ` +
+        "become '-'): the existing subscription 'my-hook' was replaced. If you meant a new one, " +
+        "subscribe it under another name and this one again as it was\n",
+    );
+    assert.deepEqual(Object.keys(subscriptions(h.home)), ["my-hook"]);
+    assert.equal(subscriptions(h.home)["my-hook"].prompt, name);
+    assert.equal(subscriptions(h.home)["my-hook"].secret, secret);
   }
-  assert.equal(Deno.readTextFileSync(subscriptionsFile(h.home)), before);
+  const json = await cli(h.home, ["webhook", "subscribe", "My Hook", "--json"]);
+  assert.equal(json.code, 0, json.stderr);
+  assert.equal(parseOneJson(json.stdout).updated, true);
+  assert.match(json.stderr, /^warning: "My Hook" is the name 'my-hook'/);
   // Documented: a new name is normalised, and the same name again replaces the record.
   assert.equal((await cli(h.home, ["webhook", "subscribe", "Other Hook"])).code, 0);
   const again = await cli(h.home, ["webhook", "subscribe", " my-hook ", "--prompt", "second"]);
