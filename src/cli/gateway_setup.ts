@@ -266,7 +266,11 @@ async function askChoices(
   current: CurrentSetup,
 ): Promise<SetupChoices> {
   io.out(`${EXPOSURE_NOTE}\n`);
-  const enabled = await prompter.confirm("Enable the webhook listener?", true);
+  // Enter keeps what is set; a fresh home (nothing sets it) enables, which is what setup is for.
+  const enabled = await prompter.confirm(
+    "Enable the webhook listener?",
+    current.enabledIsSet ? current.enabled : true,
+  );
   if (!enabled) return { ...defaultChoices(current), enabled: false, secret: { kind: "keep" } };
   const port = Number(
     await prompter.input("Port to listen on", {
@@ -297,7 +301,10 @@ async function askChoices(
     host = stripBrackets(
       (await prompter.input("Address to listen on", {
         default: current.host,
-        validate: checkHost,
+        validate: (value) => {
+          const problem = checkHost(value);
+          return problem === true ? localAddressCheck(stripBrackets(value.trim())) : problem;
+        },
       })).trim(),
     );
   }
@@ -319,6 +326,23 @@ async function askChoices(
     ? { kind: "generate" }
     : { kind: "set", value: await prompter.password("Secret", checkSecret) };
   return { enabled, port, host, secret };
+}
+
+/**
+ * Whether the gateway could listen on `host`: an address of another machine (or a name that does
+ * not resolve) is asked again at once, rather than written and found out at the gateway's start.
+ * A port in use or a refusal is not about the address: those are warned about once written.
+ */
+function localAddressCheck(host: string): true | string {
+  try {
+    Deno.listen({ hostname: host, port: 0 }).close();
+  } catch (error) {
+    if (bindFailure(error, host) === "not_local") {
+      return `${host} is not an address of this machine, so the gateway cannot listen on it; ` +
+        "enter one of its addresses, or choose every interface";
+    }
+  }
+  return true;
 }
 
 /** What setup did, as printed (and as `--json`). */

@@ -386,7 +386,7 @@ export function validPackage(): MetricsPackage {
   } as MetricsPackage;
 }
 
-/** One scripted answer: a value, or Ctrl-C at that question. */
+/** One scripted answer: a value (`""` is Enter, the default), or Ctrl-C at that question. */
 export type ScriptedAnswer = string | boolean | typeof CTRL_C;
 
 /** Stands for Ctrl-C at a question of a {@linkcode scriptedPrompter}. */
@@ -433,7 +433,11 @@ export function scriptedPrompter(answers: ScriptedAnswer[]): ScriptedPrompter {
     }
   };
   const prompter: Prompter = {
-    confirm: (message) => Promise.resolve(next(message) === true),
+    // "" is Enter: the question's default.
+    confirm: (message, fallback) => {
+      const answer = next(message);
+      return Promise.resolve(answer === "" ? fallback ?? false : answer === true);
+    },
     input: (message, options = {}) =>
       Promise.resolve(checked(message, options.validate, options.default)),
     select: (message, choices) => {

@@ -331,6 +331,43 @@ Deno.test("wizard: declining disables without further questions; Ctrl-C changes 
   assert.throws(() => Deno.statSync(join(h.home, ".env")), Deno.errors.NotFound);
 });
 
+Deno.test("wizard: an address of another machine is asked again; Enter keeps a listener that is off", async () => {
+  await using h = await tempHome();
+  const script = scriptedPrompter([
+    "", // Enter: a fresh home is enabled
+    "8651",
+    "address",
+    "192.0.2.1", // TEST-NET-1: no address of this machine
+    "127.0.0.1",
+    "generate",
+  ]);
+  const run = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: script.prompter,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(script.left(), 0);
+  assert.deepEqual(script.rejected, [
+    "192.0.2.1 is not an address of this machine, so the gateway cannot listen on it; enter one " +
+    "of its addresses, or choose every interface",
+  ]);
+  assert.deepEqual(
+    [settingsOf(h.home).enabled, settingsOf(h.home).port, settingsOf(h.home).host],
+    [true, 8651, "127.0.0.1"],
+  );
+
+  // Turned off on purpose: Enter at the first question keeps it off, and asks nothing more.
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: false\n");
+  const keep = scriptedPrompter([""]);
+  const kept = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: keep.prompter,
+  });
+  assert.equal(kept.code, 0, kept.stderr);
+  assert.deepEqual(keep.asked, ["Enable the webhook listener?"]);
+  assert.equal(settingsOf(h.home).enabled, false);
+});
+
 Deno.test("wizard at a real terminal: the prompts take keys and Enter", async () => {
   await using h = await tempHome();
   const terminal = new Terminal(h.home, ["gateway", "setup"]);
