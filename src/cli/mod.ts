@@ -8,7 +8,14 @@ import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
 import { addGatewayCommands } from "./gateway.ts";
-import { CliError, type CliIo, ExitCode, processIo, warnAboutUnknownKeys } from "./io.ts";
+import {
+  CliError,
+  type CliIo,
+  ExitCode,
+  processIo,
+  UsageError,
+  warnAboutUnknownKeys,
+} from "./io.ts";
 import { addMcpCommands } from "./mcp.ts";
 import { addMetricsCommands } from "./metrics.ts";
 import { addWebhookCommands } from "./webhook.ts";
@@ -32,16 +39,20 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   if (argv[0] === "--") argv = argv.slice(1);
   const wantsJson = argv.includes("--json");
   const state = { exitCode: ExitCode.ok as number };
-  const program = buildProgram(io, state);
-  // `agent help nosuch` would print the whole help and no reason: report the unknown command
-  // (with commander's "did you mean") as `agent nosuch` does.
+  const program = buildProgram(io, state, wantsJson);
+  // `agent help webhook subscribe` is `agent webhook subscribe --help` (commander's help command
+  // takes one name, and would show the help of `webhook`); `agent help nosuch` is reported as
+  // `agent nosuch` is, with commander's "did you mean", not as the whole help and no reason.
   if (argv[0] === "help" && argv[1] !== undefined && !argv[1].startsWith("-")) {
     const known = program.commands.some((command) =>
       command.name() === argv[1] || command.aliases().includes(argv[1])
     );
-    if (!known) argv = argv.slice(1);
+    argv = known && helpPathExists(program, argv.slice(1))
+      ? [...argv.slice(1), "--help"]
+      : argv.slice(1);
   }
   try {
+    checkOptionValues(program, argv);
     await program.parseAsync(argv, { from: "user" });
     return state.exitCode;
   } catch (error) {
@@ -58,12 +69,61 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   }
 }
 
+/** Whether each of `names` is a subcommand of the one before (the first, of `program`). */
+function helpPathExists(program: Command, names: string[]): boolean {
+  let command = program;
+  for (const name of names) {
+    if (name.startsWith("-")) break;
+    const sub = command.commands.find((candidate) =>
+      candidate.name() === name || candidate.aliases().includes(name)
+    );
+    if (!sub) return false;
+    command = sub as Command;
+  }
+  return true;
+}
+
+/**
+ * Refuses an option of the command being run, given where another option's value should be
+ * (`--prompt --json`): commander would take `--json` as the prompt, and the command would run
+ * with a value nobody meant and without the JSON output asked for. `--prompt=--json` still
+ * passes `--json` as the value.
+ */
+function checkOptionValues(program: Command, argv: string[]): void {
+  let command = program;
+  let i = 0;
+  for (; i < argv.length && !argv[i].startsWith("-"); i++) {
+    const sub = command.commands.find((candidate) =>
+      candidate.name() === argv[i] || candidate.aliases().includes(argv[i])
+    );
+    if (!sub) break;
+    command = sub as Command;
+  }
+  const options = [...command.options, ...(command === program ? [] : program.options)];
+  const flags = new Set(["-h", "--help"]);
+  for (const option of options) {
+    if (option.long) flags.add(option.long);
+    if (option.short) flags.add(option.short);
+  }
+  for (; i < argv.length - 1; i++) {
+    if (argv[i] === "--") return;
+    const option = options.find((candidate) =>
+      candidate.long === argv[i] || candidate.short === argv[i]
+    );
+    if (!option?.required || !flags.has(argv[i + 1])) continue;
+    throw new UsageError(
+      `option '${option.flags}' needs a value, and ${argv[i + 1]} is an option. Fix: give the ` +
+        `value (write ${option.long ?? option.short}=${argv[i + 1]} if that is the value)`,
+    );
+  }
+}
+
 /** Mutable result of a command: the exit code it chose without throwing. */
 export interface CommandState {
   exitCode: number;
 }
 
-function buildProgram(io: CliIo, state: CommandState): Command {
+function buildProgram(io: CliIo, state: CommandState, json = false): Command {
   const program = new Command("agent")
     .description(
       "A locally run agent service: MCP client, webhook gateway, and opt-in usage metrics.\n" +
@@ -73,8 +133,13 @@ function buildProgram(io: CliIo, state: CommandState): Command {
     .helpOption("-h, --help", "show help for a command")
     .helpCommand("help [command]", "show help for a command")
     .exitOverride()
-    .configureOutput({ writeOut: io.out, writeErr: io.err })
-    .showHelpAfterError("(run the command with --help for usage)")
+    .configureOutput({
+      writeOut: io.out,
+      writeErr: io.err,
+      // With --json a usage error is the JSON document on stdout only, as any other error is.
+      outputError: (text, write) => json ? undefined : write(text),
+    })
+    .showHelpAfterError(json ? false : "(run the command with --help for usage)")
     .addHelpText(
       "after",
       "\nExit codes: 0 ok, 1 the operation failed, 2 usage or validation error.\n" +

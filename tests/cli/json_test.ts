@@ -158,5 +158,7 @@ Deno.test("a usage error caught by the argument parser is a JSON document too wi
     const doc = parseOneJson(result.stdout) as { error: { message: string; exit_code: number } };
     assert.equal(doc.error.exit_code, 2);
     assert.match(doc.error.message, /missing required argument|unknown option/);
+    // The document is the answer: no text error besides it on stderr, as for any other error.
+    assert.equal(result.stderr, "", argv.join(" "));
   }
 });

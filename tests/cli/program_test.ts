@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import manifest from "../../deno.json" with { type: "json" };
-import { cli, filesIn, spawnCli, spawnDeno, tempHome } from "./_helpers.ts";
+import { cli, filesIn, parseOneJson, spawnCli, spawnDeno, tempHome } from "./_helpers.ts";
 
 Deno.test("--help lists every command group and the exit codes, exit 0", async () => {
   await using h = await tempHome();
@@ -54,6 +54,54 @@ Deno.test("help <command> shows that command's help; help of an unknown one name
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'metrcs'\n\(Did you mean metrics\?\)/);
   assert.equal(unknown.stdout, "");
+});
+
+Deno.test("help <group> <command> shows that command's help, not the group's; an unknown one is named", async () => {
+  await using h = await tempHome();
+  const nested = await cli(h.home, ["help", "webhook", "subscribe"]);
+  assert.equal(nested.code, 0, nested.stderr);
+  assert.match(nested.stdout, /^Usage: agent webhook subscribe\|add \[options\] <name>/);
+  assert.match(nested.stdout, /--prompt <template>/);
+  const alias = await cli(h.home, ["help", "webhook", "ls"]);
+  assert.match(alias.stdout, /^Usage: agent webhook list\|ls /);
+  const unknown = await cli(h.home, ["help", "webhook", "subscibe"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command 'subscibe'\n\(Did you mean subscribe\?\)/);
+  assert.equal(unknown.stdout, "");
+});
+
+Deno.test("an option where another option's value belongs is refused, not taken as the value", async () => {
+  await using h = await tempHome();
+  const swallowed = await cli(h.home, ["webhook", "subscribe", "x", "--prompt", "--json"]);
+  assert.equal(swallowed.code, 2);
+  assert.equal(
+    (parseOneJson(swallowed.stdout).error as { message: string }).message,
+    "option '--prompt <template>' needs a value, and --json is an option. Fix: give the value " +
+      "(write --prompt=--json if that is the value)",
+  );
+  const text = await cli(h.home, ["webhook", "subscribe", "x", "--deliver", "-h"]);
+  assert.equal(text.code, 2);
+  assert.match(
+    text.stderr,
+    /^agent: option '--deliver <target>' needs a value, and -h is an option/,
+  );
+  assert.deepEqual(filesIn(h.home), [], "nothing was subscribed");
+  // Written with =, the option is the value; a value that only starts with - is a value.
+  const meant = await cli(h.home, ["webhook", "subscribe", "x", "--prompt=--json", "--json"]);
+  assert.equal(meant.code, 0, meant.stderr);
+  assert.equal(parseOneJson(meant.stdout).prompt, "--json");
+  const negative = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    "y",
+    "--deliver",
+    "telegram",
+    "--deliver-chat-id",
+    "-1001234567890",
+    "--json",
+  ]);
+  assert.equal(negative.code, 0, negative.stderr);
+  assert.deepEqual(parseOneJson(negative.stdout).deliver_extra, { chat_id: "-1001234567890" });
 });
 
 Deno.test("an unknown option of a metrics command is a usage error (exit 2)", async () => {
