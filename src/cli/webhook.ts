@@ -4,7 +4,7 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
 import {
   checkDiscordChannel,
   type Checked,
@@ -175,7 +175,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         );
       }
       const warnings: string[] = [];
-      const script = options.script?.trim();
+      const script = scriptOption(config.paths.scripts, options.script?.trim());
       if (script !== undefined) {
         checkScriptName(script);
         const checked = checkScript(config.paths.scripts, script);
@@ -219,7 +219,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const events = options.events === undefined ? [] : eventsOption(options.events, warnings);
       warnings.push(
-        ...checkDeliverExtra(deliver as DeliveryTargetName, extra, extraOptions, config),
+        ...checkDeliverExtra(
+          deliver as DeliveryTargetName,
+          extra,
+          extraOptions,
+          config,
+          options.deliver !== undefined,
+        ),
       );
       const missing = missingToken(deliver as DeliveryTargetName, config.secrets);
       if (missing) {
@@ -867,6 +873,7 @@ function checkDeliverExtra(
   extra: Record<string, unknown>,
   options: Record<string, string>,
   config: { secrets: SecretScope; paths: { dotenv: string } },
+  deliverGiven = true,
 ): string[] {
   const problems: string[] = [];
   const warnings: string[] = [];
@@ -878,10 +885,18 @@ function checkDeliverExtra(
       : deliver === "origin"
       ? "it reads none (it answers on the item the event is about)"
       : "it reads none";
+    const target = deliverGiven
+      ? `--deliver ${deliver}`
+      : "without --deliver, events go to the log, which";
+    const users = (Object.keys(DELIVER_EXTRA_KEYS) as DeliveryTargetName[])
+      .filter((name) => DELIVER_EXTRA_KEYS[name].includes(key));
+    const fix = users.length > 0
+      ? `add --deliver ${users.join(" or --deliver ")}, or leave it out`
+      : "leave it out";
     problems.push(
-      `${options[key] ?? key}: --deliver ${deliver} does not use ${
+      `${options[key] ?? key}: ${target} does not use ${
         key === "chat_id" ? "a chat id" : `the key '${key}'`
-      }; ${reads}. Fix: leave it out, or choose the target that uses it`,
+      }; ${reads}. Fix: ${fix}`,
     );
   }
   const literal = (value: unknown) => !(typeof value === "string" && PLACEHOLDER.test(value));
@@ -939,6 +954,32 @@ function checkDeliverExtra(
 }
 
 /** A script is a file name under `<home>/scripts/`: no absolute path, no `..`. */
+/**
+ * `--script` as stored: relative to the scripts folder. An absolute path into that folder (as a
+ * shell completes it) is made relative, so it names the same file the gateway will run.
+ */
+function scriptOption(scriptsDir: string, script: string | undefined): string | undefined {
+  if (script === undefined || !isAbsolute(script)) return script;
+  const real = (path: string) => {
+    try {
+      return Deno.realPathSync(path);
+    } catch {
+      return undefined; // not there (yet): the lexical path only
+    }
+  };
+  // The file's own name is kept (a symlink in the folder names what it names), its folder is
+  // compared as written and as resolved (a home reached through a symlink).
+  const lexical = normalize(script);
+  const folder = real(dirname(lexical));
+  const candidates = [lexical, ...(folder ? [join(folder, basename(lexical))] : [])];
+  for (const dir of [normalize(scriptsDir), real(scriptsDir)]) {
+    if (dir === undefined) continue;
+    const path = candidates.find((candidate) => candidate !== dir && isInside(dir, candidate));
+    if (path !== undefined) return relative(dir, path);
+  }
+  return script;
+}
+
 function checkScriptName(script: string): void {
   const normal = normalize(script);
   if (

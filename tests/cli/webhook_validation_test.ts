@@ -163,7 +163,16 @@ Deno.test("subscribe --deliver-extra: a key the target does not read is refused,
     ],
     [
       ["--deliver", "log", "--deliver-chat-id", "123"],
-      /--deliver-chat-id: --deliver log does not use a chat id; it reads none/,
+      /--deliver-chat-id: --deliver log does not use a chat id; it reads none\. Fix: add --deliver telegram or --deliver discord or --deliver slack, or leave it out/,
+    ],
+    // No --deliver at all: the message does not put words in the user's mouth.
+    [
+      ["--deliver-chat-id", "123"],
+      /--deliver-chat-id: without --deliver, events go to the log, which does not use a chat id; it reads none\. Fix: add --deliver telegram or/,
+    ],
+    [
+      ["--deliver", "slack", "--deliver-extra", "number=3"],
+      /it reads only chat_id\. Fix: add --deliver github_comment, or leave it out/,
     ],
     [
       ["--deliver", "origin", "--deliver-extra", "repo=o/r"],
@@ -264,6 +273,34 @@ Deno.test("subscribe --script: no scripts folder yet is a warning, in --json mod
   assert.equal(result.code, 0, result.stderr);
   assert.equal(parseOneJson(result.stdout).script, "tag.sh");
   assert.match(result.stderr, /warning: .*scripts\/tag\.sh does not exist yet/);
+});
+
+Deno.test("subscribe --script: an absolute path into the scripts folder is stored relative to it", async () => {
+  await using h = await tempHome();
+  const scripts = join(h.home, "scripts");
+  Deno.mkdirSync(join(scripts, "sub"), { recursive: true });
+  Deno.writeTextFileSync(join(scripts, "sub", "tag.sh"), "cat\n");
+  // As a shell completes it, and through a symlink to the home.
+  const linked = `${h.home}-link`;
+  Deno.symlinkSync(h.home, linked);
+  try {
+    for (
+      const given of [join(scripts, "sub", "tag.sh"), join(linked, "scripts", "sub", "tag.sh")]
+    ) {
+      const result = await cli(h.home, ["webhook", "subscribe", "x", "--script", given, "--json"]);
+      assert.equal(result.code, 0, `${given}: ${result.stderr}`);
+      assert.equal(parseOneJson(result.stdout).script, "sub/tag.sh");
+      assert.equal(subscriptions(h.home).x.script, "sub/tag.sh");
+    }
+  } finally {
+    Deno.removeSync(linked);
+  }
+  // Anywhere else, and the folder itself, are still refused.
+  for (const given of ["/etc/passwd", scripts, join(h.home, "tag.sh")]) {
+    const result = await cli(h.home, ["webhook", "subscribe", "y", "--script", given]);
+    assert.equal(result.code, 2, `${given}: ${result.stderr}`);
+    assert.match(result.stderr, /must name a file inside <home>\/scripts\//);
+  }
 });
 
 Deno.test("list shows where each route delivers and what it sends (text and --json)", async () => {
