@@ -211,7 +211,16 @@ export class ConfigSource {
     const value = this.get(keyPath);
     if (value === undefined || value === null) return undefined;
     if (typeof value !== "string") {
-      throw this.error(keyPath, `expected a string, got ${describe(value)}`, "quote the value");
+      // As written: a long number read as one is rounded (1.2345678901234568e+26), and a secret
+      // or id shown so is not the one in the file.
+      // A secret's value is not repeated into a terminal or a CI log.
+      const node = this.nodeOf(keyPath);
+      const written = SECRET_KEY.test(keyPath.split(".").at(-1)!) && typeof value !== "object"
+        ? `a ${typeof value} (not shown: the key holds a secret)`
+        : isScalar(node) && typeof node.source === "string" && typeof value !== "object"
+        ? `${typeof value} ${node.source}`
+        : describe(value);
+      throw this.error(keyPath, `expected a string, got ${written}`, "quote the value");
     }
     return value;
   }
@@ -483,6 +492,9 @@ function describeNode(document: Document, node: unknown): string {
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** The last segment of a key whose value is a secret. */
+const SECRET_KEY = /secret|token|password|api_key/i;
 
 function describe(value: unknown): string {
   if (value === null) return "null";

@@ -280,7 +280,8 @@ function staticRoutes(source: ConfigSource): { routes: Route[]; problems: string
     throw source.error(
       `${EXTRA}.routes`,
       "expected a mapping of route name to settings",
-      "see the README",
+      "write each route as a name with its settings under it, e.g. " +
+        '`routes: {deploy: {events: [push], prompt: "Deploy {ref}"}}`',
     );
   }
   const routes: Route[] = [];

@@ -753,7 +753,13 @@ Deno.test("readWebhookSettings: a host or secret that is not a string is a Confi
     const [key, value, problem] of [
       ["host", "8080", "expected a string, got number 8080"],
       ["host", "[a]", "expected a string, got a list"],
-      ["secret", "123456", "expected a string, got number 123456"],
+      [
+        "host",
+        "1.2345678901234567890e30",
+        "expected a string, got number 1.2345678901234567890e30",
+      ],
+      ["secret", "123456", "expected a string, got a number (not shown: the key holds a secret)"],
+      ["secret", "true", "expected a string, got a boolean (not shown: the key holds a secret)"],
       ["secret", "{a: b}", "expected a string, got a mapping"],
     ]
   ) {
@@ -772,7 +778,8 @@ Deno.test("readWebhookSettings: routes that are not a mapping are a ConfigError"
       key: `${EXTRA}.routes`,
       line: 4,
       problem: "expected a mapping of route name to settings",
-      fix: "see the README",
+      fix: "write each route as a name with its settings under it, e.g. " +
+        '`routes: {deploy: {events: [push], prompt: "Deploy {ref}"}}`',
     });
   }
 });
