@@ -223,13 +223,16 @@ export function bindFailure(error: unknown, host: string | undefined): BindFailu
  * import { webhookBaseUrl } from "./settings.ts";
  * assert(webhookBaseUrl({ port: 8644 }) === "http://localhost:8644");
  * assert(webhookBaseUrl({ host: "::1", port: 80 }) === "http://[::1]:80");
+ * assert(webhookBaseUrl({ host: "fe80::1%eth0", port: 80 }) === "http://[fe80::1%25eth0]:80");
  * ```
  */
 export function webhookBaseUrl(settings: { host?: string; port: number }): string {
   const host = !settings.host || settings.host === "0.0.0.0" || settings.host === "::"
     ? "localhost"
     : settings.host;
-  return `http://${host.includes(":") ? `[${host}]` : host}:${settings.port}`;
+  // An IPv6 zone (`fe80::1%eth0`) is written `%25` in a URL (RFC 6874).
+  const shown = host.includes(":") ? `[${host.replace("%", "%25")}]` : host;
+  return `http://${shown}:${settings.port}`;
 }
 
 /**
