@@ -158,7 +158,7 @@ function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
     if (!route) {
       // Often a sender set up with a mistyped or removed route. The name is the sender's text:
       // one line a minute for all unknown names, so no name can flood the log.
-      refused("warning", "", "unknown route", "refused a POST to unknown route {name} (404)", {
+      refused("warning", "unknown route", "refused a POST to unknown route {name} (404)", {
         name: name.length > MAX_LOGGED_NAME ? `${name.slice(0, MAX_LOGGED_NAME)}…` : name,
       });
       return c.json({ error: `Unknown route: ${name}` }, 404);
@@ -175,7 +175,7 @@ function checkEnabled(refused: RefusalLog): Step {
   return async (c, next) => {
     const route = c.get("route");
     if (!route.enabled) {
-      refused("info", route.name, "disabled", "refused an event to {route}: it is disabled (403)", {
+      refused("info", "disabled", "refused an event to {route}: it is disabled (403)", {
         route: route.name,
       });
       return c.json({ error: "route disabled" }, 403);
@@ -204,13 +204,9 @@ function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
       const route = c.get("route").name;
       refused(
         "warning",
-        route,
         "unread",
         "route {route}: the request body could not be read: {error}",
-        {
-          route,
-          error: String(error),
-        },
+        { route, error: String(error) },
       );
       return c.json({ error: "the request body could not be read to its end" }, 400);
     }
@@ -218,13 +214,9 @@ function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
       const route = c.get("route").name;
       refused(
         "warning",
-        route,
         "size",
         "refused an event to {route}: body over {cap} bytes (413)",
-        {
-          route,
-          cap,
-        },
+        { route, cap },
       );
       return c.json({ error: `body larger than ${cap} bytes` }, 413);
     }
@@ -263,14 +255,13 @@ async function readCapped(request: Request, cap: number): Promise<Uint8Array | u
 }
 
 /**
- * Logs a refusal that anyone who can reach the port can cause: `scope` (a route, or "" for what
- * is not about one) and `kind` (what was refused, of a bounded set) choose the line. Each is
+ * Logs a refusal that anyone who can reach the port can cause: its route (`properties.route`,
+ * none for an unknown one) and `kind` (what was refused, of a bounded set) choose the line. Each is
  * logged at most once a minute, with how many more were refused since: a flood of bad requests
  * must not flush the log's history out through its rotation, nor hide another kind of refusal.
  */
 type RefusalLog = (
   level: "info" | "warning" | "error",
-  scope: string,
   kind: string,
   message: string,
   properties: Record<string, unknown>,
@@ -278,8 +269,8 @@ type RefusalLog = (
 
 function refusalLog(deps: ListenerDeps): RefusalLog {
   const windows = new Map<string, { start: number; more: number }>();
-  return (level, scope, kind, message, properties) => {
-    let key = `${level} ${scope} ${kind}`;
+  return (level, kind, message, properties) => {
+    let key = `${level} ${properties.route ?? ""} ${kind}`;
     const now = deps.now();
     if (!windows.has(key) && windows.size >= MAX_REFUSAL_LINES) {
       for (const [old, window] of windows) {
@@ -323,12 +314,9 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
       if (acceptsUnsigned(deps.settings)) return await next();
       refused(
         "error",
-        route.name,
         "secret",
         "route {route} has no secret and no global secret is set",
-        {
-          route: route.name,
-        },
+        { route: route.name },
       );
       return c.json({ error: "no secret is configured for this route" }, 403);
     }
@@ -347,13 +335,9 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
       // A reason is one of a few texts, some with a number (how far off a timestamp is).
       refused(
         "warning",
-        route.name,
         verdict.reason.replace(/\d+/g, "#"),
         "rejected a request to {route}: {reason}",
-        {
-          route: route.name,
-          reason: verdict.reason,
-        },
+        { route: route.name, reason: verdict.reason },
       );
       return c.json({ error: "Invalid signature" }, 401);
     }
@@ -389,14 +373,9 @@ function rateLimit(deps: ListenerDeps, refused: RefusalLog): Step {
       const retryAfter = Math.max(1, Math.ceil((oldest + windowMs - now) / 1000));
       refused(
         "warning",
-        name,
         "rate",
         "refused an event to {route}: over its rate limit of {requests} per {seconds} s (429)",
-        {
-          route: name,
-          requests,
-          seconds: windowSeconds,
-        },
+        { route: name, requests, seconds: windowSeconds },
       );
       c.header("Retry-After", String(retryAfter));
       return c.json({ error: `rate limit: ${requests} requests per ${windowSeconds} s` }, 429);
@@ -414,13 +393,9 @@ function parse(refused: RefusalLog): Step {
       // The answer names the place in the body; the kind of problem is its words before that.
       refused(
         "warning",
-        route,
         result.error.replace(/[("'\d].*$/s, ""),
         "refused an event to {route}: {error} (400)",
-        {
-          route,
-          error: result.error,
-        },
+        { route, error: result.error },
       );
       return c.json({ error: result.error }, 400);
     }
@@ -528,11 +503,7 @@ function runScript(deps: ListenerDeps): Step {
       deps.log(
         "error",
         "route {route}: event {delivery_id} refused (503), its script cannot run: {detail}",
-        {
-          route: route.name,
-          delivery_id: c.get("deliveryId"),
-          detail: verdict.detail,
-        },
+        { route: route.name, delivery_id: c.get("deliveryId"), detail: verdict.detail },
       );
       c.header("Retry-After", String(BLOCKED_SCRIPT_RETRY_SECONDS));
       return c.json({ error: "the route's script cannot run; see the gateway's log" }, 503);
