@@ -334,15 +334,19 @@ async function askChoices(
  * A port in use or a refusal is not about the address: those are warned about once written.
  */
 function localAddressCheck(host: string): true | string {
+  if (bindFailure(listenError(host, 0), host) !== "not_local") return true;
+  return `${host} is not an address of this machine, so the gateway cannot listen on it; ` +
+    "enter one of its addresses, or choose every interface";
+}
+
+/** What binding (then closing) a listener on `host` and `port` throws, or `undefined`. */
+function listenError(host: string, port: number): unknown {
   try {
-    Deno.listen({ hostname: host, port: 0 }).close();
+    Deno.listen({ hostname: host, port }).close();
+    return undefined;
   } catch (error) {
-    if (bindFailure(error, host) === "not_local") {
-      return `${host} is not an address of this machine, so the gateway cannot listen on it; ` +
-        "enter one of its addresses, or choose every interface";
-    }
+    return error;
   }
-  return true;
 }
 
 /** What setup did, as printed (and as `--json`). */
@@ -449,12 +453,8 @@ function applyChoices(
  * could. A port in use may be this gateway, already running.
  */
 function listenProblem(settings: Pick<WebhookSettings, "host" | "port">): string | undefined {
-  try {
-    Deno.listen({ hostname: settings.host ?? "::", port: settings.port }).close();
-    return undefined;
-  } catch (error) {
-    return listenProblemText(error, settings);
-  }
+  const error = listenError(settings.host ?? "::", settings.port);
+  return error === undefined ? undefined : listenProblemText(error, settings);
 }
 
 /**

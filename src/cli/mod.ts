@@ -44,12 +44,8 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   // takes one name, and would show the help of `webhook`); `agent help nosuch` is reported as
   // `agent nosuch` is, with commander's "did you mean", not as the whole help and no reason.
   if (argv[0] === "help" && argv[1] !== undefined && !argv[1].startsWith("-")) {
-    const known = program.commands.some((command) =>
-      command.name() === argv[1] || command.aliases().includes(argv[1])
-    );
-    argv = known && helpPathExists(program, argv.slice(1))
-      ? [...argv.slice(1), "--help"]
-      : argv.slice(1);
+    const named = commandOf(program, argv.slice(1));
+    argv = named.unknown ? argv.slice(1) : [...argv.slice(1), "--help"];
   }
   try {
     checkOptionValues(program, argv);
@@ -69,18 +65,25 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   }
 }
 
-/** Whether each of `names` is a subcommand of the one before (the first, of `program`). */
-function helpPathExists(program: Command, names: string[]): boolean {
+/**
+ * The command `argv` names (its leading words, each a subcommand of the one before), the index of
+ * the first argument after its name, and whether a leading word named no subcommand.
+ */
+function commandOf(
+  program: Command,
+  argv: string[],
+): { command: Command; rest: number; unknown: boolean } {
   let command = program;
-  for (const name of names) {
-    if (name.startsWith("-")) break;
+  let i = 0;
+  for (; i < argv.length && !argv[i].startsWith("-"); i++) {
+    const word = argv[i];
     const sub = command.commands.find((candidate) =>
-      candidate.name() === name || candidate.aliases().includes(name)
+      candidate.name() === word || candidate.aliases().includes(word)
     );
-    if (!sub) return false;
+    if (!sub) return { command, rest: i, unknown: true };
     command = sub as Command;
   }
-  return true;
+  return { command, rest: i, unknown: false };
 }
 
 /**
@@ -90,22 +93,14 @@ function helpPathExists(program: Command, names: string[]): boolean {
  * passes `--json` as the value.
  */
 function checkOptionValues(program: Command, argv: string[]): void {
-  let command = program;
-  let i = 0;
-  for (; i < argv.length && !argv[i].startsWith("-"); i++) {
-    const sub = command.commands.find((candidate) =>
-      candidate.name() === argv[i] || candidate.aliases().includes(argv[i])
-    );
-    if (!sub) break;
-    command = sub as Command;
-  }
+  const { command, rest } = commandOf(program, argv);
   const options = [...command.options, ...(command === program ? [] : program.options)];
   const flags = new Set(["-h", "--help"]);
   for (const option of options) {
     if (option.long) flags.add(option.long);
     if (option.short) flags.add(option.short);
   }
-  for (; i < argv.length - 1; i++) {
+  for (let i = rest; i < argv.length - 1; i++) {
     if (argv[i] === "--") return;
     const option = options.find((candidate) =>
       candidate.long === argv[i] || candidate.short === argv[i]
