@@ -120,7 +120,7 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
       } else {
         choices = fromFlags ?? defaultChoices(current);
       }
-      const report = applyChoices(config, current, choices, io);
+      const report = applyChoices(config, current, choices, io, interactive ? "wizard" : "flags");
       if (flags.json) return printJson(io, report);
       printReport(io, report);
     });
@@ -366,6 +366,7 @@ function applyChoices(
   current: CurrentSetup,
   choices: SetupChoices,
   io: CliIo,
+  asked: ChoicesFrom,
 ): SetupReport {
   const { paths, secrets } = config;
   const dotenv: Record<string, string> = {};
@@ -432,7 +433,7 @@ function applyChoices(
     source: ConfigSource.parse(paths.config, edited.toString()),
   });
 
-  writeSetupFiles({ ...paths, dotenvValues: dotenv, edit, secret: secretOutcome });
+  writeSetupFiles({ ...paths, dotenvValues: dotenv, edit, secret: secretOutcome, asked });
 
   const overridden = (name: string, what: string) =>
     warnings.push(
@@ -441,7 +442,7 @@ function applyChoices(
   if (after.enabled !== choices.enabled) overridden("WEBHOOK_ENABLED", "platforms.webhook.enabled");
   if (after.port !== choices.port) overridden("WEBHOOK_PORT", "platforms.webhook.extra.port");
   if (after.enabled) {
-    const problem = listenProblem(after);
+    const problem = listenProblem(after, asked);
     if (problem) warnings.push(problem);
   }
   return report(config, after, secretOutcome, warnings);
@@ -452,10 +453,19 @@ function applyChoices(
  * listener there (as the gateway binds: `host`, or `::` for every interface); `undefined` when it
  * could. A port in use may be this gateway, already running.
  */
-function listenProblem(settings: Pick<WebhookSettings, "host" | "port">): string | undefined {
+function listenProblem(
+  settings: Pick<WebhookSettings, "host" | "port">,
+  asked: ChoicesFrom,
+): string | undefined {
   const error = listenError(settings.host ?? "::", settings.port);
-  return error === undefined ? undefined : listenProblemText(error, settings);
+  return error === undefined ? undefined : listenProblemText(error, settings, asked);
 }
+
+/**
+ * How the choices were made, which decides how a warning says to change one: by a flag of
+ * `agent gateway setup`, or (after the wizard) by running it again.
+ */
+export type ChoicesFrom = "flags" | "wizard";
 
 /**
  * The warning for `error` from binding `settings.host`/`settings.port`.
@@ -475,23 +485,33 @@ function listenProblem(settings: Pick<WebhookSettings, "host" | "port">): string
 export function listenProblemText(
   error: unknown,
   settings: { host?: string; port: number },
+  asked: ChoicesFrom = "flags",
 ): string {
   const where = settings.host === undefined
     ? `port ${settings.port}`
     : `${settings.host} port ${settings.port}`;
   const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  /** How to choose again: the flag, or the wizard's question. */
+  const choose = (what: string, flag: string) =>
+    asked === "flags"
+      ? `choose ${what} (${flag})`
+      : `run \`agent gateway setup\` again and choose ${what}`;
   switch (bindFailure(error, settings.host)) {
     case "in_use":
       return `${where} is in use right now: if that is this gateway, restart it to apply these ` +
-        "settings; otherwise choose a free port (--port)";
+        `settings; otherwise ${choose("a free port", "--port")}`;
     case "denied":
       return `cannot listen on ${where} as this user (${reason})` +
         (settings.port < 1024
-          ? ": ports below 1024 need privileges; choose 1024 or above (--port)"
+          ? `: ports below 1024 need privileges; ${choose("1024 or above", "--port")}`
           : "");
     case "not_local":
       return `${settings.host} is not an address of this machine, so the gateway cannot listen ` +
-        "on it; choose one of its addresses (--host), or --all-interfaces";
+        `on it; ${
+          asked === "flags"
+            ? "choose one of its addresses (--host), or --all-interfaces"
+            : "run `agent gateway setup` again and choose one of its addresses, or every interface"
+        }`;
   }
   return `could not check that the gateway can listen on ${where}: ${reason}`;
 }
@@ -514,6 +534,8 @@ export interface SetupWrites {
   edit: (document: Document) => void;
   /** What happens to the global secret, to say what `.env` holds without printing it. */
   secret: "kept" | "generated" | "set" | "moved to .env" | "none";
+  /** How the choices were made, for how a failure says to try again (default: flags). */
+  asked?: ChoicesFrom;
 }
 
 /**
@@ -543,6 +565,7 @@ export function writeSetupFiles(
   writers: SetupWriters = { dotenv: setDotenvValues, config: editConfigFile },
 ): void {
   const { config, dotenv, dotenvValues } = writes;
+  const wizard = writes.asked === "wizard";
   const writingDotenv = Object.keys(dotenvValues).length > 0;
   for (const file of writingDotenv ? [dotenv, config] : [config]) {
     const problem = unwritable(file);
@@ -573,7 +596,7 @@ export function writeSetupFiles(
         ? `WEBHOOK_SECRET holds ${
           {
             generated: "a newly generated secret",
-            set: "the secret given with --secret",
+            set: wizard ? "the secret you entered" : "the secret given with --secret",
             "moved to .env": "the secret from config.yaml (still there too)",
             kept: "the current secret",
             none: "a secret",
@@ -582,12 +605,17 @@ export function writeSetupFiles(
         : `${name}=${value}`
     );
     const renewed = writes.secret === "generated" || writes.secret === "set";
+    const again = wizard
+      ? `again with the same answers${
+        renewed ? ", but keep the current secret (the new one, in .env)" : ""
+      }`
+      : `again with the same options${
+        renewed ? " but without --generate-secret/--secret (the new secret in .env is kept)" : ""
+      }`;
     throw new CliError(
       `${error.message.replace(/\.$/, "")}. ${dotenv} was already updated: ${held.join(", ")}; ` +
         `${config} is unchanged. Fix: make ${config} writable, then run \`agent gateway setup\` ` +
-        `again with the same options${
-          renewed ? " but without --generate-secret/--secret (the new secret in .env is kept)" : ""
-        }`,
+        again,
     );
   }
 }

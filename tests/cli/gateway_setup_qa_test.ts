@@ -177,4 +177,30 @@ Deno.test("writeSetupFiles: config.yaml failing after .env says what .env now ho
     },
   );
   assert.equal(parse(Deno.readTextFileSync(dotenv)).WEBHOOK_SECRET, secret);
+
+  // After the wizard, the way back is its answers, not flags.
+  assert.throws(
+    () =>
+      writeSetupFiles(
+        {
+          config: h.config,
+          dotenv,
+          dotenvValues: { WEBHOOK_SECRET: secret },
+          edit: () => {},
+          secret: "set",
+          asked: "wizard",
+        },
+        { dotenv: setDotenvValues, config: failing },
+      ),
+    (error: Error) => {
+      assert.ok(error instanceof CliError);
+      assert.match(error.message, /WEBHOOK_SECRET holds the secret you entered \(not shown\)/);
+      assert.match(
+        error.message,
+        /run `agent gateway setup` again with the same answers, but keep the current secret \(the new one, in \.env\)$/,
+      );
+      assert.doesNotMatch(error.message, /--/);
+      return true;
+    },
+  );
 });

@@ -368,6 +368,31 @@ Deno.test("wizard: an address of another machine is asked again; Enter keeps a l
   assert.equal(settingsOf(h.home).enabled, false);
 });
 
+Deno.test("wizard: a port in use is warned about after writing, with the wizard's way to change it", async () => {
+  await using h = await tempHome();
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  const script = scriptedPrompter([true, String(port), "local", "generate"]);
+  const run = await cli(h.home, ["gateway", "setup"], {
+    stdinIsTerminal: true,
+    prompter: script.prompter,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(script.left(), 0);
+  // The answer could be this gateway, running: it is written, and the warning names no flag.
+  assert.match(
+    run.stderr,
+    new RegExp(
+      `^warning: 127\\.0\\.0\\.1 port ${port} is in use right now: if that is this gateway, ` +
+        "restart it to apply these settings; otherwise run `agent gateway setup` again and " +
+        "choose a free port$",
+      "m",
+    ),
+  );
+  assert.doesNotMatch(run.stderr, /--port/);
+  assert.equal(settingsOf(h.home).port, port);
+});
+
 Deno.test("wizard at a real terminal: the prompts take keys and Enter", async () => {
   await using h = await tempHome();
   const terminal = new Terminal(h.home, ["gateway", "setup"]);
