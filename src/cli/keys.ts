@@ -1,7 +1,8 @@
 /**
  * Keys from the bytes a terminal in raw mode sends: text, control keys, the escape sequences of
  * arrows, Home/End/Delete (xterm, VT220 and SS3 forms, with modifiers), Alt combinations, and
- * bracketed pastes. A sequence split across reads is completed by the next one.
+ * bracketed pastes. Mouse reports (tracking left on by another program) are dropped whole. A
+ * sequence split across reads is completed by the next one.
  *
  * @module
  */
@@ -49,6 +50,8 @@ export type KeyName =
 const ESC = "\x1b";
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
+/** An X10/normal mouse report: `ESC [ M` and three bytes. */
+const X10_MOUSE = "\x1b[M";
 
 const CONTROL_KEYS: Record<string, Key> = {
   "\x01": { kind: "home" },
@@ -123,6 +126,14 @@ export class KeyDecoder {
 
   /** Decodes `input`, keeping an incomplete sequence at its end for the next call. */
   push(input: string): Key[] {
+    if (this.#pasting && input === "\x03") {
+      // A read of nothing but Ctrl-C is a key pressed, not pasted text: a paste whose end marker
+      // never came would otherwise take every key typed after it. What it holds is dropped.
+      this.#pasting = false;
+      this.#paste = "";
+      this.#pending = "";
+      return [{ kind: "interrupt" }];
+    }
     let text = this.#pending + input;
     this.#pending = "";
     const keys: Key[] = [];
@@ -183,6 +194,10 @@ export class KeyDecoder {
       while (end < text.length && /[0-9;:<=>? !"#%&'()*+,\-./]/.test(text[end])) end++;
       if (end >= text.length) return 0;
       const sequence = text.slice(0, end + 1);
+      if (sequence === X10_MOUSE) {
+        // A mouse report left on by another program: three bytes of button and position follow.
+        return text.length < X10_MOUSE.length + 3 ? 0 : X10_MOUSE.length + 3;
+      }
       if (sequence === PASTE_START) {
         this.#pasting = true;
         this.#paste = "";

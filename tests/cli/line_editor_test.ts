@@ -140,6 +140,28 @@ Deno.test("keys: a paste keeps tabs and line breaks, drops escapes and other con
   ]);
 });
 
+Deno.test("keys: a mouse report left on by another program is dropped whole, even split", () => {
+  // X10/normal reports (ESC [ M, button, column, row), and the SGR form (ESC [ < … M/m).
+  const input = "a\x1b[M !!b\x1b[M#\x7f\x7fc\x1b[<0;12;5Md";
+  const expected = [{ kind: "text", text: "abcd" }];
+  for (let cut = 1; cut < input.length; cut++) {
+    const keys = decode(input.slice(0, cut), input.slice(cut));
+    assert.equal(keys.map((key) => key.kind === "text" ? key.text : key.kind).join(""), "abcd");
+  }
+  assert.deepEqual(decode(input), expected);
+});
+
+Deno.test("keys: Ctrl-C pressed in a paste whose end never came ends it and interrupts", () => {
+  const decoder = new KeyDecoder();
+  assert.deepEqual(decoder.push("\x1b[200~lost end"), []);
+  assert.deepEqual(decoder.push("typed\r"), [], "without the end marker, keys go to the paste");
+  assert.deepEqual(decoder.push("\x03"), [{ kind: "interrupt" }]);
+  assert.deepEqual(decoder.push("next\r"), [{ kind: "text", text: "next" }, { kind: "enter" }]);
+  // A Ctrl-C byte inside a paste's own burst is pasted text (dropped as a control character).
+  assert.deepEqual(decode("\x1b[200~a\x03b\x1b[201~"), [{ kind: "paste", text: "ab" }]);
+  assert.deepEqual(decode("\x1b[200~a", "\x03b\x1b[201~"), [{ kind: "paste", text: "ab" }]);
+});
+
 Deno.test("edit buffer: moves and deletes by whole characters (combined, wide, emoji)", () => {
   const line = new EditBuffer();
   line.insert("e\u0301👍🏽世");
