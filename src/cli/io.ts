@@ -155,6 +155,7 @@ export function processIo(): CliIo {
       const input = new ChunkReader(Deno.stdin.readable);
       return {
         read: (signal) => input.read(signal),
+        ready: () => input.ready(),
         write: (text) => writeAll(Deno.stdout, encoder.encode(text)),
         setRaw: (raw) => {
           try {

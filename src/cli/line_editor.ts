@@ -20,6 +20,8 @@ import { type Key, KeyDecoder } from "./keys.ts";
 export interface EditorTerminal {
   /** The next decoded input, `null` at its end; rejects when `signal` aborts, losing nothing. */
   read(signal?: AbortSignal): Promise<string | null>;
+  /** The next input if it has arrived already, without waiting; `undefined` when none has. */
+  ready?(): Promise<string | undefined>;
   write(text: string): void;
   setRaw(raw: boolean): void;
   /** The terminal's width in columns (0 when unknown). */
@@ -56,6 +58,8 @@ function widthOf(character: string): number {
 const DEFAULT_COLUMNS = 80;
 /** Lines kept for recall. */
 const HISTORY_LIMIT = 500;
+/** Characters of a dropped late answer shown in the note saying so. */
+const MAX_SHOWN_LATE = 40;
 const TAB = "    ";
 const BRACKETED_PASTE_ON = "\x1b[?2004h";
 const BRACKETED_PASTE_OFF = "\x1b[?2004l";
@@ -88,6 +92,8 @@ export class LineEditor {
   readonly #history: string[] = [];
   /** Rows from the first row of the prompt to the cursor, as last drawn. */
   #cursorRow = 0;
+  /** The last read ended without an answer (a timeout, a cancelled run, another question). */
+  #abandoned = false;
 
   constructor(terminal: EditorTerminal, options: { interrupt?: () => void } = {}) {
     this.#terminal = terminal;
@@ -104,6 +110,10 @@ export class LineEditor {
     const { signal, remember = true } = options;
     signal?.throwIfAborted();
     const terminal = this.#terminal;
+    if (this.#abandoned) {
+      this.#abandoned = false;
+      await this.#dropLateAnswer();
+    }
     // Lines before the last one of a question are written once; only the last is redrawn.
     const lastBreak = question.lastIndexOf("\n");
     const prompt = question.slice(lastBreak + 1);
@@ -199,6 +209,7 @@ export class LineEditor {
       // What was typed stays on the screen as it is: whoever stopped the read (a timeout,
       // SIGTERM, another question) may have written below it already, and goes on from there.
       this.#cursorRow = 0;
+      this.#abandoned = true;
       throw error;
     } finally {
       stopResize?.();
@@ -214,6 +225,28 @@ export class LineEditor {
       this.#queue.push(...this.#decoder.push(input));
     }
     return this.#queue.shift()!;
+  }
+
+  /**
+   * After a read that ended without an answer: what was typed since, before this read, up to
+   * its first Enter, is dropped, with a note saying so. It is most likely the answer to the
+   * question that ended (a "y" typed just after an approval timed out), and sent to the next
+   * question it would answer that one instead. What follows the Enter stays type-ahead.
+   */
+  async #dropLateAnswer(): Promise<void> {
+    for (let input; (input = await this.#terminal.ready?.()) !== undefined;) {
+      this.#queue.push(...this.#decoder.push(input));
+    }
+    const enter = this.#queue.findIndex((key) => key.kind === "enter");
+    if (enter < 0) return;
+    const late = this.#queue.splice(0, enter + 1)
+      .map((key) => key.kind === "text" || key.kind === "paste" ? key.text : "")
+      .join("");
+    if (late.trim() === "") return;
+    const shown = late.length > MAX_SHOWN_LATE ? `${late.slice(0, MAX_SHOWN_LATE)}…` : late;
+    this.#terminal.write(
+      `(dropped ${JSON.stringify(shown)}, typed after the previous question had ended)\r\n`,
+    );
   }
 
   #remember(text: string): void {

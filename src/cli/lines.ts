@@ -65,6 +65,7 @@ export class LineReader {
  * import { ChunkReader } from "./lines.ts";
  * const input = new ChunkReader(ReadableStream.from([new Uint8Array([0xc3]), new Uint8Array([0xa9])]));
  * assert.equal(await input.read(), "é");
+ * assert.equal(await input.ready(), undefined); // the end of input is for read to say
  * assert.equal(await input.read(), null);
  * ```
  */
@@ -89,11 +90,28 @@ export class ChunkReader {
     }
   }
 
+  /**
+   * The next text if it has arrived already, without waiting for more; `undefined` when none
+   * has (or the input has ended: the next {@linkcode ChunkReader.read} says so).
+   */
+  async ready(): Promise<string | undefined> {
+    while (true) {
+      const pending = this.#pending ??= this.#reader.read();
+      // A promise settled already wins the race against one made after it.
+      const result = await Promise.race([pending, Promise.resolve(NOT_ARRIVED)]);
+      if (result === NOT_ARRIVED || this.#pending !== pending || result.done) return undefined;
+      this.#pending = undefined;
+      if (result.value !== "") return result.value;
+    }
+  }
+
   /** Stops reading. */
   async close(): Promise<void> {
     await this.#reader.cancel().catch(() => {});
   }
 }
+
+const NOT_ARRIVED = Symbol("not arrived");
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);

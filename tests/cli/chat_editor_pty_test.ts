@@ -149,6 +149,27 @@ Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on,
     const sent = model.requests.at(-1)!.messages.findLast((message) => message.role === "user");
     assert.equal(sent?.content, "next");
 
+    // An answer typed after the timeout, while the run goes on, is not the next message.
+    model.push(writeNote("late"), { contentFromTools: "Late: ", delayMs: 1_500 });
+    await terminal.type("save late\r");
+    at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
+    at = await terminal.waitFor(/No answer within 1 s: not approved\./, at);
+    await terminal.type("y\r");
+    at = await terminal.waitFor(
+      /agent> Late: [\s\S]*?\(dropped "y", typed after the previous question had ended\)[\s\S]*?you> /,
+      at,
+    );
+    model.push({ content: "fine again" });
+    await terminal.type("after\r");
+    at = await terminal.waitFor(/agent> fine again[\s\S]*?you> /, at);
+    const userTexts = model.requests.flatMap((request) =>
+      request.messages.filter((message) => message.role === "user").map((message) =>
+        message.content
+      )
+    );
+    assert.equal(lastUserText(model.requests.at(-1)!), "after");
+    assert.ok(!userTexts.includes("y"), JSON.stringify(userTexts));
+
     // Ctrl-C at the question (nothing typed) cancels the run, as it does while the model thinks.
     model.push(writeNote("three"));
     await terminal.type("save three\r");

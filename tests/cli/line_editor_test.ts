@@ -25,6 +25,8 @@ function scriptedTerminal(columns = 80) {
           resolve(value);
         });
       }),
+    ready: () =>
+      Promise.resolve(queue.length > 0 && queue[0] !== null ? queue.shift()! : undefined),
     write: (text) => output += text,
     setRaw: (on) => raw.push(on),
     columns: () => columns,
@@ -44,6 +46,10 @@ function scriptedTerminal(columns = 80) {
       for (const listener of resizeListeners) listener();
     },
     listening: () => resizeListeners.size,
+    /** Resolves once the editor waits for input (so what is sent next is typed at its prompt). */
+    async reading() {
+      while (waiting.length === 0) await new Promise((resolve) => setTimeout(resolve, 0));
+    },
     send(...inputs: Array<string | null>) {
       for (const input of inputs) {
         const wake = waiting.shift();
@@ -287,8 +293,10 @@ Deno.test("editor: raw mode on while a line is read, off after, also when the re
   await assert.rejects(pending, /timed out/);
   assert.deepEqual(t.raw, [true, false, true, false]);
   // The text of the aborted read is gone: the next line starts empty.
+  const next = editor.readLine("> ");
+  await t.reading();
   t.send("next\r");
-  assert.equal(await editor.readLine("> "), "next");
+  assert.equal(await next, "next");
 });
 
 Deno.test("editor: keys after Enter in the same read are kept for the next line", async () => {
@@ -298,6 +306,41 @@ Deno.test("editor: keys after Enter in the same read are kept for the next line"
   assert.equal(await editor.readLine("> "), "one");
   assert.equal(await editor.readLine("> "), "two");
   assert.equal(await editor.readLine("> "), "two");
+});
+
+Deno.test("editor: after a question ends unanswered, what was typed up to Enter before the next read is dropped", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  const timeout = new AbortController();
+  const question = editor.readLine("Approve once? [y/N] ", {
+    signal: timeout.signal,
+    remember: false,
+  });
+  timeout.abort(new Error("timed out"));
+  await assert.rejects(question, /timed out/);
+  // Typed while nothing reads (the run goes on): the late answer, then the start of a message.
+  t.send("y", "\r", "next");
+  const line = editor.readLine("you> ");
+  t.send("\r");
+  assert.equal(await line, "next");
+  assert.match(t.output(), /\(dropped "y", typed after the previous question had ended\)\r\n/);
+
+  // Type-ahead after an answered question is kept whole, Enter included.
+  t.send("a\rb\r");
+  assert.equal(await editor.readLine("you> "), "a");
+  assert.equal(await editor.readLine("you> "), "b");
+  assert.equal(t.output().match(/dropped/g)?.length, 1);
+
+  // Keys that come once the next prompt is shown are its own, even after an unanswered one.
+  const again = new AbortController();
+  const second = editor.readLine("Approve once? [y/N] ", { signal: again.signal, remember: false });
+  again.abort(new Error("timed out"));
+  await assert.rejects(second, /timed out/);
+  const fresh = editor.readLine("Approve once? [y/N] ", { remember: false });
+  await t.reading();
+  t.send("y\r");
+  assert.equal(await fresh, "y");
+  assert.equal(t.output().match(/dropped/g)?.length, 1);
 });
 
 Deno.test("editor: Up and Down walk the history and give back the line being written", async () => {
