@@ -238,19 +238,25 @@ export class AgentSession {
 
   /**
    * Re-reads `config.yaml` and `.env` and applies `mcp_servers` through the manager's diff:
-   * removed servers close, added ones connect, changed ones reconnect.
+   * removed servers close, added ones connect, changed ones reconnect. When `signal` aborts,
+   * servers still connecting are stopped and left as before (`report.cancelled`).
    */
-  async reloadMcp(): Promise<McpReload> {
+  async reloadMcp(options: { signal?: AbortSignal } = {}): Promise<McpReload> {
     this.#config = loadConfig({ env: this.#options.env, home: this.#config.paths.home });
     const { servers, issues } = loadMcpServers(this.#config, this.#options.workspaceFolder);
     this.mcpIssues = issues;
-    const report = await this.manager.reload(servers);
-    log.info("MCP servers reloaded: {added} added, {removed} removed, {reconnected} reconnected", {
-      added: report.added.length,
-      removed: report.removed.length,
-      reconnected: report.reconnected.length,
-      tools: report.toolCount,
-    });
+    const report = await this.manager.reload(servers, options);
+    log.info(
+      "MCP servers reloaded: {added} added, {removed} removed, {reconnected} reconnected, " +
+        "{cancelled} cancelled",
+      {
+        added: report.added.length,
+        removed: report.removed.length,
+        reconnected: report.reconnected.length,
+        cancelled: report.cancelled.length,
+        tools: report.toolCount,
+      },
+    );
     return { report, issues };
   }
 

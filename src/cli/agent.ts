@@ -78,8 +78,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "  /tools       list the tools the agent can call\n" +
         "  /new         forget the conversation so far\n" +
         "  /exit        leave (Ctrl-D does too)\n" +
-        "Ctrl-C cancels the current run and keeps the session; SIGTERM or SIGHUP stops it and " +
-        "leaves.\n\n" +
+        "Ctrl-C cancels the current run (or what /reload-mcp has not connected yet) and keeps\n" +
+        "the session; SIGTERM or SIGHUP stops the run and leaves.\n\n" +
         "Editing at a terminal: Left/Right, Home/End (Ctrl-A/E), Alt-B/F by word, Ctrl-W and\n" +
         "Alt-Backspace (word before), Alt-D (word after), Ctrl-U/K (to start/end), Up/Down for\n" +
         "earlier messages, Alt-Enter for a line break, Ctrl-L to clear. A multi-line paste is one\n" +
@@ -120,14 +120,15 @@ async function chat(
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
   let reading = false;
-  /** Said on Ctrl-C while a /command that cannot be cancelled is under way. */
-  let busy: string | undefined;
+  /** The /command under way, which Ctrl-C cancels. */
+  let command: AbortController | undefined;
   const stopListening = io.onInterrupt?.(() => {
     if (running) {
       io.err("\n^C: cancelling the run …\n");
       running.abort(new RunCancelled("user"));
-    } else if (busy) {
-      io.err(`\n^C: ${busy}\n`);
+    } else if (command) {
+      if (!command.signal.aborted) io.err("\n^C: cancelling …\n");
+      command.abort();
     } else if (lines.editing) {
       // The editor has ended the line with ^C and draws the prompt again.
       io.err(`${reading ? "" : "\n"}(type /exit or press Ctrl-D to leave)\n`);
@@ -165,15 +166,16 @@ async function chat(
       // a /command.
       const text = line.includes("\n") ? line.replace(/^(?:[ \t]*\n)+/, "").trimEnd() : line.trim();
       if (text.startsWith("/") && !text.includes("\n")) {
-        busy = text.split(/\s+/)[0] === "/reload-mcp"
-          ? "the reload goes on until each server has connected or reached its " +
-            "connect_timeout; the session stays"
-          : undefined;
+        command = new AbortController();
         let keepGoing: boolean;
         try {
-          keepGoing = await chatCommand(io, session, text, () => history = [], config.paths.config);
+          keepGoing = await chatCommand(io, session, text, {
+            clearHistory: () => history = [],
+            configFile: config.paths.config,
+            signal: command.signal,
+          });
         } finally {
-          busy = undefined;
+          command = undefined;
         }
         if (!keepGoing) break;
         continue;
@@ -204,12 +206,19 @@ async function chat(
 }
 
 /** Runs a `/command`; returns false to leave the session. */
+/** What a /command may need of the session around it. */
+interface CommandContext {
+  clearHistory: () => void;
+  configFile: string;
+  /** Aborts on Ctrl-C. */
+  signal: AbortSignal;
+}
+
 async function chatCommand(
   io: CliIo,
   session: AgentSession,
   text: string,
-  clearHistory: () => void,
-  configFile: string,
+  { clearHistory, configFile, signal }: CommandContext,
 ): Promise<boolean> {
   const [command] = text.split(/\s+/);
   switch (command) {
@@ -221,7 +230,7 @@ async function chatCommand(
         "/reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed\n" +
           "/tools       list the tools the agent can call\n" +
           "/new         forget the conversation so far\n" +
-          "/exit        leave the session (Ctrl-D does too); Ctrl-C cancels a run\n",
+          "/exit        leave the session (Ctrl-D does too); Ctrl-C cancels a run or a reload\n",
       );
       return true;
     case "/tools": {
@@ -245,7 +254,7 @@ async function chatCommand(
       io.out("Reloading MCP servers …\n");
       let reload;
       try {
-        reload = await session.reloadMcp();
+        reload = await session.reloadMcp({ signal });
       } catch (error) {
         // A broken config.yaml keeps the current servers.
         io.err(`reload failed: ${error instanceof Error ? error.message : error}\n`);
@@ -260,6 +269,12 @@ async function chatCommand(
       io.out(`removed: ${list(report.removed)}\n`);
       io.out(`reconnected: ${list(report.reconnected)}\n`);
       for (const failure of report.failed) io.out(`failed: ${failure.name}: ${failure.error}\n`);
+      if (report.cancelled.length > 0) {
+        io.out(
+          `cancelled: ${report.cancelled.join(", ")} (stopped while connecting and left as ` +
+            "before; /reload-mcp tries again)\n",
+        );
+      }
       io.out(`tools: ${report.toolCount}\n`);
       return true;
     }

@@ -58,6 +58,12 @@ export interface ReloadReport {
   unchanged: string[];
   /** Servers that could not be connected, with the reason. */
   failed: { name: string; error: string }[];
+  /**
+   * Added or changed servers still connecting when the reload was cancelled: their connect was
+   * stopped and they are as before it (a new one is not there, a changed one keeps its old
+   * connection), so the next reload tries them again. Not in `added` or `reconnected`.
+   */
+  cancelled: string[];
   /** Registered tools after the reload. */
   toolCount: number;
 }
@@ -198,15 +204,21 @@ export class McpManager {
 
   /**
    * Applies a new configuration: removed servers are closed, added ones connected, changed ones
-   * connected anew before the old connection is dropped, unchanged ones left alone.
+   * connected anew before the old connection is dropped, unchanged ones left alone. When
+   * `signal` aborts, the servers still connecting are stopped and left as they were (see
+   * {@linkcode ReloadReport.cancelled}); what is done already stays done.
    */
-  async reload(configs: readonly McpServerConfig[]): Promise<ReloadReport> {
+  async reload(
+    configs: readonly McpServerConfig[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ReloadReport> {
     const report: ReloadReport = {
       added: [],
       removed: [],
       reconnected: [],
       unchanged: [],
       failed: [],
+      cancelled: [],
       toolCount: 0,
     };
     const next = new Map(configs.map((config) => [config.name, config]));
@@ -218,6 +230,11 @@ export class McpManager {
         work.push(slot.stop());
       }
     }
+    /** Connects under way, by server name; `settled` once one has landed and been applied. */
+    const starting = new Map<
+      string,
+      { slot: ServerSlot; current?: ServerSlot; settled: boolean; cancelled: boolean }
+    >();
     for (const config of configs) {
       const current = this.#slots.get(config.name);
       if (current && current.config.fingerprint === config.fingerprint) {
@@ -227,8 +244,12 @@ export class McpManager {
       const slot = this.#newSlot(config);
       if (!current) this.#slots.set(config.name, slot);
       (current ? report.reconnected : report.added).push(config.name);
+      const start = { slot, current, settled: false, cancelled: false };
+      starting.set(config.name, start);
       work.push(
         slot.start().then(async () => {
+          if (start.cancelled) return;
+          start.settled = true;
           if (current) {
             // Make before break: the new connection serves calls before the old one goes.
             this.#slots.set(config.name, slot);
@@ -241,9 +262,24 @@ export class McpManager {
         }),
       );
     }
-    await Promise.all(work);
+    const done = Promise.all(work);
+    if (options.signal && await abortedFirst(done, options.signal)) {
+      const stopping: Promise<void>[] = [];
+      for (const [name, start] of starting) {
+        if (start.settled) continue;
+        start.cancelled = true;
+        report.cancelled.push(name);
+        const listed = start.current ? report.reconnected : report.added;
+        listed.splice(listed.indexOf(name), 1);
+        if (!start.current) this.#slots.delete(name);
+        stopping.push(start.slot.stop());
+      }
+      await Promise.all(stopping);
+    }
+    await done;
     // Keep configuration order for listings.
-    const ordered = configs.map((config) => [config.name, this.#slots.get(config.name)!] as const);
+    const ordered = configs.filter((config) => this.#slots.has(config.name))
+      .map((config) => [config.name, this.#slots.get(config.name)!] as const);
     this.#slots.clear();
     for (const [name, slot] of ordered) this.#slots.set(name, slot);
     report.toolCount = this.tools().length;
@@ -830,4 +866,15 @@ class ServerSlot {
 
 function invalidArgs(message: string): CallToolResult {
   return { content: [{ type: "text", text: message }], isError: true };
+}
+
+/** Whether `signal` aborts before `work` settles (`work` is not stopped: it goes on). */
+function abortedFirst(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(true);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(() => resolve(false), () => resolve(false))
+      .finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }

@@ -181,13 +181,13 @@ function deadPort(): number {
 }
 
 /** Pids of running processes whose environment carries this file's marker (Linux /proc). */
-function markedProcesses(): number[] {
+function markedProcesses(marker: string = MARKER): number[] {
   const found: number[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
       const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
-      if (environ.split("\0").includes(`${MARKER_NAME}=${MARKER}`)) found.push(Number(entry.name));
+      if (environ.split("\0").includes(`${MARKER_NAME}=${marker}`)) found.push(Number(entry.name));
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -1091,6 +1091,74 @@ Deno.test({
       const report = await reload;
       assert.deepEqual(report.failed.map((f) => f.name), ["slow-new"]);
     }
+  },
+});
+
+Deno.test({
+  name:
+    "reload cancelled: servers still connecting are stopped and left as before; done work stays",
+  fn: async () => {
+    await using h = new Harness({ reconnect: false });
+    await h.manager.start([
+      fixture("change", ["--tools", "echo"]),
+      fixture("stuck-change", ["--tools", "echo"]),
+    ]);
+    const since = h.events.length;
+    const silentMarker = `${MARKER}-silent`;
+    const silent = (name: string) =>
+      serverEntry(name, {
+        ...stdioCommand([], SILENT_STDIO_FIXTURE),
+        env: { [MARKER_NAME]: silentMarker },
+        connect_timeout: 60,
+      });
+    const cancel = new AbortController();
+    const reload = h.manager.reload([
+      fixture("change", ["--tools", "echo,add"]),
+      silent("stuck-change"),
+      silent("stuck-new"),
+    ], { signal: cancel.signal });
+    await h.waitForEvent(
+      (e) => e.server === "change" && e.type === "connected",
+      5_000,
+      "the changed server connected",
+      since,
+    );
+    await until(
+      () => markedProcesses(silentMarker).length === 2,
+      5_000,
+      "both silent children spawned",
+    );
+    const started = performance.now();
+    cancel.abort();
+    const report = await reload;
+    const took = performance.now() - started;
+    assert.ok(took < 3_000, `the cancelled reload took ${took} ms to return`);
+    assert.deepEqual(report.reconnected, ["change"]);
+    assert.deepEqual(report.added, []);
+    assert.deepEqual(report.cancelled.sort(), ["stuck-change", "stuck-new"]);
+    assert.deepEqual(report.failed, []);
+    assert.deepEqual(markedProcesses(silentMarker), [], "the connects under way were stopped");
+    // The new server is not there; the changed one keeps its old connection and tools.
+    assert.deepEqual(h.manager.servers().map((s) => [s.name, s.status]), [
+      ["change", "connected"],
+      ["stuck-change", "connected"],
+    ]);
+    assert.equal(report.toolCount, 3);
+    assert.equal(
+      textOf(await h.manager.callTool("mcp__stuck_change__echo", { message: "old" })),
+      "Echo: old",
+    );
+    assert.equal(textOf(await h.manager.callTool("mcp__change__add", { a: 2, b: 3 })), "5");
+    // The next reload tries them again.
+    const again = h.manager.reload([
+      fixture("change", ["--tools", "echo,add"]),
+      fixture("stuck-change", ["--tools", "echo"]),
+      fixture("stuck-new", ["--tools", "echo"]),
+    ]);
+    const report2 = await again;
+    assert.deepEqual(report2.unchanged, ["change", "stuck-change"]);
+    assert.deepEqual(report2.added, ["stuck-new"]);
+    assert.equal(report2.toolCount, 4);
   },
 });
 
