@@ -56,6 +56,11 @@ export interface AgentSessionOptions {
   env?: EnvReader;
   /** `${workspaceFolder}` of MCP entries. Default the working directory. */
   workspaceFolder?: string;
+  /**
+   * Stops {@linkcode AgentSession.open} while it connects to the MCP servers: what it started is
+   * shut down (stdio children too) and `open` rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
   /** Retry MCP servers that fail, in the background. Default true. */
   reconnect?: boolean;
   /** MCP connection events (connected, lost, …). */
@@ -191,7 +196,11 @@ export class AgentSession {
       ({ servers, issues } = loadMcpServers(options.config, options.workspaceFolder));
     }
     const session = new AgentSession(options, settings, model, options.manager, issues);
-    if (!options.manager) await session.manager.start(servers);
+    if (!options.manager) await session.manager.start(servers, { signal: options.signal });
+    if (options.signal?.aborted) {
+      await session.close();
+      throw options.signal.reason;
+    }
     return session;
   }
 

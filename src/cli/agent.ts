@@ -43,7 +43,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
       const prompt = await readPrompt(io, promptArgument);
       await withLogging(io, config, async () => {
         const lines = io.stdinIsTerminal ? openInput(io) : undefined;
-        const session = await openSession(io, config, approvalsFor(io, config, lines));
+        // A run that never started has no answer: exit 1, as for a run stopped midway.
+        const session = await openSession(io, config, approvalsFor(io, config, lines), 1);
         try {
           const problems = mcpProblems(session, config);
           for (const line of problems) io.err(`${line}\n`);
@@ -91,7 +92,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
       const skills = skillNames(options.skills, config);
       await withLogging(io, config, async () => {
         const lines = openInput(io);
-        const session = await openSession(io, config, approvalsFor(io, config, lines));
+        // The session ends as SIGTERM ends it once open (exit 0).
+        const session = await openSession(io, config, approvalsFor(io, config, lines), 0);
         try {
           await chat(io, session, config, lines, skills);
         } finally {
@@ -284,23 +286,44 @@ async function chatCommand(
   }
 }
 
+/**
+ * Opens the agent session, connecting to the MCP servers. Ctrl-C, SIGTERM or SIGHUP meanwhile
+ * stop it: what was started is shut down (no stdio child is left behind) and the command ends
+ * with `stoppedExitCode`, saying so.
+ */
 async function openSession(
   io: CliIo,
   config: ResolvedConfig,
   approvals: ApprovalSurface,
+  stoppedExitCode: number,
 ): Promise<AgentSession> {
   const settings = readAgentSettings(config);
   if (!settings.model) throw settings.modelProblem!;
-  if (io.stderrIsTerminal && config.source.get("mcp_servers")) {
-    io.err("Connecting to MCP servers …\n");
+  const connecting = io.stderrIsTerminal && config.source.get("mcp_servers");
+  if (connecting) io.err("Connecting to MCP servers …\n");
+  const stop = new AbortController();
+  const stopped = (how: string) => {
+    if (stop.signal.aborted) return;
+    stop.abort(
+      new CliError(`stopped by ${how} while connecting to the MCP servers`, stoppedExitCode),
+    );
+    if (connecting) tell(io, `\n${how}: stopping …\n`);
+  };
+  const stopInterrupt = io.onInterrupt?.(() => stopped("Ctrl-C"));
+  const stopTerminate = io.onTerminate?.((signal) => stopped(signal));
+  try {
+    return await AgentSession.open({
+      config,
+      entrypoint: "interactive",
+      surface: "cli",
+      approvals,
+      env: io.env,
+      signal: stop.signal,
+    });
+  } finally {
+    stopInterrupt?.();
+    stopTerminate?.();
   }
-  return await AgentSession.open({
-    config,
-    entrypoint: "interactive",
-    surface: "cli",
-    approvals,
-    env: io.env,
-  });
 }
 
 function approvalsFor(

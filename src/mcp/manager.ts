@@ -143,10 +143,19 @@ export class McpManager {
     };
   }
 
-  /** Connects every enabled server in parallel; resolves when each has connected or failed once. */
-  async start(configs: readonly McpServerConfig[]): Promise<void> {
+  /**
+   * Connects every enabled server in parallel; resolves when each has connected or failed once.
+   * When `signal` aborts first, every server is shut down (stdio children included) and it
+   * resolves once they are.
+   */
+  async start(
+    configs: readonly McpServerConfig[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
     const slots = configs.map((config) => this.#addSlot(config));
-    await Promise.all(slots.map((slot) => slot.start()));
+    const started = Promise.all(slots.map((slot) => slot.start()));
+    if (options.signal && await abortedFirst(started, options.signal)) await this.shutdown();
+    await started;
   }
 
   /** The servers, in configuration order. */

@@ -164,6 +164,8 @@ interface ServerEntry {
   command: string;
   args: string[];
   trust?: string;
+  env?: Record<string, string>;
+  connect_timeout?: number;
 }
 
 /** The fixture MCP server over stdio with only `tools`. */
@@ -745,6 +747,62 @@ Deno.test("run: SIGTERM or SIGHUP while the model is thinking stops the run as s
       cases.length,
     );
   });
+});
+
+Deno.test("run and chat: SIGTERM or Ctrl-C while the MCP servers connect stops the connects and leaves no child behind", async (t) => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  const marker = `agent-test-${crypto.randomUUID()}`;
+  // A server that never answers `initialize`; its connect_timeout is far beyond this test.
+  configure(home.home, {
+    baseUrl: model.baseUrl,
+    servers: {
+      mute: {
+        command: "sleep",
+        args: ["300"],
+        env: { AGENT_TEST_MARKER: marker },
+        connect_timeout: 300,
+      },
+    },
+  });
+  const children = () => {
+    const found: number[] = [];
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      try {
+        const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
+        if (environ.split("\0").includes(`AGENT_TEST_MARKER=${marker}`)) {
+          found.push(Number(entry.name));
+        }
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return found;
+  };
+  const cases = [
+    { args: ["run", "hello"], signal: "SIGTERM", how: "SIGTERM", code: 1 },
+    { args: ["run", "hello"], signal: "SIGINT", how: "Ctrl-C", code: 1 },
+    { args: ["chat"], signal: "SIGTERM", how: "SIGTERM", code: 0 },
+  ] as const;
+  for (const { args, signal, how, code } of cases) {
+    await t.step(`${args[0]}, ${signal}`, async () => {
+      await using agent = new Agent(home.home, [...args]);
+      const deadline = Date.now() + WAIT_MS;
+      while (children().length === 0) {
+        if (Date.now() > deadline) throw new Error(`the server never started: ${agent.stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      agent.kill(signal);
+      assert.equal(await agent.exit(), code, agent.stderr);
+      assert.match(
+        agent.stderr,
+        new RegExp(`^agent: stopped by ${how} while connecting to the MCP servers$`, "m"),
+      );
+      assert.deepEqual(children(), [], "the server's process is gone with the agent");
+    });
+  }
+  assert.equal(model.requests.length, 0, "no model call was made");
 });
 
 Deno.test("run: a write tool of an untrusted server is blocked without a terminal unless approvals.gateway allows", async (t) => {
