@@ -72,11 +72,20 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
       level,
       console: (line) => io.err(line),
     });
+    // From now on: a signal while the MCP servers connect stops the start (no stdio server is
+    // left behind); one after the start, or once it is listening, stops it with the drain.
+    using stop = stopSignals(io);
+    const starting = new AbortController();
+    stop.signalled.then(() => starting.abort(new StartStopped()));
     try {
       let gateway: Gateway;
       try {
-        gateway = await Gateway.start({ config, env: io.env });
+        gateway = await Gateway.start({ config, env: io.env, signal: starting.signal });
       } catch (error) {
+        if (error instanceof StartStopped) {
+          io.out("Stopped while connecting to the MCP servers; the gateway did not start.\n");
+          return;
+        }
         if (error instanceof GatewayBusyError) throw new CliError(error.message);
         if (error instanceof Deno.errors.AddrInUse) {
           throw new CliError(
@@ -88,9 +97,6 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
         if (bindProblem) throw bindProblem;
         throw error;
       }
-      // Before the banner: whoever waits for it may signal at once, and the signal's default
-      // would end the process without the drain.
-      using stop = stopSignals(io);
       const where = webhookBaseUrl(settings);
       io.out(
         `Gateway listening on ${gateway.addresses.join(", ")}` +
@@ -193,6 +199,11 @@ function generateGlobalSecret(config: ResolvedConfig, io: CliIo): boolean {
   setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
   io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
   return true;
+}
+
+/** A signal came while the gateway was starting. */
+class StartStopped extends Error {
+  override name = "StartStopped";
 }
 
 /**

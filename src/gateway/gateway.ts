@@ -33,6 +33,11 @@ export interface GatewayOptions {
   env?: EnvReader;
   /** How often the inbox is pruned and the usage metrics flushed, in ms. Default hourly. */
   housekeepingIntervalMs?: number;
+  /**
+   * Stops the start while the MCP servers connect: what was started is shut down (stdio
+   * children too) and `start` rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 const log = logger("gateway");
@@ -159,16 +164,23 @@ export class Gateway {
       onWarning: (message) => log.warn("{message}", { message }),
     });
     // Without a model, direct-delivery routes still work; agent runs end with the reason.
-    const session = agent.model
-      ? await AgentSession.open({
-        config,
-        entrypoint: "gateway_message",
-        surface: "gateway",
-        approvals: new PolicyApprovals(agent.nonInteractiveApprovals),
-        metrics,
-        env,
-      })
-      : undefined;
+    let session: AgentSession | undefined;
+    try {
+      session = agent.model
+        ? await AgentSession.open({
+          config,
+          entrypoint: "gateway_message",
+          surface: "gateway",
+          approvals: new PolicyApprovals(agent.nonInteractiveApprovals),
+          metrics,
+          env,
+          signal: options.signal,
+        })
+        : undefined;
+    } catch (error) {
+      metrics.close();
+      throw error;
+    }
     if (!session) {
       log.warn("no model is configured: agent runs fail until it is ({problem})", {
         problem: agent.modelProblem?.message,

@@ -450,3 +450,21 @@ export function scriptedPrompter(answers: ScriptedAnswer[]): ScriptedPrompter {
   };
   return { prompter, asked, rejected, left: () => queue.length };
 }
+
+/**
+ * Pids of running processes whose environment has `name=value` (Linux /proc): children a test
+ * marked, to prove none outlives what should stop it.
+ */
+export function processesWithEnv(name: string, value: string): number[] {
+  const found: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
+      if (environ.split("\0").includes(`${name}=${value}`)) found.push(Number(entry.name));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}

@@ -24,6 +24,7 @@ import {
   type CliResult,
   MAIN,
   parseOneJson,
+  processesWithEnv,
   REPO,
   spawnCli,
   type SpawnOptions,
@@ -765,21 +766,7 @@ Deno.test("run and chat: SIGTERM or Ctrl-C while the MCP servers connect stops t
       },
     },
   });
-  const children = () => {
-    const found: number[] = [];
-    for (const entry of Deno.readDirSync("/proc")) {
-      if (!/^\d+$/.test(entry.name)) continue;
-      try {
-        const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
-        if (environ.split("\0").includes(`AGENT_TEST_MARKER=${marker}`)) {
-          found.push(Number(entry.name));
-        }
-      } catch {
-        // gone meanwhile
-      }
-    }
-    return found;
-  };
+  const children = () => processesWithEnv("AGENT_TEST_MARKER", marker);
   const cases = [
     { args: ["run", "hello"], signal: "SIGTERM", how: "SIGTERM", code: 1 },
     { args: ["run", "hello"], signal: "SIGINT", how: "Ctrl-C", code: 1 },

@@ -2,10 +2,10 @@
  * The real gateway process under crashes and load: `kill -9` in the middle of agent runs (and with
  * an accepted event still queued), then a restart on the same home; an answer under delivery
  * while another event arrives; one delivery id sent many times at once; and a flood of unique
- * events with the process' memory watched.
+ * events with the process' memory watched; a stop while the MCP servers connect at start.
  */
 import assert from "node:assert/strict";
-import { tempHome } from "../cli/_helpers.ts";
+import { childEnv, MAIN, processesWithEnv, REPO, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
 import { type ChatRequest, startFakeModel, type Turn } from "../fixtures/fake_model.ts";
 import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
@@ -348,4 +348,38 @@ Deno.test("gateway e2e: a flood of unique events keeps being answered with bound
   });
   const health = await fetch(gateway.url("/health"));
   assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" });
+});
+
+Deno.test("gateway e2e: SIGTERM while the MCP servers connect at start stops them, leaves no child behind and exits 0", async () => {
+  await using h = await tempHome();
+  const marker = `agent-test-${crypto.randomUUID()}`;
+  writeGatewayConfig(h.home, { modelBaseUrl: "http://127.0.0.1:9/v1" });
+  // A server that never answers `initialize`; its connect_timeout is far beyond this test.
+  Deno.writeTextFileSync(
+    h.config,
+    `${Deno.readTextFileSync(h.config)}mcp_servers:\n  mute:\n    command: sleep\n` +
+      `    args: ["300"]\n    connect_timeout: 300\n    env:\n      AGENT_TEST_MARKER: ${marker}\n`,
+  );
+  const children = () => processesWithEnv("AGENT_TEST_MARKER", marker);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "gateway", "run"],
+    cwd: REPO,
+    clearEnv: true,
+    env: childEnv(h.home, {
+      WEBHOOK_PORT: String(freePort()),
+      WEBHOOK_SECRET: "e2e-secret-0123456789",
+    }),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  await waitUntil(() => children().length > 0, "the MCP server's process started", 30_000);
+  child.kill("SIGTERM");
+  const { code, stdout } = await within(output, "the gateway's exit");
+  const text = new TextDecoder().decode(stdout);
+  assert.equal(code, 0, text);
+  assert.match(text, /^Stopped while connecting to the MCP servers; the gateway did not start\.$/m);
+  assert.doesNotMatch(text, /Gateway listening/);
+  assert.deepEqual(children(), [], "the server's process is gone with the gateway");
 });

@@ -24,6 +24,7 @@ import {
   stdioCommand,
 } from "../fixtures/mcp/spawn.ts";
 import { isAlive, serverEntry, serversFromYaml } from "./_helpers.ts";
+import { processesWithEnv } from "../cli/_helpers.ts";
 
 const REPO_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 /** Set in every stdio child's `env`, so leftover processes of this file can be found in /proc. */
@@ -182,17 +183,7 @@ function deadPort(): number {
 
 /** Pids of running processes whose environment carries this file's marker (Linux /proc). */
 function markedProcesses(marker: string = MARKER): number[] {
-  const found: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
-      if (environ.split("\0").includes(`${MARKER_NAME}=${marker}`)) found.push(Number(entry.name));
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return found;
+  return processesWithEnv(MARKER_NAME, marker);
 }
 
 function textOf(result: CallToolResult): string {
