@@ -207,7 +207,6 @@ async function chat(
   }
 }
 
-/** Runs a `/command`; returns false to leave the session. */
 /** What a /command may need of the session around it. */
 interface CommandContext {
   clearHistory: () => void;
@@ -216,6 +215,7 @@ interface CommandContext {
   signal: AbortSignal;
 }
 
+/** Runs a `/command`; returns false to leave the session. */
 async function chatCommand(
   io: CliIo,
   session: AgentSession,

@@ -239,11 +239,8 @@ export class McpManager {
         work.push(slot.stop());
       }
     }
-    /** Connects under way, by server name; `settled` once one has landed and been applied. */
-    const starting = new Map<
-      string,
-      { slot: ServerSlot; current?: ServerSlot; settled: boolean; cancelled: boolean }
-    >();
+    /** Connects of this reload, by server name: under way, applied once landed, or cancelled. */
+    const starting = new Map<string, ReloadStart>();
     for (const config of configs) {
       const current = this.#slots.get(config.name);
       if (current && current.config.fingerprint === config.fingerprint) {
@@ -253,12 +250,12 @@ export class McpManager {
       const slot = this.#newSlot(config);
       if (!current) this.#slots.set(config.name, slot);
       (current ? report.reconnected : report.added).push(config.name);
-      const start = { slot, current, settled: false, cancelled: false };
+      const start: ReloadStart = { slot, current, state: "connecting" };
       starting.set(config.name, start);
       work.push(
         slot.start().then(async () => {
-          if (start.cancelled) return;
-          start.settled = true;
+          if (start.state === "cancelled") return;
+          start.state = "applied";
           if (current) {
             // Make before break: the new connection serves calls before the old one goes.
             this.#slots.set(config.name, slot);
@@ -275,8 +272,8 @@ export class McpManager {
     if (options.signal && await abortedFirst(done, options.signal)) {
       const stopping: Promise<void>[] = [];
       for (const [name, start] of starting) {
-        if (start.settled) continue;
-        start.cancelled = true;
+        if (start.state !== "connecting") continue;
+        start.state = "cancelled";
         report.cancelled.push(name);
         const listed = start.current ? report.reconnected : report.added;
         listed.splice(listed.indexOf(name), 1);
@@ -875,6 +872,13 @@ class ServerSlot {
 
 function invalidArgs(message: string): CallToolResult {
   return { content: [{ type: "text", text: message }], isError: true };
+}
+
+/** A connect of one reload: the new slot, the one it replaces, and how far it got. */
+interface ReloadStart {
+  slot: ServerSlot;
+  current?: ServerSlot;
+  state: "connecting" | "applied" | "cancelled";
 }
 
 /** Whether `signal` aborts before `work` settles (`work` is not stopped: it goes on). */
