@@ -43,6 +43,7 @@ const KNOWN_KEYS: KeyTree = {
         secret: true,
         rate_limit: { requests: true, window_seconds: true },
         max_body_bytes: true,
+        body_timeout_seconds: true,
         script_timeout_seconds: true,
         script_sandbox: true,
         idempotency_ttl_seconds: true,

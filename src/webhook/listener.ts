@@ -13,6 +13,7 @@ import { type Context as HonoContext, Hono, type MiddlewareHandler } from "hono"
 import type { Inbox } from "../gateway/inbox.ts";
 import { concatBytes } from "../home/files.ts";
 import { matchFilter } from "./filters.ts";
+import { LATE, ReadDeadlines } from "./read_deadline.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
 import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
@@ -39,7 +40,13 @@ export type DirectDelivery =
 export interface ListenerDeps {
   settings: Pick<
     WebhookSettings,
-    "secret" | "host" | "insecureNoAuth" | "maxBodyBytes" | "rateLimit" | "idempotencyTtlSeconds"
+    | "secret"
+    | "host"
+    | "insecureNoAuth"
+    | "maxBodyBytes"
+    | "bodyTimeoutSeconds"
+    | "rateLimit"
+    | "idempotencyTtlSeconds"
   >;
   routes: RouteTable;
   inbox: Inbox;
@@ -188,14 +195,18 @@ function checkEnabled(refused: RefusalLog): Step {
  * Reads the body up to the cap; never buffers past it. A body that cannot be read to its end is
  * answered 400 (the sender hung up or sent a broken body), logged as a warning at most once a
  * minute per route: anyone who can reach the port can cause it; or 503 with `Retry-After` when the
- * gateway is stopping, which ended the read.
+ * gateway is stopping, which ended the read. One that has not arrived in full within
+ * `body_timeout_seconds` (a stalled sender, or a `Content-Length` larger than what it sends) is
+ * answered 408, and what was read of it is let go.
  */
 function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
+  const seconds = deps.settings.bodyTimeoutSeconds;
+  const deadlines = new ReadDeadlines(seconds * 1000);
   return async (c, next) => {
     const cap = deps.settings.maxBodyBytes;
-    let body: Uint8Array | undefined;
+    let body: Awaited<ReturnType<typeof readCapped>>;
     try {
-      body = await readCapped(c.req.raw, cap);
+      body = await readCapped(c.req.raw, cap, deadlines);
     } catch (error) {
       if (deps.stopping?.()) {
         c.header("Retry-After", String(STOPPING_RETRY_SECONDS));
@@ -209,6 +220,21 @@ function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
         { route, error: String(error) },
       );
       return c.json({ error: "the request body could not be read to its end" }, 400);
+    }
+    if (body === LATE) {
+      const route = c.get("route").name;
+      refused(
+        "warning",
+        "late",
+        "refused an event to {route}: its body had not arrived in full after {seconds} s (408)",
+        { route, seconds },
+      );
+      return c.json({
+        error: `the request body did not arrive in full within ${seconds} s` +
+          (c.req.header("content-length") === undefined
+            ? ""
+            : " (check that Content-Length is the body's size in bytes)"),
+      }, 408);
     }
     if (body === undefined) {
       const route = c.get("route").name;
@@ -225,31 +251,51 @@ function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
   };
 }
 
-/** The body of `request`, or `undefined` when it is larger than `cap` bytes. */
-async function readCapped(request: Request, cap: number): Promise<Uint8Array | undefined> {
+/**
+ * The body of `request`; `undefined` when it is larger than `cap` bytes, {@linkcode LATE} when it
+ * did not arrive in full within the deadline.
+ */
+function readCapped(
+  request: Request,
+  cap: number,
+  deadlines: ReadDeadlines,
+): Promise<Uint8Array | undefined | typeof LATE> {
   const declared = request.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared)) {
-    if (Number(declared) > cap) return undefined;
+    if (Number(declared) > cap) return Promise.resolve(undefined);
     // The HTTP layer delivers exactly Content-Length bytes (a body that disagrees is a broken
-    // request, not a bigger one), so one read cannot pass the cap.
-    const body = new Uint8Array(await request.arrayBuffer());
-    return body.byteLength > cap ? undefined : body; // a Request built in-process could lie
+    // request, not a bigger one), so one read cannot pass the cap. This read cannot be stopped
+    // (the HTTP layer's own, much faster than a loop of reads): a late one is left to end with
+    // its connection.
+    return deadlines.within(
+      request.arrayBuffer().then((buffer) => {
+        const body = new Uint8Array(buffer);
+        return body.byteLength > cap ? undefined : body; // a Request built in-process could lie
+      }),
+    );
   }
   const stream = request.body;
+  if (!stream) return Promise.resolve(new Uint8Array());
+  const reader = stream.getReader();
+  return deadlines.within(readChunks(reader, cap), () => reader.cancel().catch(() => {}));
+}
+
+/** The rest of a body read by `reader`, or `undefined` once it passes `cap` bytes. */
+async function readChunks(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  cap: number,
+): Promise<Uint8Array | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  if (stream) {
-    const reader = stream.getReader();
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > cap) {
-        await reader.cancel().catch(() => {});
-        return undefined;
-      }
-      chunks.push(value);
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > cap) {
+      await reader.cancel().catch(() => {});
+      return undefined;
     }
+    chunks.push(value);
   }
   return concatBytes(chunks, size);
 }

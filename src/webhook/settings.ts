@@ -35,6 +35,8 @@ export interface WebhookSettings {
   /** Requests per route per window, counted after authentication. */
   rateLimit: { requests: number; windowSeconds: number };
   maxBodyBytes: number;
+  /** How long a request's body may take to arrive in full (408 after), in seconds. */
+  bodyTimeoutSeconds: number;
   scriptTimeoutSeconds: number;
   idempotencyTtlSeconds: number;
   /** Tries at delivering an agent run's answer before giving up. */
@@ -55,6 +57,7 @@ export const WEBHOOK_DEFAULTS = {
   port: 8644,
   rateLimit: { requests: 30, windowSeconds: 60 },
   maxBodyBytes: 1024 * 1024,
+  bodyTimeoutSeconds: 30,
   scriptTimeoutSeconds: 30,
   idempotencyTtlSeconds: 86_400,
   deliveryAttempts: 5,
@@ -167,6 +170,8 @@ export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
     rateLimit,
     maxBodyBytes: optionalPositive(source, `${EXTRA}.max_body_bytes`) ??
       WEBHOOK_DEFAULTS.maxBodyBytes,
+    bodyTimeoutSeconds: optionalPositiveNumber(source, `${EXTRA}.body_timeout_seconds`) ??
+      WEBHOOK_DEFAULTS.bodyTimeoutSeconds,
     scriptTimeoutSeconds: optionalPositive(source, `${EXTRA}.script_timeout_seconds`) ??
       WEBHOOK_DEFAULTS.scriptTimeoutSeconds,
     idempotencyTtlSeconds: optionalPositive(source, `${EXTRA}.idempotency_ttl_seconds`) ??

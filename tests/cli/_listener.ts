@@ -28,6 +28,7 @@ export function startListener(
     settings: {
       secret: options.secret,
       maxBodyBytes: 1 << 20,
+      bodyTimeoutSeconds: 30,
       insecureNoAuth: false,
       rateLimit: { requests: 30, windowSeconds: 60 },
       idempotencyTtlSeconds: 3600,

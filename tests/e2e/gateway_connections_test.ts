@@ -1,11 +1,21 @@
 /**
  * Connections nobody closes: the real gateway under a low open-file limit, filled with idle TCP
- * connections until accepting fails, keeps running, logs why, and listens again once they close.
+ * connections until accepting fails, keeps running, logs why, and listens again once they close;
+ * a request whose body stops arriving is answered 408 once its deadline passed.
  */
 import assert from "node:assert/strict";
 import { tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-import { startGateway, waitUntil, writeGatewayConfig } from "./_gateway.ts";
+import {
+  ISSUES_PAYLOAD,
+  post,
+  signGithub,
+  startGateway,
+  subscribe,
+  waitUntil,
+  within,
+  writeGatewayConfig,
+} from "./_gateway.ts";
 
 const FILE_LIMIT = 128;
 
@@ -57,4 +67,61 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
     assert.equal(exit.code, 0, `the gateway exits cleanly:\n${exit.stdout}\n${exit.stderr}`);
     assert.doesNotMatch(exit.stderr, /Uncaught/);
   }
+});
+
+/** Sends `head` and `body` on a new connection, then waits for the answer without sending more. */
+async function stalledRequest(port: number, head: string, body: string): Promise<string> {
+  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await connection.write(new TextEncoder().encode(`${head}\r\n\r\n${body}`));
+    const buffer = new Uint8Array(4096);
+    let text = "";
+    // The answer is one small write; read until its JSON body is complete.
+    while (!text.includes("\r\n\r\n") || !text.trimEnd().endsWith("}")) {
+      const read = await within(connection.read(buffer), "the answer to a stalled body");
+      if (read === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, read));
+    }
+    return text;
+  } finally {
+    connection.close();
+  }
+}
+
+Deno.test("gateway: a body that stops arriving is answered 408 after body_timeout_seconds, and the gateway keeps serving", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  writeGatewayConfig(h.home, { webhook: { body_timeout_seconds: 0.5 } });
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
+  const { secret } = await subscribe(h.home, env, "ci", ["--deliver", "log"]);
+  await using gateway = await startGateway(h.home, env);
+  const head = (extra: string) =>
+    `POST /webhooks/ci HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}`;
+
+  // A Content-Length larger than what is sent: the sender's bug to fix, so the answer names it.
+  const short = await stalledRequest(port, head("Content-Length: 500"), '{"action":"opened"');
+  assert.match(short, /^HTTP\/1\.1 408 /);
+  assert.match(
+    short,
+    /\{"error":"the request body did not arrive in full within 0\.5 s \(check that Content-Length is the body's size in bytes\)"\}$/,
+  );
+  // A chunked body whose last chunk never comes.
+  const chunked = await stalledRequest(port, head("Transfer-Encoding: chunked"), '5\r\n{"a":\r\n');
+  assert.match(chunked, /^HTTP\/1\.1 408 /);
+  assert.match(chunked, /\{"error":"the request body did not arrive in full within 0\.5 s"\}$/);
+
+  const body = JSON.stringify(ISSUES_PAYLOAD);
+  const accepted = await post(gateway, "ci", body, {
+    "x-github-event": "issues",
+    "x-hub-signature-256": signGithub(secret, body),
+  });
+  assert.equal(accepted.status, 202, JSON.stringify(accepted.json));
+  await waitUntil(() => gateway.log().includes("(408)"), "the 408 warning in gateway.log");
+  // One line for both: refusals of one kind are logged once a minute per route.
+  const late = gateway.log().split("\n").filter((line) => line.includes("(408)"));
+  assert.equal(late.length, 1, gateway.log());
+  assert.match(
+    late[0],
+    /refused an event to \\"ci\\": its body had not arrived in full after 0\.5 s/,
+  );
 });

@@ -44,6 +44,7 @@ async function harness(
     /** Direct deliveries wait for this before they answer. */
     deliveryGate?: Promise<void>;
     maxBodyBytes?: number;
+    bodyTimeoutSeconds?: number;
     rate?: number;
     now?: () => number;
     /** Wraps the real inbox the listener uses. */
@@ -77,6 +78,7 @@ async function harness(
       host: undefined,
       insecureNoAuth: false,
       maxBodyBytes: options.maxBodyBytes ?? 1024,
+      bodyTimeoutSeconds: options.bodyTimeoutSeconds ?? 30,
       rateLimit: { requests: options.rate ?? 100, windowSeconds: 60 },
       idempotencyTtlSeconds: 3600,
     },
@@ -197,6 +199,41 @@ Deno.test("a body whose reading the gateway's stop ended → 503 with Retry-Afte
   const broken = await h.app.fetch(cut());
   assert.equal(broken.status, 400);
   await broken.body?.cancel();
+});
+
+Deno.test("a body that stops arriving → 408 after body_timeout_seconds, its read stopped, warned once a minute", async () => {
+  await using h = await harness({ routes: { github: route() }, bodyTimeoutSeconds: 0.05 });
+  const cancelled: unknown[] = [];
+  const stalled = () =>
+    new Request("http://localhost/webhooks/github", {
+      method: "POST",
+      body: new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"issue":'));
+        },
+        cancel(reason) {
+          cancelled.push(reason);
+        },
+      }),
+    });
+  for (let i = 0; i < 3; i++) {
+    const response = await h.app.fetch(stalled());
+    assert.equal(response.status, 408);
+    assert.deepEqual(await response.json(), {
+      error: "the request body did not arrive in full within 0.05 s",
+    });
+  }
+  assert.equal(cancelled.length, 3, "each late read is stopped, and what it held let go");
+  const warnings = h.logs.filter((line) => line.includes("(408)"));
+  assert.equal(warnings.length, 1, h.logs.join("\n"));
+  assert.match(
+    warnings[0],
+    /^warning: .*had not arrived in full after \{seconds\} s.*"seconds":0.05/,
+  );
+  // A body that arrives in time is read as before.
+  const response = await h.signed("github", { issue: { title: "on time" } });
+  assert.equal(response.status, 202);
+  await response.body?.cancel();
 });
 
 Deno.test("a route whose script cannot run → 503 with Retry-After; the claim is let go", async () => {

@@ -93,6 +93,7 @@ const DEFAULT_SETTINGS: WebhookSettings = {
   secret: undefined,
   rateLimit: { requests: 30, windowSeconds: 60 },
   maxBodyBytes: 1_048_576,
+  bodyTimeoutSeconds: 30,
   scriptTimeoutSeconds: 30,
   idempotencyTtlSeconds: 86_400,
   deliveryAttempts: 5,
@@ -110,6 +111,7 @@ Deno.test("WEBHOOK_DEFAULTS: the values of decisions.md §6", () => {
     port: 8644,
     rateLimit: { requests: 30, windowSeconds: 60 },
     maxBodyBytes: 1024 * 1024,
+    bodyTimeoutSeconds: 30,
     scriptTimeoutSeconds: 30,
     idempotencyTtlSeconds: 86_400,
     deliveryAttempts: 5,
@@ -135,6 +137,7 @@ Deno.test("readWebhookSettings: every default when the section is absent, empty 
         "secret:",
         "rate_limit:",
         "max_body_bytes: ~",
+        "body_timeout_seconds:",
         "script_timeout_seconds: null",
         "idempotency_ttl_seconds:",
         "delivery_attempts:",
@@ -185,6 +188,7 @@ Deno.test("readWebhookSettings: every key read from config.yaml", () => {
     '      secret: " s3cret "',
     "      rate_limit: 10",
     "      max_body_bytes: 2048",
+    "      body_timeout_seconds: 2.5",
     "      script_timeout_seconds: 7",
     "      idempotency_ttl_seconds: 3600",
     "      delivery_attempts: 2",
@@ -200,6 +204,7 @@ Deno.test("readWebhookSettings: every key read from config.yaml", () => {
     secret: "s3cret",
     rateLimit: { requests: 10, windowSeconds: 60 },
     maxBodyBytes: 2048,
+    bodyTimeoutSeconds: 2.5,
     scriptTimeoutSeconds: 7,
     idempotencyTtlSeconds: 3600,
     deliveryAttempts: 2,
@@ -258,6 +263,8 @@ Deno.test("readWebhookSettings: each extra key on its own, others stay at their 
     ["rate_limit: {}", {}],
     ["max_body_bytes: 1", { maxBodyBytes: 1 }],
     ['max_body_bytes: "4096"', { maxBodyBytes: 4096 }],
+    ["body_timeout_seconds: 0.5", { bodyTimeoutSeconds: 0.5 }],
+    ["body_timeout_seconds: 120", { bodyTimeoutSeconds: 120 }],
     ["script_timeout_seconds: 120", { scriptTimeoutSeconds: 120 }],
     ["idempotency_ttl_seconds: 60", { idempotencyTtlSeconds: 60 }],
     ["delivery_attempts: 1", { deliveryAttempts: 1 }],
@@ -702,7 +709,7 @@ Deno.test("readWebhookSettings: malformed whole-number keys name the key, line a
   }
 });
 
-Deno.test("readWebhookSettings: malformed delivery_retry_seconds names the key, line and fix", () => {
+Deno.test("readWebhookSettings: malformed delivery_retry_seconds and body_timeout_seconds name the key, line and fix", () => {
   const cases: [string, string][] = [
     ["0", "0"],
     ["-1", "-1"],
@@ -713,14 +720,16 @@ Deno.test("readWebhookSettings: malformed delivery_retry_seconds names the key, 
     ["true", "true"],
     ["[5]", "[5]"],
   ];
-  for (const [value, shown] of cases) {
-    const error = configError(() => settingsOf(extraYaml(`delivery_retry_seconds: ${value}`)));
-    assertConfigError(error, {
-      key: `${EXTRA}.delivery_retry_seconds`,
-      line: 4,
-      problem: `expected a number of seconds > 0, got ${shown}`,
-      fix: `fix ${EXTRA}.delivery_retry_seconds, e.g. 5 or 0.5`,
-    });
+  for (const key of ["delivery_retry_seconds", "body_timeout_seconds"]) {
+    for (const [value, shown] of cases) {
+      const error = configError(() => settingsOf(extraYaml(`${key}: ${value}`)));
+      assertConfigError(error, {
+        key: `${EXTRA}.${key}`,
+        line: 4,
+        problem: `expected a number of seconds > 0, got ${shown}`,
+        fix: `fix ${EXTRA}.${key}, e.g. 5 or 0.5`,
+      });
+    }
   }
   // Infinity is not a wait either.
   assertConfigError(configError(() => settingsOf(extraYaml("delivery_retry_seconds: .inf"))), {
