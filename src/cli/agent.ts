@@ -20,6 +20,7 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { formatIssue } from "../mcp/mod.ts";
 import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
+import { ChatHistoryFile } from "./chat_history.ts";
 import { type LineInput, openInput, ReadSuperseded } from "./input.ts";
 import type { CommandState } from "./mod.ts";
 
@@ -85,13 +86,18 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "Alt-Backspace (word before), Alt-D (word after), Ctrl-U/K (to start/end), Up/Down for\n" +
         "earlier messages, Alt-Enter for a line break, Ctrl-L to clear. A multi-line paste is one\n" +
         "message. Ctrl-C clears the line (on an empty line: see above); Ctrl-D on an empty line\n" +
-        "leaves.",
+        "leaves. Messages are kept for Up/Down in later sessions too, in <home>/chat_history;\n" +
+        "one typed with a leading space is not.",
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });
       const skills = skillNames(options.skills, config);
       await withLogging(io, config, async () => {
-        const lines = openInput(io);
+        const history = new ChatHistoryFile(
+          config.paths.chatHistory,
+          (problem) => io.err(`warning: ${problem}\n`),
+        );
+        const lines = openInput(io, { history });
         // The session ends as SIGTERM ends it once open (exit 0).
         const session = await openSession(io, config, approvalsFor(io, config, lines), 0);
         try {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { CliIo } from "./io.ts";
-import { LineEditor } from "./line_editor.ts";
+import { type HistoryStore, LineEditor } from "./line_editor.ts";
 import { LineReader } from "./lines.ts";
 
 /** How one line is asked for. */
@@ -44,11 +44,17 @@ export class ReadSuperseded extends Error {
   }
 }
 
-/** Opens the input of `io`: the editor on a capable terminal, else plain lines. */
-export function openInput(io: CliIo): LineInput {
+/**
+ * Opens the input of `io`: the editor on a capable terminal, else plain lines. With `history`,
+ * the editor recalls the lines kept there and keeps the ones it remembers there too.
+ */
+export function openInput(io: CliIo, options: { history?: HistoryStore } = {}): LineInput {
   const terminal = io.editorTerminal?.();
   if (terminal) {
-    const editor = new LineEditor(terminal, { interrupt: () => io.interrupt?.() });
+    const editor = new LineEditor(terminal, {
+      interrupt: () => io.interrupt?.(),
+      history: options.history,
+    });
     return oneAtATime(
       true,
       (prompt, options) => editor.readLine(prompt, options),

@@ -37,6 +37,14 @@ export interface EditorTerminal {
   close(): Promise<void>;
 }
 
+/** Where a {@linkcode LineEditor} keeps the lines it remembers beyond itself (a file). */
+export interface HistoryStore {
+  /** Lines remembered before, oldest first. */
+  load(): string[];
+  /** Keeps `text`, a line just remembered (as typed). */
+  add(text: string): void;
+}
+
 /** Options of one {@linkcode LineEditor.readLine}. */
 export interface ReadLineOptions {
   /** Stops the read: the line typed so far is dropped and the call rejects with the reason. */
@@ -57,7 +65,8 @@ function widthOf(character: string): number {
 /** Width assumed when the terminal does not tell. */
 const DEFAULT_COLUMNS = 80;
 /** Lines kept for recall. */
-const HISTORY_LIMIT = 500;
+/** Lines kept for recall; the oldest go first. */
+export const HISTORY_LIMIT = 500;
 /** Characters of a dropped late answer shown in the note saying so. */
 const MAX_SHOWN_LATE = 40;
 const TAB = "    ";
@@ -95,9 +104,17 @@ export class LineEditor {
   /** The last read ended without an answer (a timeout, a cancelled run, another question). */
   #abandoned = false;
 
-  constructor(terminal: EditorTerminal, options: { interrupt?: () => void } = {}) {
+  /** Where remembered lines are kept beyond this editor, when anywhere. */
+  readonly #store: HistoryStore | undefined;
+
+  constructor(
+    terminal: EditorTerminal,
+    options: { interrupt?: () => void; history?: HistoryStore } = {},
+  ) {
     this.#terminal = terminal;
     this.#interrupt = options.interrupt ?? (() => {});
+    this.#store = options.history;
+    if (this.#store) this.#history.push(...this.#store.load().slice(-HISTORY_LIMIT));
   }
 
   /** Lines kept for recall, oldest first. */
@@ -253,6 +270,7 @@ export class LineEditor {
     if (text.trim() === "" || this.#history.at(-1) === text) return;
     this.#history.push(text);
     if (this.#history.length > HISTORY_LIMIT) this.#history.shift();
+    this.#store?.add(text);
   }
 
   /** Redraws the prompt and the line from the prompt's first row, the cursor where it belongs. */

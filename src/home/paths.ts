@@ -37,6 +37,8 @@ export interface HomePaths {
   metricsOutbox: string;
   /** `gateway/inbox.sqlite3`: the gateway's durable event queue. */
   gatewayInbox: string;
+  /** `chat_history`: `agent chat`'s messages, for Up/Down recall in later sessions. */
+  chatHistory: string;
 }
 
 /**
@@ -104,5 +106,6 @@ export function homePaths(home: string): HomePaths {
     metricsDb: join(metrics, "metrics.sqlite3"),
     metricsOutbox: join(metrics, "outbox"),
     gatewayInbox: join(home, "gateway", "inbox.sqlite3"),
+    chatHistory: join(home, "chat_history"),
   };
 }

@@ -119,6 +119,39 @@ Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, 
   }
 });
 
+Deno.test("chat line editor: Up recalls messages of an earlier session from <home>/chat_history, not those typed with a leading space", async () => {
+  await using h = await tempHome();
+  await using model = await echoModel(h.home);
+  const first = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  try {
+    let at = await first.waitFor(/you> /);
+    await first.type("remember this\r");
+    at = await first.waitFor(/agent> heard remember this[\s\S]*?you> /, at);
+    await first.type(" my token is abc123\r");
+    at = await first.waitFor(/agent> heard my token is abc123[\s\S]*?you> /, at);
+    await leave(first);
+  } finally {
+    await closed(first);
+  }
+  const file = join(h.home, "chat_history");
+  assert.equal(Deno.statSync(file).mode! & 0o777, 0o600);
+  assert.doesNotMatch(Deno.readTextFileSync(file), /abc123/);
+
+  const second = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  try {
+    const at = await second.waitFor(/you> /);
+    // Newest first: `/exit`, then the message before it (the one with a leading space was not kept).
+    const before = model.requests.length;
+    await second.type(`${UP}${UP}\r`);
+    await second.waitFor(/agent> heard remember this[\s\S]*?you> /, at);
+    assert.equal(model.requests.length, before + 1);
+    assert.equal(lastUserText(model.requests.at(-1)!), "remember this");
+    await leave(second);
+  } finally {
+    await closed(second);
+  }
+});
+
 Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on, a timed-out answer does not leak, Ctrl-C cancels the run", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel();

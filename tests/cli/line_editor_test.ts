@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { openInput, ReadSuperseded } from "../../src/cli/input.ts";
 import { type Key, KeyDecoder } from "../../src/cli/keys.ts";
-import { EditBuffer, type EditorTerminal, layout, LineEditor } from "../../src/cli/line_editor.ts";
+import {
+  EditBuffer,
+  type EditorTerminal,
+  HISTORY_LIMIT,
+  layout,
+  LineEditor,
+} from "../../src/cli/line_editor.ts";
 import { fakeIo } from "./_helpers.ts";
 
 /** A terminal fed by the test: each `send` is one read; records raw-mode switches and output. */
@@ -357,6 +363,33 @@ Deno.test("editor: Up and Down walk the history and give back the line being wri
   t.send("secret\r");
   assert.equal(await editor.readLine("? ", { remember: false }), "secret");
   assert.deepEqual(editor.history, ["a", "b", "draft!", "a-"]);
+});
+
+Deno.test("editor: a history store's lines are recalled, and what is remembered is kept there", async () => {
+  const t = scriptedTerminal();
+  const kept: string[] = [];
+  const editor = new LineEditor(t.terminal, {
+    history: { load: () => ["from an earlier session", "the last one"], add: (l) => kept.push(l) },
+  });
+  assert.deepEqual(editor.history, ["from an earlier session", "the last one"]);
+  t.send("\x1b[A\x1b[A!\r");
+  assert.equal(await editor.readLine("> "), "from an earlier session!");
+  // Answers to questions, repeats and blank lines are not kept, here or in the store.
+  t.send("yes\r");
+  assert.equal(await editor.readLine("? ", { remember: false }), "yes");
+  t.send("\x1b[A\r", " \r");
+  assert.equal(await editor.readLine("> "), "from an earlier session!");
+  assert.equal(await editor.readLine("> "), " ");
+  assert.deepEqual(kept, ["from an earlier session!"]);
+});
+
+Deno.test("editor: a store holding more than the editor keeps gives only its newest lines", () => {
+  const t = scriptedTerminal();
+  const many = Array.from({ length: HISTORY_LIMIT + 20 }, (_, i) => `line ${i}`);
+  const editor = new LineEditor(t.terminal, { history: { load: () => many, add: () => {} } });
+  assert.equal(editor.history.length, HISTORY_LIMIT);
+  assert.equal(editor.history[0], "line 20");
+  assert.equal(editor.history.at(-1), `line ${HISTORY_LIMIT + 19}`);
 });
 
 Deno.test("editor: Ctrl-D ends input on an empty line and deletes the next character otherwise", async () => {
