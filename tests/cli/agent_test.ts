@@ -750,7 +750,7 @@ Deno.test("run: SIGTERM or SIGHUP while the model is thinking stops the run as s
   });
 });
 
-Deno.test("run and chat: SIGTERM or Ctrl-C while the MCP servers connect stops the connects and leaves no child behind", async (t) => {
+Deno.test("run and chat: SIGTERM, SIGHUP or Ctrl-C while the MCP servers connect stops the connects and leaves no child behind", async (t) => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });
   const marker = `agent-test-${crypto.randomUUID()}`;
@@ -771,6 +771,8 @@ Deno.test("run and chat: SIGTERM or Ctrl-C while the MCP servers connect stops t
     { args: ["run", "hello"], signal: "SIGTERM", how: "SIGTERM", code: 1 },
     { args: ["run", "hello"], signal: "SIGINT", how: "Ctrl-C", code: 1 },
     { args: ["chat"], signal: "SIGTERM", how: "SIGTERM", code: 0 },
+    { args: ["chat"], signal: "SIGINT", how: "Ctrl-C", code: 0 },
+    { args: ["chat"], signal: "SIGHUP", how: "SIGHUP", code: 0 },
   ] as const;
   for (const { args, signal, how, code } of cases) {
     await t.step(`${args[0]}, ${signal}`, async () => {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "dotenv";
+import { listenProblemText } from "../../src/cli/gateway_setup.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { readWebhookSettings } from "../../src/webhook/settings.ts";
 import { cli, CTRL_C, parseOneJson, scriptedPrompter, tempHome } from "./_helpers.ts";
@@ -414,4 +415,40 @@ Deno.test("wizard at a real terminal: the prompts take keys and Enter", async ()
   const settings = settingsOf(h.home);
   assert.deepEqual([settings.enabled, settings.port, settings.host], [true, 9123, "127.0.0.1"]);
   assert.match(settings.secret ?? "", /^[A-Za-z0-9_-]{43}$/);
+});
+
+Deno.test("gateway setup: each listen warning says how to choose again, by flag or by running the wizard again", () => {
+  const inUse = new Deno.errors.AddrInUse("Address already in use (os error 98)");
+  const denied = new Deno.errors.PermissionDenied("Permission denied (os error 13)");
+  const foreign = new Deno.errors.AddrNotAvailable("Cannot assign requested address (os error 99)");
+  const cases = [
+    {
+      error: inUse,
+      settings: { port: 8644 },
+      flags: /otherwise choose a free port \(--port\)$/,
+      wizard: /otherwise run `agent gateway setup` again and choose a free port$/,
+    },
+    {
+      error: denied,
+      settings: { port: 443 },
+      flags: /ports below 1024 need privileges; choose 1024 or above \(--port\)$/,
+      wizard:
+        /ports below 1024 need privileges; run `agent gateway setup` again and choose 1024 or above$/,
+    },
+    {
+      error: foreign,
+      settings: { host: "192.0.2.7", port: 8644 },
+      flags:
+        /^192\.0\.2\.7 is not an address of this machine.*choose one of its addresses \(--host\), or --all-interfaces$/,
+      wizard:
+        /^192\.0\.2\.7 is not an address of this machine.*run `agent gateway setup` again and choose one of its addresses, or every interface$/,
+    },
+  ];
+  for (const { error, settings, flags, wizard } of cases) {
+    const byFlags = listenProblemText(error, settings, "flags");
+    const byWizard = listenProblemText(error, settings, "wizard");
+    assert.match(byFlags, flags);
+    assert.match(byWizard, wizard);
+    assert.doesNotMatch(byWizard, /--/, "the wizard's user typed no flags");
+  }
 });
