@@ -15,11 +15,34 @@ export function freePorts(count: number): number[] {
 }
 
 /**
+ * `count` ports free now, below the kernel's range of ports handed out for port 0: a random
+ * callback port can then never be one of them, as a port freePorts() found free and let go can.
+ */
+function portsBelowEphemeralRange(count: number): number[] {
+  let low = 32768;
+  try {
+    low = Number(Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/)[0]);
+  } catch { /* not Linux: its usual range */ }
+  const [from, to] = [10_000, low - 1];
+  if (!(to - from >= 1_000)) return freePorts(count);
+  const listeners: Deno.Listener[] = [];
+  while (listeners.length < count) {
+    const port = from + Math.floor(Math.random() * (to - from + 1));
+    try {
+      listeners.push(Deno.listen({ hostname: "127.0.0.1", port }));
+    } catch { /* in use: another */ }
+  }
+  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
+  for (const listener of listeners) listener.close();
+  return ports;
+}
+
+/**
  * Five "pinned" ports of this test's own (so parallel test files never compete for 27890–27894),
  * the pool over them, and the ten redirect URIs a document would declare for them.
  */
 export function testPins(): { ports: number[]; pool: CallbackPortPool; documentUris: string[] } {
-  const ports = freePorts(5);
+  const ports = portsBelowEphemeralRange(5);
   return { ports, pool: new CallbackPortPool(ports), documentUris: loopbackRedirectUris(ports) };
 }
 
