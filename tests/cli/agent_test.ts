@@ -8,6 +8,7 @@
  * come; every wait has a deadline that fails the test with what the process printed so far.
  */
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import {
@@ -931,6 +932,8 @@ Deno.test("chat: banner, answers with history, /tools, /help, unknown commands, 
   assert.equal(await agent.exit(), 0, agent.stderr);
   assert.equal(agent.pendingOut(), "");
   assert.equal(model.requests.length, 3);
+  // Lines piped in are not typed at a terminal: nothing is kept for recall.
+  assert.equal(existsSync(join(home.home, "chat_history")), false);
 });
 
 Deno.test("chat: tool calls show progress on stderr and the answer on stdout", async () => {
