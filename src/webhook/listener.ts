@@ -197,7 +197,7 @@ function checkEnabled(refused: RefusalLog): Step {
  * minute per route: anyone who can reach the port can cause it; or 503 with `Retry-After` when the
  * gateway is stopping, which ended the read. One that has not arrived in full within
  * `body_timeout_seconds` (a stalled sender, or a `Content-Length` larger than what it sends) is
- * answered 408, and what was read of it is let go.
+ * answered 408; a chunked body's read is then stopped, and what was read of it let go.
  */
 function readBody(deps: ListenerDeps, refused: RefusalLog): Step {
   const seconds = deps.settings.bodyTimeoutSeconds;
