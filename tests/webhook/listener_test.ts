@@ -149,18 +149,26 @@ Deno.test("/health: HEAD answers like GET; another method → 405 with Allow: GE
   }
 });
 
+/**
+ * A POST to the github route whose body starts `{"issue":` and then fails with `error`, or, without
+ * one, never goes on (`onCancel` hears when its reader gives up on it).
+ */
+function partialBody(end: { error?: Error; onCancel?: (reason: unknown) => void }): Request {
+  return new Request("http://localhost/webhooks/github", {
+    method: "POST",
+    body: new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"issue":'));
+        if (end.error) controller.error(end.error);
+      },
+      cancel: end.onCancel,
+    }),
+  });
+}
+
 Deno.test("a body that breaks off while it is read → 400, a warning logged once a minute, never 500", async () => {
   await using h = await harness({ routes: { github: route() } });
-  const broken = () =>
-    new Request("http://localhost/webhooks/github", {
-      method: "POST",
-      body: new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(new TextEncoder().encode('{"issue":'));
-          controller.error(new Error("connection reset by peer"));
-        },
-      }),
-    });
+  const broken = () => partialBody({ error: new Error("connection reset by peer") });
   for (let i = 0; i < 3; i++) {
     const response = await h.app.fetch(broken());
     assert.equal(response.status, 400);
@@ -178,15 +186,7 @@ Deno.test("a body whose reading the gateway's stop ended → 503 with Retry-Afte
   let stopping = false;
   await using h = await harness({ routes: { github: route() }, stopping: () => stopping });
   const cut = () =>
-    new Request("http://localhost/webhooks/github", {
-      method: "POST",
-      body: new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(new TextEncoder().encode('{"issue":'));
-          controller.error(new Error("Cannot read body as underlying resource unavailable"));
-        },
-      }),
-    });
+    partialBody({ error: new Error("Cannot read body as underlying resource unavailable") });
   stopping = true;
   const response = await h.app.fetch(cut());
   assert.equal(response.status, 503);
@@ -204,18 +204,7 @@ Deno.test("a body whose reading the gateway's stop ended → 503 with Retry-Afte
 Deno.test("a body that stops arriving → 408 after body_timeout_seconds, its read stopped, warned once a minute", async () => {
   await using h = await harness({ routes: { github: route() }, bodyTimeoutSeconds: 0.05 });
   const cancelled: unknown[] = [];
-  const stalled = () =>
-    new Request("http://localhost/webhooks/github", {
-      method: "POST",
-      body: new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(new TextEncoder().encode('{"issue":'));
-        },
-        cancel(reason) {
-          cancelled.push(reason);
-        },
-      }),
-    });
+  const stalled = () => partialBody({ onCancel: (reason) => cancelled.push(reason) });
   for (let i = 0; i < 3; i++) {
     const response = await h.app.fetch(stalled());
     assert.equal(response.status, 408);
