@@ -164,13 +164,8 @@ export function processIo(): CliIo {
             // The terminal went away (SIGHUP): there is no mode left to restore.
           }
         },
-        columns: () => {
-          try {
-            return Deno.consoleSize().columns;
-          } catch {
-            return 0;
-          }
-        },
+        columns: () => consoleSize().columns,
+        rows: () => consoleSize().rows,
         // The default action of SIGTSTP stops the process until SIGCONT (the shell's `fg`); the
         // kernel drops it where no shell does job control.
         suspend: () => Deno.kill(Deno.pid, "SIGTSTP"),
@@ -284,4 +279,13 @@ export function warnAboutUnknownKeys(io: CliIo): void {
     return;
   }
   for (const warning of warnings) io.err(`warning: ${warning}\n`);
+}
+
+/** The terminal's size, zeros when unknown (no terminal, or it went away). */
+function consoleSize(): { columns: number; rows: number } {
+  try {
+    return Deno.consoleSize();
+  } catch {
+    return { columns: 0, rows: 0 };
+  }
 }

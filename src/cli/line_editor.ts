@@ -3,7 +3,9 @@
  * a line is read, so the line can be edited (arrows, Home/End, Ctrl-A/E/U/K/W, Alt-B/F/D/Enter),
  * earlier lines recalled (Up/Down), and a multi-line paste (bracketed paste) arrives as one
  * message; lines have no length limit. Wide characters, emoji and lines longer than the terminal
- * is wide are drawn where the terminal puts them.
+ * is wide are drawn where the terminal puts them. A line taller than the terminal is shown
+ * through a window of rows that follows the cursor, so editing it never scrolls what was shown
+ * before (or copies of the line) off the screen; once read, the whole line is written out.
  *
  * Ctrl-C clears a line that holds text and, on an empty line, calls `interrupt` (what Ctrl-C does
  * between reads); Ctrl-D on an empty line is the end of input (`null`). Ctrl-Z stops the program
@@ -26,6 +28,8 @@ export interface EditorTerminal {
   setRaw(raw: boolean): void;
   /** The terminal's width in columns (0 when unknown). */
   columns(): number;
+  /** The terminal's height in rows (0 when unknown). */
+  rows?(): number;
   /**
    * Stops the program, as Ctrl-Z does in cooked mode (SIGTSTP), returning once the
    * shell continues it; returns at once where there is no job control. Called in cooked mode.
@@ -64,7 +68,6 @@ function widthOf(character: string): number {
 
 /** Width assumed when the terminal does not tell. */
 const DEFAULT_COLUMNS = 80;
-/** Lines kept for recall. */
 /** Lines kept for recall; the oldest go first. */
 export const HISTORY_LIMIT = 500;
 /** Characters of a dropped late answer shown in the note saying so. */
@@ -99,8 +102,10 @@ export class LineEditor {
   /** Keys read past the end of the previous line (type-ahead). */
   readonly #queue: Key[] = [];
   readonly #history: string[] = [];
-  /** Rows from the first row of the prompt to the cursor, as last drawn. */
+  /** Rows from the first row drawn (the prompt's, unless windowed) to the cursor, as last drawn. */
   #cursorRow = 0;
+  /** The first row of the line's layout that was drawn: above 0 only for a line in a window. */
+  #top = 0;
   /** The last read ended without an answer (a timeout, a cancelled run, another question). */
   #abandoned = false;
 
@@ -143,20 +148,24 @@ export class LineEditor {
     const draw = () => this.#draw(prompt, line);
     const finish = (ending: string) => {
       line.cursor = line.text.length;
+      // The whole line, also one taller than the screen: it stays in the scrollback as sent.
       // A last row filled exactly left the cursor at the next row's start already.
-      const { filled } = draw();
+      const { filled } = this.#draw(prompt, line, { whole: true });
       terminal.write(filled && ending.startsWith("\r\n") ? ending.slice(2) : ending);
       this.#cursorRow = 0;
     };
     terminal.setRaw(true);
     terminal.write(BRACKETED_PASTE_ON);
     this.#cursorRow = 0;
+    this.#top = 0;
     // Terminals rewrap what they show to their new width (xterm and the Linux console, which do
     // not, keep the rows): the cursor is then where the new width puts it, and the line is drawn
-    // again from there.
+    // again from there. Of a line in a window, the rows above the cursor are at most the screen's
+    // (the cursor cannot go above its top row); too many only clears a row more.
     const stopResize = terminal.onResize?.(() => {
       const columns = terminal.columns() || DEFAULT_COLUMNS;
-      this.#cursorRow = layout(prompt, line.text, line.cursor, columns).cursor.row;
+      const row = layout(prompt, line.text, line.cursor, columns).cursor.row;
+      this.#cursorRow = Math.min(row, Math.max((terminal.rows?.() ?? 0) - 1, 0) || row);
       draw();
     });
     try {
@@ -273,18 +282,32 @@ export class LineEditor {
     this.#store?.add(text);
   }
 
-  /** Redraws the prompt and the line from the prompt's first row, the cursor where it belongs. */
-  #draw(prompt: string, line: EditBuffer): Layout {
+  /**
+   * Redraws the prompt and the line from the first row drawn before, the cursor where it belongs.
+   * A line taller than the screen less one row is drawn through a window of that many rows which
+   * holds the cursor and moves only as far as it must; `whole` draws all of it.
+   */
+  #draw(prompt: string, line: EditBuffer, options: { whole?: boolean } = {}): Layout {
     const columns = this.#terminal.columns() || DEFAULT_COLUMNS;
     const shown = layout(prompt, line.text, line.cursor, columns);
+    const rows = shown.rows.length;
+    // One row of what was shown before stays in view; an unknown height never windows.
+    const screen = this.#terminal.rows?.() ?? 0;
+    const height = options.whole || screen === 0 ? rows : Math.max(screen - 1, 1);
+    const cursorRow = shown.cursor.row;
+    const top = rows <= height
+      ? 0
+      : Math.min(Math.max(this.#top, cursorRow - height + 1), cursorRow, rows - height);
+    const bottom = Math.min(rows, top + height) - 1;
     let out = this.#cursorRow > 0 ? `\x1b[${this.#cursorRow}A` : "";
-    out += `\r\x1b[J${shown.text}`;
-    const up = shown.end.row - shown.cursor.row;
+    out += `\r\x1b[J${shown.text.slice(shown.rows[top].start, shown.rows[bottom].end)}`;
+    const up = bottom - cursorRow;
     if (up > 0) out += `\x1b[${up}A`;
     out += "\r";
     if (shown.cursor.column > 0) out += `\x1b[${shown.cursor.column}C`;
     this.#terminal.write(out);
-    this.#cursorRow = shown.cursor.row;
+    this.#top = top;
+    this.#cursorRow = cursorRow - top;
     return shown;
   }
 }
@@ -303,6 +326,12 @@ export interface Layout {
   end: ScreenPosition;
   /** Whether the last row was filled exactly, so `text` ends with `\r\n` to the next row. */
   filled: boolean;
+  /**
+   * Where each row's characters are in `text`, from the first row to the end's: `start` is after
+   * the line break before the row (when any), `end` before the one after it. Writing a slice
+   * from one row's `start` to another's `end` draws those rows and leaves the cursor on the last.
+   */
+  rows: Array<{ start: number; end: number }>;
 }
 
 /**
@@ -333,12 +362,19 @@ export function layout(
   let column = 0;
   let out = "";
   let cursorAt: ScreenPosition | undefined;
+  const rows = [{ start: 0, end: 0 }];
+  /** Ends the row at `end`, the next row starting at `start` (after a line break, when any). */
+  const nextRow = (end: number, start: number) => {
+    rows[row].end = end;
+    rows.push({ start, end: start });
+    row++;
+    column = 0;
+  };
   /** Goes to the next row when a character `width` wide does not fit, as the terminal will. */
   const wrapFor = (width: number) => {
     if (width === 0 || column + width <= columns) return;
     if (column < columns) out += " ".repeat(columns - column);
-    row++;
-    column = 0;
+    nextRow(out.length, out.length);
   };
   const put = (shown: string, width: number) => {
     wrapFor(width);
@@ -361,8 +397,10 @@ export function layout(
     if (index === cursor) cursorAt = normalized();
     index += segment.length;
     if (lineBreak) {
-      out += `\r\n${indent}`;
-      row++;
+      const end = out.length;
+      out += "\r\n";
+      nextRow(end, out.length);
+      out += indent;
       column = indent.length;
       continue;
     }
@@ -371,11 +409,12 @@ export function layout(
   if (cursorAt === undefined) cursorAt = normalized();
   const filled = column >= columns;
   if (filled) {
+    const end = out.length;
     out += "\r\n";
-    row++;
-    column = 0;
+    nextRow(end, out.length);
   }
-  return { text: out, cursor: cursorAt, end: { row, column }, filled };
+  rows[row].end = out.length;
+  return { text: out, cursor: cursorAt, end: { row, column }, filled, rows };
 }
 
 /** The line being edited: its text and the cursor, an offset at a character boundary. */

@@ -9,9 +9,13 @@ import {
   LineEditor,
 } from "../../src/cli/line_editor.ts";
 import { fakeIo } from "./_helpers.ts";
+import { Screen } from "./_screen.ts";
 
-/** A terminal fed by the test: each `send` is one read; records raw-mode switches and output. */
-function scriptedTerminal(columns = 80) {
+/**
+ * A terminal fed by the test: each `send` is one read; records raw-mode switches and output.
+ * Its height is `rows` (0: unknown).
+ */
+function scriptedTerminal(columns = 80, rows = 0) {
   const resizeListeners = new Set<() => void>();
   const queue: Array<string | null> = [];
   const waiting: Array<(value: string | null) => void> = [];
@@ -36,6 +40,7 @@ function scriptedTerminal(columns = 80) {
     write: (text) => output += text,
     setRaw: (on) => raw.push(on),
     columns: () => columns,
+    rows: () => rows,
     onResize: (listener) => {
       resizeListeners.add(listener);
       return () => resizeListeners.delete(listener);
@@ -529,4 +534,77 @@ Deno.test("editor: Ctrl-Z stops the program in cooked mode below the line, then 
   plain.send("a\x1ab\r");
   assert.equal(await new LineEditor(plain.terminal).readLine("> "), "ab");
   assert.deepEqual(plain.raw, [true, false]);
+});
+
+/** `text` cut into rows of `columns` characters, as a terminal wraps it. */
+function wrapped(text: string, columns: number): string[] {
+  return text.match(new RegExp(`.{1,${columns}}`, "g")) ?? [];
+}
+
+Deno.test("editor: a line taller than the screen is edited in a window; nothing scrolls off until it is sent", async () => {
+  const t = scriptedTerminal(10, 5);
+  const screen = new Screen(5, 10);
+  screen.write("earlier\r\n");
+  let shown = 0;
+  const show = async () => {
+    await t.reading(); // all sent is drawn
+    screen.write(t.output().slice(shown));
+    shown = t.output().length;
+  };
+  const editor = new LineEditor(t.terminal);
+  const read = editor.readLine("> ");
+  const text = "abcdefghijklmnopqrstuvwxyz".repeat(4).slice(0, 93); // "> " and 93: ten rows
+  const rows = wrapped(`> ${text}`, 10);
+  assert.equal(rows.length, 10);
+  for (const chunk of wrapped(text, 7)) { // a draw after each chunk, as typing does
+    t.send(chunk);
+    await show();
+  }
+  // Four rows (the screen less one) show the end of the line, the cursor after it; the row
+  // above them and everything before stay where they were.
+  assert.deepEqual(screen.lines, ["earlier", ...rows.slice(6)]);
+  assert.deepEqual(screen.cursor, { row: 4, column: 5 });
+  assert.deepEqual(screen.scrollback, []);
+  // Moving the cursor up moves the window only as far as the cursor goes past it.
+  t.send("\x1b[D".repeat(15)); // to row 8 of the line: still in the window
+  await show();
+  assert.deepEqual(screen.lines, ["earlier", ...rows.slice(6)]);
+  assert.deepEqual(screen.cursor, { row: 3, column: 0 });
+  t.send("\x1b[D".repeat(30)); // to row 5: the window's first row
+  await show();
+  assert.deepEqual(screen.lines, ["earlier", ...rows.slice(5, 9)]);
+  assert.deepEqual(screen.cursor, { row: 1, column: 0 });
+  t.send("\x01"); // Home: the first row, with the prompt
+  await show();
+  assert.deepEqual(screen.lines, ["earlier", ...rows.slice(0, 4)]);
+  assert.deepEqual(screen.cursor, { row: 1, column: 2 });
+  t.send("X"); // typed at the start
+  await show();
+  assert.equal(screen.lines[1], `> X${text.slice(0, 7)}`);
+  assert.deepEqual(screen.scrollback, []);
+  // Once sent, the whole line is written out, once: above the screen, the scrollback holds it.
+  t.send("\r");
+  assert.equal(await read, `X${text}`);
+  screen.write(t.output().slice(shown));
+  const sent = wrapped(`> X${text}`, 10);
+  assert.equal(screen.transcript, ["earlier", ...sent].join("\n"));
+  assert.deepEqual(screen.cursor, { row: 4, column: 0 });
+});
+
+Deno.test("editor: a window over a line of several lines starts its rows at their indent", async () => {
+  const t = scriptedTerminal(10, 4);
+  const screen = new Screen(4, 10);
+  const editor = new LineEditor(t.terminal);
+  const read = editor.readLine("> ");
+  t.send("\x1b[200~one\ntwo\nthree\nfour\nfive\x1b[201~");
+  await t.reading();
+  screen.write(t.output());
+  assert.deepEqual(screen.lines, ["  three", "  four", "  five", ""]);
+  assert.deepEqual(screen.cursor, { row: 2, column: 6 });
+  assert.deepEqual(screen.scrollback, []);
+  const before = t.output().length;
+  t.send("\r");
+  assert.equal(await read, "one\ntwo\nthree\nfour\nfive");
+  screen.write(t.output().slice(before));
+  assert.equal(screen.transcript, "> one\n  two\n  three\n  four\n  five");
 });
