@@ -46,9 +46,9 @@ export class Screen {
     for (let i = 0; i < text.length; i++) {
       const character = text[i];
       if (character === "\x1b" && text[i + 1] === "[") {
-        const match = /^\x1b\[(\??)([\d;]*)([A-Za-z])/.exec(text.slice(i));
+        const match = /^\[(\??)([\d;]*)([A-Za-z])/.exec(text.slice(i + 1));
         if (!match) throw new Error(`unknown escape sequence at ${JSON.stringify(text.slice(i))}`);
-        i += match[0].length - 1;
+        i += match[0].length;
         if (match[1] === "?") continue;
         this.#control(match[3], Number(match[2] || "0"));
       } else if (character === "\r") {
