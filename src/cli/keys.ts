@@ -4,6 +4,12 @@
  * bracketed pastes. Mouse reports (tracking left on by another program) are dropped whole. A
  * sequence split across reads is completed by the next one.
  *
+ * Lines typed or pasted while the terminal was not in raw mode (while the agent worked) reach
+ * the first read after it as one input, each ended by a line feed (the line discipline turned
+ * their Enters into line feeds). Input that holds such a line feed with more after it is one
+ * paste, so several lines are one message to send, not one message each; a single line ended
+ * with Enter is still that line and Enter.
+ *
  * @module
  */
 
@@ -11,7 +17,10 @@
 export type Key =
   /** Typed text (one or more printable characters). */
   | { kind: "text"; text: string }
-  /** A bracketed paste: its text as is, line breaks as `\n`, other control characters removed. */
+  /**
+   * A bracketed paste, or lines typed ahead (see the module's text): its text as is, line breaks
+   * as `\n`, other control characters removed.
+   */
   | { kind: "paste"; text: string }
   | { kind: KeyName };
 
@@ -133,6 +142,16 @@ export class KeyDecoder {
       this.#paste = "";
       this.#pending = "";
       return [{ kind: "interrupt" }];
+    }
+    if (!this.#pasting && this.#pending === "" && !input.includes(PASTE_START)) {
+      // The line feed of a CR LF split between reads is that Enter's.
+      const rest = this.#afterCr && input.startsWith("\n") ? input.slice(1) : input;
+      if (holdsTypedLines(rest)) {
+        this.#afterCr = false;
+        // Enter after the last line stays unsent: the lines are shown at the prompt first.
+        const text = cleanPaste(rest.replace(/\n+$/, ""));
+        return text.trim() === "" ? [] : [{ kind: "paste", text }];
+      }
     }
     let text = this.#pending + input;
     this.#pending = "";
@@ -268,6 +287,19 @@ function csiKey(parameters: string, final: string): KeyName | undefined {
 
 function isControl(code: number): boolean {
   return code < 0x20 || (code >= 0x80 && code < 0xa0);
+}
+
+/**
+ * Whether `input` holds lines typed ahead: a line feed that is not the end of a CR LF and has more
+ * input after it. Typed in raw mode, Enter is a carriage return, and a line feed (Ctrl-J) comes
+ * alone.
+ */
+function holdsTypedLines(input: string): boolean {
+  for (let at = input.indexOf("\n"); at >= 0; at = input.indexOf("\n", at + 1)) {
+    if (at === input.length - 1) return false;
+    if (input[at - 1] !== "\r") return true;
+  }
+  return false;
 }
 
 /** Line breaks become `\n`; escape sequences and control characters other than tabs go. */

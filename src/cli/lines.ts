@@ -70,11 +70,16 @@ export class LineReader {
  * ```
  */
 export class ChunkReader {
-  readonly #reader: ReadableStreamDefaultReader<string>;
-  #pending: Promise<ReadableStreamReadResult<string>> | undefined;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #decoder = new TextDecoder();
+  /**
+   * The read under way. There is none between calls: nothing reads ahead, so what a terminal
+   * holds for the next read (lines typed while no line was read) stays there until then, whole.
+   */
+  #pending: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
 
   constructor(stream: ReadableStream<Uint8Array>) {
-    this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    this.#reader = stream.getReader();
   }
 
   /** The next text, or `null` at end of input. Rejects on abort. */
@@ -85,8 +90,9 @@ export class ChunkReader {
       // Another caller waiting on the same read has taken its data already.
       if (this.#pending !== pending) continue;
       this.#pending = undefined;
-      if (result.done) return null;
-      if (result.value !== "") return result.value;
+      if (result.done) return this.#end(result);
+      const text = this.#decoder.decode(result.value, { stream: true });
+      if (text !== "") return text;
     }
   }
 
@@ -101,13 +107,22 @@ export class ChunkReader {
       const result = await Promise.race([pending, Promise.resolve(NOT_ARRIVED)]);
       if (result === NOT_ARRIVED || this.#pending !== pending || result.done) return undefined;
       this.#pending = undefined;
-      if (result.value !== "") return result.value;
+      const text = this.#decoder.decode(result.value, { stream: true });
+      if (text !== "") return text;
     }
   }
 
   /** Stops reading. */
   async close(): Promise<void> {
     await this.#reader.cancel().catch(() => {});
+  }
+
+  /** At the end of input: a character it cut as a replacement character first, then `null`. */
+  #end(result: ReadableStreamReadResult<Uint8Array>): string | null {
+    const rest = this.#decoder.decode();
+    if (rest === "") return null;
+    this.#pending = Promise.resolve(result);
+    return rest;
   }
 }
 

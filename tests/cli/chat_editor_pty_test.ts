@@ -341,3 +341,38 @@ Deno.test("chat: a terminal resized while a line is edited gets the line drawn a
     await closed(terminal);
   }
 });
+
+Deno.test("chat: lines pasted while the agent works come back at the prompt as one message, sent on Enter", async () => {
+  await using h = await tempHome();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => open = resolve);
+  await using model = await startFakeModel({
+    turns: [{ content: "first done", after: gate }],
+    fallback: (request) => ({ content: `heard ${JSON.stringify(lastUserText(request))}` }),
+  });
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
+  );
+  const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
+  try {
+    let at = await terminal.waitFor(/you> /);
+    await terminal.type("first\r");
+    await model.waitForRequests(1);
+    // Pasted during the run (the terminal is in cooked mode, no bracketed paste): the terminal
+    // echoes the lines, so once shown they wait in its input.
+    await terminal.type("pasted one\rpasted two\r");
+    at = await terminal.waitFor(/pasted two/, at);
+    open();
+    at = await terminal.waitFor(/agent> first done/, at);
+    // At the prompt: both lines, not sent.
+    at = await terminal.waitFor(/you> [^\n]*pasted one\r+\n {5}pasted two/, at);
+    assert.equal(model.requests.length, 1);
+    await terminal.type(" (both)\r");
+    await terminal.waitFor(/agent> heard "pasted one\\npasted two \(both\)"/, at);
+    assert.equal(model.requests.length, 2);
+    await leave(terminal);
+  } finally {
+    await closed(terminal);
+  }
+});

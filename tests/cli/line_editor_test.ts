@@ -127,6 +127,35 @@ Deno.test("keys: CR LF is one Enter, CR CR two; Alt-Enter is a line break", () =
   ]);
 });
 
+Deno.test("keys: lines typed ahead outside raw mode (line feeds, one read) are one paste", () => {
+  // Pasted or typed while the agent worked: the line discipline kept the lines for one read.
+  assert.deepEqual(decode("line one\nline two\n"), [{ kind: "paste", text: "line one\nline two" }]);
+  assert.deepEqual(decode("a\n\tb\x1b[Ac"), [{ kind: "paste", text: "a\n\tbc" }]);
+  assert.deepEqual(decode("no end\nyet"), [{ kind: "paste", text: "no end\nyet" }]);
+  // Nothing but empty lines: nothing.
+  assert.deepEqual(decode("\n\n"), []);
+  // One line and its Enter is what it was.
+  assert.deepEqual(decode("one line\n"), [{ kind: "text", text: "one line" }, { kind: "enter" }]);
+  // Typed in raw mode: Enter is CR (with or without the LF of CR LF), keys after it are typed.
+  assert.deepEqual(decode("a\r\nb\rc"), [
+    { kind: "text", text: "a" },
+    { kind: "enter" },
+    { kind: "text", text: "b" },
+    { kind: "enter" },
+    { kind: "text", text: "c" },
+  ]);
+  assert.deepEqual(decode("x\r", "\ny"), [
+    { kind: "text", text: "x" },
+    { kind: "enter" },
+    { kind: "text", text: "y" },
+  ]);
+  // A bracketed paste is decoded as such, whatever line breaks it holds.
+  assert.deepEqual(decode("\x1b[200~p\nq\x1b[201~\r"), [
+    { kind: "paste", text: "p\nq" },
+    { kind: "enter" },
+  ]);
+});
+
 Deno.test("keys: sequences and pastes split anywhere between reads decode the same", () => {
   const input = "ab\x1b[D\x1b[200~p1\r\nq\x1b[Dz\x1b[201~\x1b[3~é\r";
   const whole = decode(input);
@@ -308,6 +337,20 @@ Deno.test("editor: raw mode on while a line is read, off after, also when the re
   await t.reading();
   t.send("next\r");
   assert.equal(await next, "next");
+});
+
+Deno.test("editor: lines typed ahead outside raw mode wait at the prompt as one message", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("first\nsecond\n"); // what the terminal held when the prompt came
+  let answered = false;
+  const read = editor.readLine("> ").finally(() => answered = true);
+  await t.reading();
+  // Drawn as a line of two rows, the cursor at its end; not sent.
+  assert.ok(t.output().endsWith("> first\r\n  second\r\x1b[8C"), JSON.stringify(t.output()));
+  assert.equal(answered, false);
+  t.send(" and more", "\r");
+  assert.equal(await read, "first\nsecond and more");
 });
 
 Deno.test("editor: keys after Enter in the same read are kept for the next line", async () => {

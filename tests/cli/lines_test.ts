@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LineReader } from "../../src/cli/lines.ts";
+import { ChunkReader, LineReader } from "../../src/cli/lines.ts";
 
 // A reader must not leave reads or streams behind.
 Deno.test.sanitizer({ ops: true, resources: true });
@@ -110,6 +110,32 @@ Deno.test("LineReader: invalid UTF-8 becomes U+FFFD instead of failing", async (
   const reader = new LineReader(streamOf([0x61, 0xff, 0x62, 0x0a]));
 
   assert.deepEqual(await readAll(reader), ["a\uFFFDb"]);
+});
+
+Deno.test("LineReader: a character cut by the end of input is U+FFFD, then the end", async () => {
+  const reader = new LineReader(streamOf("line\n", [0x61, 0xe2, 0x82]));
+
+  assert.deepEqual(await readAll(reader), ["line", "a\uFFFD"]);
+});
+
+Deno.test("ChunkReader: reads nothing ahead, so input stays where it is until asked for", async () => {
+  // What a terminal holds between reads must reach the next read whole (lines typed while the
+  // agent works arrive as one input, not line by line to a read left waiting).
+  let pulls = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls++;
+      controller.enqueue(encoder.encode(`chunk ${pulls}`));
+    },
+  }, { highWaterMark: 0 });
+  const input = new ChunkReader(stream);
+
+  assert.equal(await input.read(), "chunk 1");
+  for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(pulls, 1);
+  assert.equal(await input.read(), "chunk 2");
+  assert.equal(pulls, 2);
+  await input.close();
 });
 
 Deno.test("LineReader: null at the end, again and again", async () => {
