@@ -246,13 +246,9 @@ export class Gateway {
       warn: (warning) => log.warn("{warning}", { warning }),
       changed: ({ added, removed, served }) =>
         log.info(
-          "{file} changed: {served} subscriptions served; added: {added}; removed: {removed}",
-          {
-            file: config.paths.subscriptions,
-            served,
-            added: added.join(", ") || "none",
-            removed: removed.join(", ") || "none",
-          },
+          // Lists of names: `removed: []`, not a route called "none".
+          "{file} changed: subscriptions served: {served}; added: {added}; removed: {removed}",
+          { file: config.paths.subscriptions, served, added, removed },
         ),
     });
     // Read once, at start: said now rather than by the first event's failed delivery.
