@@ -165,7 +165,8 @@ export class LineEditor {
     const stopResize = terminal.onResize?.(() => {
       const columns = terminal.columns() || DEFAULT_COLUMNS;
       const row = layout(prompt, line.text, line.cursor, columns).cursor.row;
-      this.#cursorRow = Math.min(row, Math.max((terminal.rows?.() ?? 0) - 1, 0) || row);
+      const screen = terminal.rows?.() ?? 0;
+      this.#cursorRow = screen > 0 ? Math.min(row, screen - 1) : row;
       draw();
     });
     try {

@@ -12,7 +12,7 @@
 
 export class Screen {
   readonly rows: number;
-  readonly columns: number;
+  columns: number;
   /** Rows scrolled off the top, oldest first, trailing spaces removed. */
   readonly scrollback: string[] = [];
   #cells: string[][];
@@ -40,6 +40,14 @@ export class Screen {
   /** The scrollback and the screen, one row per line, blank rows at the end removed. */
   get transcript(): string {
     return [...this.scrollback, ...this.lines].join("\n").trimEnd();
+  }
+
+  /** A new width, as xterm takes it: rows are cut or extended, not rewrapped. */
+  resize(columns: number): void {
+    this.columns = columns;
+    this.#cells = this.#cells.map((cells) => [...cells, ...this.#blankRow()].slice(0, columns));
+    this.#column = Math.min(this.#column, columns - 1);
+    this.#pendingWrap = false;
   }
 
   write(text: string): void {

@@ -651,3 +651,28 @@ Deno.test("editor: a window over a line of several lines starts its rows at thei
   screen.write(t.output().slice(before));
   assert.equal(screen.transcript, "> one\n  two\n  three\n  four\n  five");
 });
+
+Deno.test("editor: a resize of a line in a window goes up at most the screen's rows, scrolling nothing", async () => {
+  const t = scriptedTerminal(10, 5);
+  const screen = new Screen(5, 10);
+  const editor = new LineEditor(t.terminal);
+  const read = editor.readLine("> ");
+  t.send("x".repeat(60)); // seven rows at 10 columns: a window of four
+  await t.reading();
+  screen.write(t.output());
+  assert.deepEqual(screen.cursor, { row: 3, column: 2 });
+  const before = t.output().length;
+  // Rewrapped, the cursor would be on row 7 of the line; the screen has 5 rows (and, as xterm,
+  // does not rewrap).
+  t.resize(8);
+  screen.resize(8);
+  const redraw = t.output().slice(before);
+  assert.ok(redraw.startsWith("\x1b[4A\r\x1b[J"), JSON.stringify(redraw));
+  screen.write(redraw);
+  assert.deepEqual(screen.scrollback, []);
+  // The window's four rows from the top, the cursor at the end ("> " and 60: 7 rows and 6).
+  assert.deepEqual(screen.lines, ["xxxxxxxx", "xxxxxxxx", "xxxxxxxx", "xxxxxx", ""]);
+  assert.deepEqual(screen.cursor, { row: 3, column: 6 });
+  t.send("\r");
+  assert.equal(await read, "x".repeat(60));
+});
