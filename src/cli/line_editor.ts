@@ -66,6 +66,13 @@ function widthOf(character: string): number {
   return ZERO_WIDTH.test(character) ? 0 : stringWidth(character);
 }
 
+/**
+ * A run of printable ASCII characters long enough to be laid out without segmenting it (from
+ * `lastIndex`); shorter ones (the spaces between words of other scripts) are not worth a stop.
+ */
+const ASCII_RUN = /[ -~]{16,}/y;
+/** Where the next such run starts (from `lastIndex`). */
+const NEXT_ASCII_RUN = /[ -~]{16}/g;
 /** Width assumed when the terminal does not tell. */
 const DEFAULT_COLUMNS = 80;
 /** Lines kept for recall; the oldest go first. */
@@ -387,7 +394,8 @@ export function layout(
   for (const { segment } of SEGMENTER.segment(prompt)) put(segment, widthOf(segment));
   const indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
   let index = 0;
-  for (const { segment } of SEGMENTER.segment(text)) {
+  /** Lays out the character `segment` at `index`. */
+  const character = (segment: string) => {
     const lineBreak = segment === "\n" || segment === "\r\n";
     const [shown, width] = lineBreak
       ? [segment, 0]
@@ -403,9 +411,37 @@ export function layout(
       nextRow(end, out.length);
       out += indent;
       column = indent.length;
-      continue;
+      return;
     }
     put(shown, width);
+  };
+  /** Lays out the `length` characters at `index`, printable ASCII: one column each. */
+  const asciiRun = (length: number) => {
+    for (const end = index + length; index < end;) {
+      wrapFor(1);
+      const take = Math.min(end - index, columns - column);
+      if (cursor >= index && cursor < index + take) {
+        cursorAt = { row, column: column + cursor - index };
+      }
+      out += text.slice(index, index + take);
+      column += take;
+      index += take;
+    }
+  };
+  // Segmenting a long text into characters is slow (a huge paste without bracketed paste is
+  // drawn once per read): runs of printable ASCII, one character per code unit, skip it.
+  while (index < text.length) {
+    ASCII_RUN.lastIndex = index;
+    let length = ASCII_RUN.exec(text)?.[0].length ?? 0;
+    // A character after the run that is not ASCII may combine with its last one (an accent).
+    if (length > 0 && text.charCodeAt(index + length) > 0x7f) length--;
+    if (length > 0) {
+      asciiRun(length);
+      continue;
+    }
+    NEXT_ASCII_RUN.lastIndex = index + 1;
+    const end = NEXT_ASCII_RUN.exec(text)?.index ?? text.length;
+    for (const { segment } of SEGMENTER.segment(text.slice(index, end))) character(segment);
   }
   if (cursorAt === undefined) cursorAt = normalized();
   const filled = column >= columns;

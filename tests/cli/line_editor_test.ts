@@ -5,11 +5,14 @@ import {
   EditBuffer,
   type EditorTerminal,
   HISTORY_LIMIT,
+  type Layout,
   layout,
   LineEditor,
+  type ScreenPosition,
 } from "../../src/cli/line_editor.ts";
 import { fakeIo } from "./_helpers.ts";
 import { Screen } from "./_screen.ts";
+import stringWidth from "fast-string-width";
 
 /**
  * A terminal fed by the test: each `send` is one read; records raw-mode switches and output.
@@ -675,4 +678,136 @@ Deno.test("editor: a resize of a line in a window goes up at most the screen's r
   assert.deepEqual(screen.cursor, { row: 3, column: 6 });
   t.send("\r");
   assert.equal(await read, "x".repeat(60));
+});
+
+/**
+ * The layout as first written, one grapheme at a time (no fast path for ASCII runs): what
+ * {@linkcode layout} must give for any text.
+ */
+function referenceLayout(
+  prompt: string,
+  text: string,
+  cursor: number,
+  columns: number,
+): Layout {
+  let row = 0;
+  let column = 0;
+  let out = "";
+  let cursorAt: ScreenPosition | undefined;
+  const rows = [{ start: 0, end: 0 }];
+  /** Ends the row at `end`, the next row starting at `start` (after a line break, when any). */
+  const nextRow = (end: number, start: number) => {
+    rows[row].end = end;
+    rows.push({ start, end: start });
+    row++;
+    column = 0;
+  };
+  /** Goes to the next row when a character `width` wide does not fit, as the terminal will. */
+  const wrapFor = (width: number) => {
+    if (width === 0 || column + width <= columns) return;
+    if (column < columns) out += " ".repeat(columns - column);
+    nextRow(out.length, out.length);
+  };
+  const put = (shown: string, width: number) => {
+    wrapFor(width);
+    out += shown;
+    column += width;
+  };
+  const normalized = (): ScreenPosition =>
+    column >= columns ? { row: row + 1, column: 0 } : { row, column };
+  for (const { segment } of SEGMENTER.segment(prompt)) put(segment, widthOf(segment));
+  const indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
+  let index = 0;
+  for (const { segment } of SEGMENTER.segment(text)) {
+    const lineBreak = segment === "\n" || segment === "\r\n";
+    const [shown, width] = lineBreak
+      ? [segment, 0]
+      : segment === "\t"
+      ? [TAB, TAB.length]
+      : [segment, widthOf(segment)];
+    wrapFor(width);
+    if (index === cursor) cursorAt = normalized();
+    index += segment.length;
+    if (lineBreak) {
+      const end = out.length;
+      out += "\r\n";
+      nextRow(end, out.length);
+      out += indent;
+      column = indent.length;
+      continue;
+    }
+    put(shown, width);
+  }
+  if (cursorAt === undefined) cursorAt = normalized();
+  const filled = column >= columns;
+  if (filled) {
+    const end = out.length;
+    out += "\r\n";
+    nextRow(end, out.length);
+  }
+  rows[row].end = out.length;
+  return { text: out, cursor: cursorAt, end: { row, column }, filled, rows };
+}
+
+const SEGMENTER = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+const ZERO_WIDTH = /^[\u200b-\u200f\u2060-\u2064\ufeff]+$/;
+const TAB = "    ";
+
+function widthOf(character: string): number {
+  return ZERO_WIDTH.test(character) ? 0 : stringWidth(character);
+}
+
+Deno.test("layout: runs of ASCII are laid out as character by character, next to any other text", () => {
+  // Pieces a run of ASCII can meet: characters that combine with the one before them (an accent,
+  // a variation selector and keycap), wide ones, emoji with a skin tone, zero-width ones, tabs
+  // and both line endings.
+  const pieces = [
+    "a",
+    "bc",
+    " ",
+    "xyz0123",
+    "the quick brown fox",
+    "e\u0301",
+    "\u0301",
+    "1\ufe0f\u20e3",
+    "#\u20e3",
+    "世",
+    "👍🏽",
+    "\u200b",
+    "\t",
+    "\n",
+    "\r\n",
+    "é",
+    "~",
+    "ab\u200dcd",
+  ];
+  let seed = 7;
+  const random = (below: number) => {
+    seed = (seed * 48_271) % 2_147_483_647; // MINSTD: the same texts on every run
+    return seed % below;
+  };
+  const texts = [
+    // A long run ends where a character combines with its last one.
+    "the quick brown fox1\ufe0f\u20e3 and more",
+    "the quick brown foxe\u0301 and more",
+    "the quick brown fox#\u20e3",
+    "世界 the quick brown fox jumps\tover\r\nthe lazy dog 👍🏽",
+  ];
+  for (let round = 0; round < 400; round++) {
+    let text = "";
+    for (let count = random(14); count > 0; count--) text += pieces[random(pieces.length)];
+    texts.push(text);
+  }
+  for (const text of texts) {
+    const columns = 2 + random(9);
+    const prompt = ["> ", "", "you> ", "世> "][random(4)];
+    const boundaries = [...SEGMENTER.segment(text)].map((s) => s.index).concat(text.length);
+    for (const cursor of boundaries) {
+      assert.deepEqual(
+        layout(prompt, text, cursor, columns),
+        referenceLayout(prompt, text, cursor, columns),
+        JSON.stringify({ prompt, text, cursor, columns }),
+      );
+    }
+  }
 });
