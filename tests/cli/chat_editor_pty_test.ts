@@ -344,8 +344,7 @@ Deno.test("chat: a terminal resized while a line is edited gets the line drawn a
 
 Deno.test("chat: lines pasted while the agent works come back at the prompt as one message, sent on Enter", async () => {
   await using h = await tempHome();
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => open = resolve);
+  const { promise: gate, resolve: open } = Promise.withResolvers<void>();
   await using model = await startFakeModel({
     turns: [{ content: "first done", after: gate }],
     fallback: (request) => ({ content: `heard ${JSON.stringify(lastUserText(request))}` }),
