@@ -5,8 +5,9 @@
  * editor draws the line after each read, so a paste costs one layout of the line so far per read.
  * For texts of `--size` characters (ASCII prose, Cyrillic prose, Chinese), prints the time of one
  * such paste into an 80 × 24 terminal, the time of the same text as one bracketed paste (one
- * draw: the baseline), and their ratio. Runs of printable ASCII are laid out without segmenting
- * them into characters, which is what keeps the ASCII ratio low.
+ * draw: the baseline), and their ratio. Each draw lays out only what its read added to the line
+ * (the layout goes on from before the line's last character), and runs of printable ASCII are
+ * laid out without segmenting them into characters.
  */
 import { parseArgs } from "node:util";
 import { LineEditor } from "../../src/cli/line_editor.ts";

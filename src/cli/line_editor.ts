@@ -152,12 +152,14 @@ export class LineEditor {
     const line = new EditBuffer();
     let recalled = this.#history.length;
     let draft = "";
-    const draw = () => this.#draw(prompt, line);
+    // Typing at the end of a long line, or a paste read by read, lays out only what was added.
+    const cache: LayoutCache = {};
+    const draw = () => this.#draw(prompt, line, { cache });
     const finish = (ending: string) => {
       line.cursor = line.text.length;
       // The whole line, also one taller than the screen: it stays in the scrollback as sent.
       // A last row filled exactly left the cursor at the next row's start already.
-      const { filled } = this.#draw(prompt, line, { whole: true });
+      const { filled } = this.#draw(prompt, line, { whole: true, cache });
       terminal.write(filled && ending.startsWith("\r\n") ? ending.slice(2) : ending);
       this.#cursorRow = 0;
     };
@@ -295,9 +297,13 @@ export class LineEditor {
    * A line taller than the screen less one row is drawn through a window of that many rows which
    * holds the cursor and moves only as far as it must; `whole` draws all of it.
    */
-  #draw(prompt: string, line: EditBuffer, options: { whole?: boolean } = {}): Layout {
+  #draw(
+    prompt: string,
+    line: EditBuffer,
+    options: { whole?: boolean; cache?: LayoutCache } = {},
+  ): Layout {
     const columns = this.#terminal.columns() || DEFAULT_COLUMNS;
-    const shown = layout(prompt, line.text, line.cursor, columns);
+    const shown = layout(prompt, line.text, line.cursor, columns, options.cache);
     const rows = shown.rows.length;
     // One row of what was shown before stays in view; an unknown height never windows.
     const screen = this.#terminal.rows?.() ?? 0;
@@ -347,6 +353,8 @@ export interface Layout {
  * as `\r\n` followed by an indent as wide as the prompt, tabs as spaces) and where the end and the
  * cursor land. A character that does not fit on a row goes to the next one, as terminals wrap;
  * the end is never left in the last column (a row filled exactly is followed by `\r\n`).
+ * With `cache`, a layout of the same line with text added at its end lays out only what was
+ * added (see {@linkcode LayoutCache}).
  *
  * @example
  * ```ts
@@ -365,12 +373,13 @@ export function layout(
   text: string,
   cursor: number,
   columns: number,
+  cache?: LayoutCache,
 ): Layout {
   let row = 0;
   let column = 0;
   let out = "";
   let cursorAt: ScreenPosition | undefined;
-  const rows = [{ start: 0, end: 0 }];
+  let rows = [{ start: 0, end: 0 }];
   /** Ends the row at `end`, the next row starting at `start` (after a line break, when any). */
   const nextRow = (end: number, start: number) => {
     rows[row].end = end;
@@ -391,11 +400,38 @@ export function layout(
   };
   const normalized = (): ScreenPosition =>
     column >= columns ? { row: row + 1, column: 0 } : { row, column };
-  for (const { segment } of SEGMENTER.segment(prompt)) put(segment, widthOf(segment));
-  const indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
   let index = 0;
+  let indent: string;
+  const saved = cache?.checkpoint;
+  if (
+    saved?.prompt === prompt && saved.columns === columns && cursor >= saved.prefix.length &&
+    text.startsWith(saved.prefix)
+  ) {
+    // The same line with text added at its end: go on from before its last character, which
+    // what was added may combine with.
+    ({ row, column, out, indent } = saved);
+    rows = saved.rows.slice(0, row + 1);
+    rows[row] = { ...rows[row] };
+    index = saved.prefix.length;
+  } else {
+    for (const { segment } of SEGMENTER.segment(prompt)) put(segment, widthOf(segment));
+    indent = " ".repeat(Math.min(column, Math.max(columns - 1, 0)));
+  }
+  let checkpoint: LayoutCheckpoint | undefined;
   /** Lays out the character `segment` at `index`. */
   const character = (segment: string) => {
+    if (cache && index + segment.length === text.length) {
+      checkpoint = {
+        prompt,
+        columns,
+        prefix: text.slice(0, index),
+        row,
+        column,
+        out,
+        rows,
+        indent,
+      };
+    }
     const lineBreak = segment === "\n" || segment === "\r\n";
     const [shown, width] = lineBreak
       ? [segment, 0]
@@ -433,8 +469,10 @@ export function layout(
   while (index < text.length) {
     ASCII_RUN.lastIndex = index;
     let length = ASCII_RUN.exec(text)?.[0].length ?? 0;
-    // A character after the run that is not ASCII may combine with its last one (an accent).
-    if (length > 0 && text.charCodeAt(index + length) > 0x7f) length--;
+    // A character after the run that is not ASCII may combine with its last one (an accent);
+    // the text's last character is kept for `character`, which takes the checkpoint before it.
+    const next = index + length;
+    if (length > 0 && (next === text.length || text.charCodeAt(next) > 0x7f)) length--;
     if (length > 0) {
       asciiRun(length);
       continue;
@@ -451,7 +489,36 @@ export function layout(
     nextRow(end, out.length);
   }
   rows[row].end = out.length;
+  if (cache) cache.checkpoint = checkpoint;
   return { text: out, cursor: cursorAt, end: { row, column }, filled, rows };
+}
+
+/**
+ * Where a {@linkcode layout} stood before the last character of its text, for the next layout of
+ * the same line to start there.
+ */
+export interface LayoutCheckpoint {
+  prompt: string;
+  columns: number;
+  /** The text before the last character. */
+  prefix: string;
+  row: number;
+  column: number;
+  /** What was to be written so far. */
+  out: string;
+  /** The rows so far (of which the layout went on to change the last and add more). */
+  rows: Array<{ start: number; end: number }>;
+  indent: string;
+}
+
+/**
+ * What {@linkcode layout} keeps between the layouts of one line: when the next text is the last
+ * one with more added at its end (typing at the end, a paste arriving read by read) and the
+ * cursor is in what was added, the layout goes on from where the last one ended rather than
+ * from the prompt.
+ */
+export interface LayoutCache {
+  checkpoint?: LayoutCheckpoint;
 }
 
 /** The line being edited: its text and the cursor, an offset at a character boundary. */

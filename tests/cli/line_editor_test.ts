@@ -7,6 +7,7 @@ import {
   HISTORY_LIMIT,
   type Layout,
   layout,
+  type LayoutCache,
   LineEditor,
   type ScreenPosition,
 } from "../../src/cli/line_editor.ts";
@@ -757,6 +758,19 @@ function widthOf(character: string): number {
   return ZERO_WIDTH.test(character) ? 0 : stringWidth(character);
 }
 
+Deno.test("layout: with a cache, a line with text added at its end is laid out from before its last character", () => {
+  const cache: LayoutCache = {};
+  layout("> ", "the quick brown fox jumps", 25, 10, cache);
+  assert.equal(cache.checkpoint?.prefix, "the quick brown fox jump");
+  assert.deepEqual([cache.checkpoint.row, cache.checkpoint.column], [2, 6]);
+  // The last character is "e" with a combining accent: the checkpoint is before both.
+  layout("> ", "the quick brown fox jumpse\u0301", 27, 10, cache);
+  assert.equal(cache.checkpoint?.prefix, "the quick brown fox jumps");
+  // Nothing to go on from: no checkpoint.
+  layout("> ", "", 0, 10, cache);
+  assert.equal(cache.checkpoint, undefined);
+});
+
 Deno.test("layout: runs of ASCII are laid out as character by character, next to any other text", () => {
   // Pieces a run of ASCII can meet: characters that combine with the one before them (an accent,
   // a variation selector and keycap), wide ones, emoji with a skin tone, zero-width ones, tabs
@@ -807,6 +821,24 @@ Deno.test("layout: runs of ASCII are laid out as character by character, next to
         layout(prompt, text, cursor, columns),
         referenceLayout(prompt, text, cursor, columns),
         JSON.stringify({ prompt, text, cursor, columns }),
+      );
+    }
+    // Laid out as it grows, one code point at a time (a read may end inside a character), with
+    // one cache: the same as laid out whole. Now and then the cursor is elsewhere, or the text
+    // shrinks, and the cache must not be used.
+    const cache: LayoutCache = {};
+    const codePoints = [...text];
+    for (let length = 0; length <= codePoints.length; length++) {
+      let shown = codePoints.slice(0, length).join("");
+      let cursor = shown.length;
+      const odd = random(8);
+      if (odd === 0) cursor = boundaries.filter((at) => at < shown.length).at(-1) ?? 0;
+      if (odd === 1) shown = codePoints.slice(0, length - 1).join("");
+      cursor = Math.min(cursor, shown.length);
+      assert.deepEqual(
+        layout(prompt, shown, cursor, columns, cache),
+        referenceLayout(prompt, shown, cursor, columns),
+        JSON.stringify({ prompt, shown, cursor, columns }),
       );
     }
   }
