@@ -17,7 +17,14 @@ import { createHash } from "node:crypto";
 import { type ConfigSource, isPlainObject, parseBoolish } from "../home/config.ts";
 import { expandTilde } from "../home/paths.ts";
 import { unknownKeyMessage } from "../home/suggest.ts";
-import { substituteDeep, type SubstitutionContext, unresolvedPlaceholders } from "./substitute.ts";
+import {
+  maskSubstitutions,
+  substituteDeep,
+  type Substitution,
+  type SubstitutionContext,
+  unresolvedPlaceholders,
+  variableSubstitutions,
+} from "./substitute.ts";
 import { clientMetadataUrlProblem, DEFAULT_CLIENT_METADATA_URL } from "./oauth/metadata_url.ts";
 
 /** How a server is reached: a local subprocess, Streamable HTTP, or legacy SSE. */
@@ -104,6 +111,12 @@ export interface McpServerConfig {
    * fingerprint can be logged or compared without carrying secrets.
    */
   fingerprint: string;
+  /**
+   * The variables substituted into the entry, written back as their placeholders in every message
+   * about this server ({@linkcode maskSubstitutions}): a secret in a `url` or header is never
+   * shown. Absent: none.
+   */
+  substitutions?: readonly Substitution[];
 }
 
 /** How a token endpoint authenticates a client (`oauth.token_endpoint_auth_method`). */
@@ -375,7 +388,11 @@ class IssueList {
   readonly issues: McpConfigIssue[] = [];
   #errors = 0;
 
-  constructor(readonly source: ConfigSource, readonly server: string) {}
+  constructor(
+    readonly source: ConfigSource,
+    readonly server: string,
+    readonly substitutions: readonly Substitution[],
+  ) {}
 
   get hasErrors(): boolean {
     return this.#errors > 0;
@@ -396,7 +413,12 @@ class IssueList {
   }
 
   #add(severity: McpConfigIssue["severity"], path: readonly string[], message: string): void {
-    const issue = { server: this.server, key: path.join("."), severity, message };
+    const issue = {
+      server: this.server,
+      key: path.join("."),
+      severity,
+      message: maskSubstitutions(message, this.substitutions),
+    };
     this.issues.push(withLine(issue, lineFor(this.source, this.server, path)));
   }
 }
@@ -407,7 +429,8 @@ function parseEntry(
   name: string,
   raw: unknown,
 ): { server?: McpServerConfig; issues: McpConfigIssue[] } {
-  const issues = new IssueList(source, name);
+  const substitutions = variableSubstitutions(raw, context);
+  const issues = new IssueList(source, name, substitutions);
   if (!isPlainObject(raw)) {
     issues.error(
       [],
@@ -493,6 +516,7 @@ function parseEntry(
     elicitation: read.elicitation(),
     trust: read.trust(),
     fingerprint: fingerprintOf(entry),
+    ...(substitutions.length === 0 ? {} : { substitutions }),
   };
 
   // Unset variables are reported for the keys in use, on the raw text as written.
@@ -505,6 +529,32 @@ function parseEntry(
   }
 
   return issues.hasErrors ? { issues: issues.issues } : { server, issues: issues.issues };
+}
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * Why `name: value` cannot be sent as an HTTP header, or `undefined`. The value is not quoted:
+ * it is often a secret.
+ */
+function headerProblem(name: string, value: string): string | undefined {
+  if (!HEADER_NAME.test(name)) {
+    return `${
+      JSON.stringify(name)
+    } is not a valid HTTP header name: use letters, digits and !#$%&'*+-.^_\`|~ only (no spaces or colons)`;
+  }
+  if (/[\r\n]/.test(value)) {
+    return `the value of header ${name} holds a line break, which a header cannot carry; write it on one line (check the variable in .env too)`;
+  }
+  if (value.includes("\0")) return `the value of header ${name} holds a NUL character`;
+  const wide = [...value].find((char) => char.codePointAt(0)! > 0xff);
+  if (wide) {
+    return `the value of header ${name} holds ${
+      JSON.stringify(wide)
+    }, which a header cannot carry (only Latin-1 characters); percent-encode it or leave it out`;
+  }
+  return undefined;
 }
 
 /** Typed reads of one substituted entry; problems go to `issues`. */
@@ -641,6 +691,12 @@ class EntryReader {
             describe(item)
           }; quote the value (write "" for an empty one)`,
         );
+      }
+    }
+    if (key === "headers") {
+      for (const [name, item] of pairs) {
+        const problem = headerProblem(name, item);
+        if (problem) this.issues.error([key, name], problem);
       }
     }
     // `fromEntries` defines own properties, so a `__proto__` name stays a plain key.

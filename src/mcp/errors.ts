@@ -5,6 +5,8 @@
  * @module
  */
 
+import { maskSubstitutions, type Substitution } from "./substitute.ts";
+
 /** Why a server could not be used. */
 export type McpFailureKind =
   | "config" // the entry or a file it names is unusable (missing cert file, bad command)
@@ -44,12 +46,36 @@ export class McpServerError extends Error {
   readonly server: string;
   /** What went wrong. */
   readonly kind: McpFailureKind;
+  /** The message without its `MCP server '<name>': ` start. */
+  readonly detail: string;
 
   constructor(server: string, kind: McpFailureKind, detail: string, options?: ErrorOptions) {
     super(`MCP server '${server}': ${detail}`, options);
     this.name = "McpServerError";
     this.server = server;
     this.kind = kind;
+    this.detail = detail;
+  }
+
+  /**
+   * This error with the values substituted into the server's entry written back as their
+   * placeholders ({@linkcode maskSubstitutions}); itself when it quotes none.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { McpServerError } from "./errors.ts";
+   * const error = new McpServerError("api", "unreachable", "cannot reach https://x/?t=s3cret");
+   * const masked = error.masked([{ value: "s3cret", placeholder: "${TOKEN}" }]);
+   * assert.equal(masked.message, "MCP server 'api': cannot reach https://x/?t=${TOKEN}");
+   * assert.equal(masked.kind, "unreachable");
+   * ```
+   */
+  masked(substitutions: readonly Substitution[] | undefined): McpServerError {
+    const detail = maskSubstitutions(this.detail, substitutions);
+    return detail === this.detail
+      ? this
+      : new McpServerError(this.server, this.kind, detail, { cause: this.cause });
   }
 
   /** Whether reconnecting cannot help (auth, missing files, not an MCP endpoint …). */

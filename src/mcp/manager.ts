@@ -15,6 +15,7 @@ import {
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
 import { McpServerError, messageOf } from "./errors.ts";
+import { maskSubstitutions } from "./substitute.ts";
 import { OVERSIZED_MESSAGE } from "./_stdio.ts";
 import { oauthFailure } from "./oauth/provider.ts";
 import { buildToolset, type DroppedTool, type RegisteredTool } from "./registry.ts";
@@ -477,7 +478,8 @@ class ServerSlot {
         { timeout: timeoutMs, signal },
       ) as CallToolResult;
     } catch (error) {
-      const failure = this.#callError(tool, error, signal, connection);
+      const failure = this.#callError(tool, error, signal, connection)
+        .masked(this.config.substitutions);
       // A dropped session may be retried for a read-only tool only: a write may have happened.
       if (
         failure.kind === "closed" && tool.readOnly && onRetry !== false && !this.#stopped &&
@@ -661,7 +663,7 @@ class ServerSlot {
         throw new McpServerError(this.config.name, "closed", "was removed or shut down");
       }
       const toolset = buildToolset(this.config, tools, capabilities);
-      this.#warnings = [...connection.warnings, ...toolset.warnings];
+      this.#warnings = this.#warningsOf(connection, toolset.warnings);
       for (const message of this.#warnings) {
         this.#emit({ type: "warning", server: this.config.name, message });
       }
@@ -687,7 +689,7 @@ class ServerSlot {
       const oversized = connection?.diagnosis()?.startsWith(OVERSIZED_MESSAGE)
         ? connection.diagnosis()
         : undefined;
-      const failure = error instanceof McpServerError
+      const failure = (error instanceof McpServerError
         ? error
         : oauthFailure(this.config, error) ?? new McpServerError(
           this.config.name,
@@ -696,7 +698,7 @@ class ServerSlot {
           {
             cause: error,
           },
-        );
+        )).masked(this.config.substitutions);
       this.#failed(failure);
       throw failure;
     }
@@ -730,8 +732,9 @@ class ServerSlot {
     this.#notify();
   }
 
-  #lost(connection: McpConnection, reason: string): void {
+  #lost(connection: McpConnection, lostReason: string): void {
     if (this.#connection !== connection || this.#stopped) return;
+    const reason = maskSubstitutions(lostReason, this.config.substitutions);
     this.#connection = undefined;
     this.#clearTimers();
     this.#emit({ type: "lost", server: this.config.name, reason });
@@ -765,14 +768,20 @@ class ServerSlot {
     if (!connection) return;
     const toolset = buildToolset(this.config, tools, connection.client.getServerCapabilities());
     const known = new Set(this.#warnings);
-    this.#warnings = [...connection.warnings, ...toolset.warnings];
-    for (const message of toolset.warnings.filter((message) => !known.has(message))) {
+    this.#warnings = this.#warningsOf(connection, toolset.warnings);
+    for (const message of this.#warnings.filter((message) => !known.has(message))) {
       this.#emit({ type: "warning", server: this.config.name, message });
     }
     this.#tools = toolset.tools;
     this.#dropped = toolset.dropped;
     this.#emit({ type: "tools_changed", server: this.config.name, tools: this.#tools.length });
     this.#notify();
+  }
+
+  /** The warnings of `connection` and of its toolset, substituted values masked. */
+  #warningsOf(connection: McpConnection, toolsetWarnings: readonly string[]): string[] {
+    return [...connection.warnings, ...toolsetWarnings]
+      .map((warning) => maskSubstitutions(warning, this.config.substitutions));
   }
 
   #startTimers(connection: McpConnection): void {

@@ -219,3 +219,113 @@ function isMapping(value: unknown): value is Record<string, unknown> {
   const prototype = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
 }
+
+/** A variable's value put into an entry by substitution, and the placeholder it replaced. */
+export interface Substitution {
+  /** The variable's value (from `.env` or the process environment). */
+  value: string;
+  /** The placeholder as written, e.g. `${API_TOKEN}`. */
+  placeholder: string;
+}
+
+/**
+ * Values shorter than this are not masked: too short to be a credential, and replacing every
+ * `1` or `on` in a message would garble it.
+ */
+const MIN_MASKED_LENGTH = 4;
+
+/**
+ * The variables {@linkcode substituteDeep} puts into `value` (strings in lists and mappings at any
+ * depth, not keys), each once, longest value first: what {@linkcode maskSubstitutions} hides.
+ * Context references (`${userHome}`, …) are not variables and are not listed.
+ *
+ * @param value The entry before substitution.
+ * @param context Where references resolve.
+ * @returns The substitutions whose value is at least 4 characters long.
+ *
+ * @example Usage
+ * ```ts
+ * import { variableSubstitutions } from "./substitute.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const context = {
+ *   lookup: (name: string) => ({ TOKEN: "s3cret-t0ken", ON: "1" } as Record<string, string>)[name],
+ *   userHome: "/home/ada",
+ *   workspaceFolder: "/work",
+ *   pathSeparator: "/",
+ * };
+ * const entry = { url: "https://x/mcp?t=${TOKEN}&v=${ON}", args: ["${userHome}"] };
+ * assert.deepEqual(variableSubstitutions(entry, context), [
+ *   { value: "s3cret-t0ken", placeholder: "${TOKEN}" },
+ * ]);
+ * ```
+ */
+export function variableSubstitutions(
+  value: unknown,
+  context: SubstitutionContext,
+): Substitution[] {
+  const found = new Map<string, string>();
+  const visit = (item: unknown): void => {
+    if (typeof item === "string") {
+      for (const match of item.matchAll(PLACEHOLDER)) {
+        const reference = parseReference(match[1]);
+        if (reference.kind === "context") continue;
+        const resolved = variableValue(reference.name, context);
+        if (resolved !== undefined && resolved.length >= MIN_MASKED_LENGTH) {
+          if (!found.has(resolved)) found.set(resolved, match[0]);
+        }
+      }
+    } else if (Array.isArray(item)) {
+      item.forEach(visit);
+    } else if (isMapping(item)) {
+      Object.values(item).forEach(visit);
+    }
+  };
+  visit(value);
+  return [...found].map(([resolved, placeholder]) => ({ value: resolved, placeholder }))
+    .sort((a, b) => b.value.length - a.value.length);
+}
+
+/**
+ * `text` with each substituted value (as it is, or percent-encoded as a URL holds it) written
+ * back as its placeholder, so that a message quoting a URL or header built from `.env` names the
+ * variable instead of showing its value.
+ *
+ * @param text A message that may quote substituted values.
+ * @param substitutions From {@linkcode variableSubstitutions} (longest first).
+ * @returns The masked text.
+ *
+ * @example Usage
+ * ```ts
+ * import { maskSubstitutions } from "./substitute.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   maskSubstitutions("cannot reach https://x/mcp?t=s3cret", [{ value: "s3cret", placeholder: "${T}" }]),
+ *   "cannot reach https://x/mcp?t=${T}",
+ * );
+ * ```
+ */
+export function maskSubstitutions(
+  text: string,
+  substitutions: readonly Substitution[] | undefined,
+): string {
+  let out = text;
+  for (const { value, placeholder } of substitutions ?? []) {
+    // A URL quotes a value percent-encoded where it must be.
+    for (
+      const form of new Set([value, encoded(encodeURI, value), encoded(encodeURIComponent, value)])
+    ) {
+      if (form !== undefined) out = out.replaceAll(form, placeholder);
+    }
+  }
+  return out;
+}
+
+function encoded(encode: (text: string) => string, text: string): string | undefined {
+  try {
+    return encode(text);
+  } catch {
+    return undefined; // a lone surrogate
+  }
+}

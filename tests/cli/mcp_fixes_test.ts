@@ -43,6 +43,31 @@ Deno.test("mcp add: a url that is not http(s) exits 2 naming --url, and writes n
   assert.equal(readIfExists(home.config), undefined);
 });
 
+Deno.test("mcp add: a header HTTP cannot carry exits 2 naming --header; nothing written", async () => {
+  await using home = await tempHome();
+  for (
+    const [header, problem] of [
+      ["Bad Name=v", /headers\.Bad Name: "Bad Name" is not a valid HTTP header name/],
+      ["X-Two=first\nsecond", /headers\.X-Two: the value of header X-Two holds a line break/],
+    ] as const
+  ) {
+    const result = await cli(home.home, [
+      "mcp",
+      "add",
+      "x",
+      "--url",
+      "http://a/mcp",
+      "--header",
+      header,
+    ]);
+    expectCode(result, 2);
+    assert.match(result.stderr, /not adding MCP server 'x': --header: mcp_servers\.x\./);
+    assert.match(result.stderr, problem);
+    assert.ok(!result.stderr.includes("second"), "the value is not quoted");
+    assert.equal(readIfExists(home.config), undefined, "no config.yaml was created");
+  }
+});
+
 Deno.test("mcp add: an mcp_servers that is not a mapping exits 2 naming file, line and fix; nothing written", async () => {
   await using home = await tempHome();
   for (const value of ["5 # five", "[a, b]"]) {

@@ -1074,7 +1074,7 @@ Deno.test("parseMcpServers: values are substituted before typing", () => {
     "enabled: ${ON}",
     "timeout: ${T}",
     "transport: ${KIND}",
-    "headers: { Authorization: 'Bearer ${TOKEN}', '${TOKEN}': x }",
+    "headers: { Authorization: 'Bearer ${TOKEN}' }",
     "ssl_verify: ${userHome}/ca.pem",
     "tools: { include: ['${PREFIX}_*', get], exclude: '${PREFIX}_delete' }",
   ], { HOST: "mcp.example.com", ON: "no", T: "12", KIND: "sse", TOKEN: "abc", PREFIX: "db" });
@@ -1084,7 +1084,7 @@ Deno.test("parseMcpServers: values are substituted before typing", () => {
   assert.equal(server.enabled, false);
   assert.equal(server.timeoutSeconds, 12);
   assert.equal(server.transport, "sse");
-  assert.deepEqual(server.headers, { Authorization: "Bearer abc", "${TOKEN}": "x" });
+  assert.deepEqual(server.headers, { Authorization: "Bearer abc" });
   assert.equal(server.sslVerify, "/home/ada/ca.pem");
   assert.deepEqual(server.tools.include, ["db_*", "get"]);
   assert.deepEqual(server.tools.exclude, ["db_delete"]);

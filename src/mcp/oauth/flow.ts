@@ -292,11 +292,11 @@ function outcomeOf(
 }
 
 function asServerError(config: McpServerConfig, error: unknown): McpServerError {
-  if (error instanceof McpServerError) return error;
-  return oauthFailure(config, error) ??
+  const failure = error instanceof McpServerError ? error : oauthFailure(config, error) ??
     new McpServerError(config.name, "protocol", `login failed: ${messageOf(error)}`, {
       cause: error,
     });
+  return failure.masked(config.substitutions);
 }
 
 /** One login round: its callback port and listener, its provider, and the waits. */
