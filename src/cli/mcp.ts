@@ -169,13 +169,19 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           // servers one failure is a line of the report.
           if (name && failed.length > 0) state.exitCode = 1;
           if (options.json) {
+            // Config errors and warnings too: invalid entries (only in a listing of all servers:
+            // a named invalid one is refused above) and the config warnings of the entries used.
+            const invalid = name ? [] : session.invalidServers();
+            const configWarnings = session.issues
+              .filter((issue) => issue.severity === "warning" && (!name || issue.server === name))
+              .map((issue) => formatIssue(issue, session.config.paths.config));
             return printJson(io, {
               tools: tools.map(toolRow),
-              errors: failed.map((s) => ({ server: s.name, error: s.error })),
-              warnings,
+              errors: [...failed, ...invalid].map((s) => ({ server: s.name, error: s.error })),
+              warnings: [...configWarnings, ...warnings],
             });
           }
-          session.printIssues();
+          session.printIssues(name);
           for (const warning of warnings) io.err(`warning: ${warning}\n`);
           if (name && failed.length > 0) {
             throw new CliError(failed[0].error ?? `MCP server '${name}' is ${failed[0].status}`);
@@ -238,7 +244,9 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             `MCP server '${name}' has no tool '${toolArg}'. Its tools: ${names || "none"}`,
           );
         }
-        const result = await session.manager.callTool(tool.name, args as Record<string, unknown>);
+        const result = await session.manager.callTool(tool.name, args as Record<string, unknown>, {
+          signal: session.signal,
+        });
         if (result.isError) state.exitCode = 1;
         if (options.json) return printJson(io, result);
         for (const item of result.content ?? []) {
@@ -252,6 +260,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           io.err(`MCP server '${name}': tool '${tool.originalName}' reported an error\n`);
         }
       } catch (error) {
+        session.signal.throwIfAborted();
         if (error instanceof McpServerError) throw new CliError(error.message);
         throw error;
       } finally {
@@ -375,8 +384,6 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
     )
     .action(async (name, options) => {
       const session = McpSession.open(io);
-      const cancel = new AbortController();
-      const unsubscribe = io.onInterrupt?.(() => cancel.abort());
       try {
         const config = session.server(name, { allowDisabled: true });
         if (config.transport === "stdio") {
@@ -395,7 +402,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           processEnv: io.env,
           print: (text) => io.err(text),
           openBrowser: io.openBrowser,
-          signal: cancel.signal,
+          signal: session.signal,
           onWarning: (message) => io.err(`warning: ${message}\n`),
         });
         // The stored tokens, used the way every later connect uses them.
@@ -427,7 +434,6 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         if (error instanceof McpServerError) throw new CliError(error.message);
         throw error;
       } finally {
-        unsubscribe?.();
         await session.close();
       }
     });
@@ -477,6 +483,8 @@ class McpSession {
   readonly manager: McpManager;
   readonly #io: CliIo;
   readonly #stderr: StderrLog;
+  readonly #stop = new AbortController();
+  readonly #unlisten: (() => void)[] = [];
 
   private constructor(io: CliIo, config: ResolvedConfig) {
     this.#io = io;
@@ -503,7 +511,30 @@ class McpSession {
       issue.server === "" && issue.severity === "error"
     );
     if (broken) throw new UsageError(formatIssue(broken, session.config.paths.config));
+    session.#listen();
     return session;
+  }
+
+  /**
+   * Aborts on Ctrl-C, SIGTERM or SIGHUP, with the error the command ends with: the command stops
+   * what it waits for, and {@linkcode McpSession.close} shuts down the servers it started (no
+   * stdio child is left running).
+   */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  #listen(): void {
+    const stopped = (how: string) => {
+      if (this.#stop.signal.aborted) return;
+      this.#stop.abort(
+        new CliError(`stopped by ${how}; the MCP servers it started were shut down`),
+      );
+      if (this.#io.stderrIsTerminal) this.#io.err(`\n${how}: stopping …\n`);
+    };
+    const interrupt = this.#io.onInterrupt?.(() => stopped("Ctrl-C"));
+    const terminate = this.#io.onTerminate?.((signal) => stopped(signal));
+    for (const unlisten of [interrupt, terminate]) if (unlisten) this.#unlisten.push(unlisten);
   }
 
   /** The config warnings of server `name` (an unknown key, an unset variable …), formatted. */
@@ -541,7 +572,8 @@ class McpSession {
     if (this.#io.stderrIsTerminal && count > 0) {
       this.#io.err(`Connecting to ${count} MCP server${count === 1 ? "" : "s"} …\n`);
     }
-    await this.manager.start(servers);
+    await this.manager.start(servers, { signal: this.#stop.signal });
+    this.#stop.signal.throwIfAborted();
   }
 
   /** Servers whose entry has errors, as listing rows. */
@@ -568,15 +600,18 @@ class McpSession {
     return String(raw.transport ?? "").trim().toLowerCase() === "sse" ? "sse" : "http";
   }
 
-  printIssues(): void {
-    for (const issue of this.issues) {
+  /** Prints the config issues (of server `name` only, when given) on stderr. */
+  printIssues(name?: string): void {
+    for (const issue of this.issues.filter((issue) => !name || issue.server === name)) {
       this.#io.err(`${issue.severity}: ${formatIssue(issue, this.config.paths.config)}\n`);
     }
   }
 
+  /** Shuts the servers down; a stop that came meanwhile is the error the command ends with. */
   async close(): Promise<void> {
     await this.manager.shutdown();
     this.#stderr.close();
+    for (const unlisten of this.#unlisten.splice(0)) unlisten();
   }
 }
 

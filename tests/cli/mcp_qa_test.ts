@@ -243,3 +243,46 @@ Deno.test("a stdio server printing JSON that is not JSON-RPC fails at once, not 
       "(stdout must carry only MCP messages; a server logs to stderr)",
   );
 });
+
+Deno.test("mcp tools --json reports invalid entries and config warnings; a named listing only its own", async () => {
+  await using home = await tempHome();
+  const url = `http://127.0.0.1:${freePort()}/mcp`;
+  writeConfig(
+    home.home,
+    [
+      "mcp_servers:",
+      "  refused:",
+      `    url: ${url}`,
+      "    timout: 3",
+      "  inv:",
+      "    url: ftp://x",
+      "  other:",
+      `    url: ${url}`,
+      "    headrs: {}",
+      "",
+    ].join("\n"),
+  );
+  const doc = await cliJson(home.home, ["mcp", "tools", "--json"], 0, { env: denoEnv() });
+  const errors = new Map<string, string>(
+    doc.errors.map((e: { server: string; error: string }) => [e.server, e.error]),
+  );
+  assert.deepEqual([...errors.keys()].sort(), ["inv", "other", "refused"]);
+  assert.match(
+    errors.get("inv") ?? "",
+    /mcp_servers\.inv\.url: url must be an http:\/\/ or https:\/\//,
+  );
+  assert.equal(doc.warnings.length, 2, JSON.stringify(doc.warnings));
+  assert.match(doc.warnings[0], /mcp_servers\.refused\.timout: .*did you mean `timeout`/);
+  assert.match(doc.warnings[1], /mcp_servers\.other\.headrs: /);
+
+  const named = await cliJson(home.home, ["mcp", "tools", "refused", "--json"], 1, {
+    env: denoEnv(),
+  });
+  assert.deepEqual(named.errors.map((e: { server: string }) => e.server), ["refused"]);
+  assert.equal(named.warnings.length, 1, JSON.stringify(named.warnings));
+  assert.match(named.warnings[0], /mcp_servers\.refused\.timout/);
+  const text = await cli(home.home, ["mcp", "tools", "refused"], { env: denoEnv() });
+  expectCode(text, 1);
+  assert.match(text.stderr, /mcp_servers\.refused\.timout/);
+  assert.doesNotMatch(text.stderr, /mcp_servers\.(inv|other)/);
+});
