@@ -125,8 +125,11 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
 }
 
 /**
- * The configuration `gateway run` starts with: a starter `config.yaml` written on a fresh home
- * and a global secret generated when none is set, once the platform is known to be enabled.
+ * The configuration `gateway run` starts with: on a fresh home (no `config.yaml`), a starter
+ * `config.yaml`, and a global secret generated when none is set once the platform is known to be
+ * enabled. On a home set up before, a missing global secret stays missing: a static route without
+ * its own secret then answers 403 with a startup error naming it, rather than taking a secret no
+ * sender knows.
  */
 function prepareRun(io: CliIo): {
   config: ResolvedConfig;
@@ -134,7 +137,8 @@ function prepareRun(io: CliIo): {
   level: ReturnType<typeof configuredLogLevel>;
 } {
   let config = loadConfig({ env: io.env });
-  if (writeStarterConfig(config, io)) config = loadConfig({ env: io.env });
+  const fresh = writeStarterConfig(config, io);
+  if (fresh) config = loadConfig({ env: io.env });
   let settings = readWebhookSettings(config);
   if (!settings.enabled) {
     // Before anything is written to .env: a gateway that does not start changes nothing.
@@ -145,7 +149,7 @@ function prepareRun(io: CliIo): {
     );
   }
   const level = configuredLogLevel(config.source, io.env);
-  if (generateGlobalSecret(config, io)) {
+  if (fresh && generateGlobalSecret(config, io)) {
     config = loadConfig({ env: io.env });
     settings = readWebhookSettings(config);
   }

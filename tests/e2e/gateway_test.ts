@@ -204,6 +204,40 @@ Deno.test("gateway run on an address that is not this machine's: exit 1 naming p
   assert.doesNotMatch(result.stderr, /^\s+at /m);
 });
 
+Deno.test("gateway run on a home set up before generates no global secret: a static route without one answers 403", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
+      "        bare:\n          deliver: log\n",
+  );
+  const port = freePort();
+  const gateway = await startGateway(h.home, { WEBHOOK_PORT: String(port) });
+  try {
+    await waitUntil(() => gateway.stderr().includes("route bare"), "the route error");
+    assert.match(
+      gateway.stderr(),
+      /route bare has no secret and no global secret is set; it answers 403/,
+    );
+    assert.doesNotMatch(gateway.stdout(), /Generated a global webhook secret/);
+    let dotenv = "";
+    try {
+      dotenv = Deno.readTextFileSync(join(h.home, ".env"));
+    } catch { /* not written: as it should be */ }
+    assert.doesNotMatch(dotenv, /WEBHOOK_SECRET/);
+    const response = await fetch(`http://127.0.0.1:${port}/webhooks/bare`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    assert.equal(response.status, 403);
+    assert.deepEqual(await response.json(), { error: "no secret is configured for this route" });
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
 Deno.test("gateway: a weak global or static-route secret is served but warned about at start", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(
@@ -348,10 +382,11 @@ Deno.test("gateway: INSECURE_NO_AUTH opens a secretless route on a loopback host
   config(""); // every interface: the variable must not open anything
   const everywhere = await startGateway(h.home, env);
   try {
-    // The start generated a global secret, so this route has one now: unsigned is refused.
-    assert.match(readDotenv(h.home), /^WEBHOOK_SECRET=/m);
+    // Not a fresh home: no global secret is generated, so the route has none and stays closed.
+    assert.equal(readDotenv(h.home), "");
     const answer = await unsigned(everywhere);
-    assert.equal(answer.status, 401);
+    assert.equal(answer.status, 403);
+    assert.deepEqual(answer.json, { error: "no secret is configured for this route" });
     assert.match(everywhere.log(), /INSECURE_NO_AUTH is ignored: it applies only when/);
   } finally {
     assert.equal((await everywhere.stop()).code, 0);
