@@ -6,6 +6,7 @@
  * @module
  */
 import type { ModelSettings } from "./settings.ts";
+import { bodySummary, messageOf } from "../mcp/errors.ts";
 
 /** A function call the model asked for (the wire shape). */
 export interface ToolCallRequest {
@@ -44,7 +45,7 @@ export interface ModelReply {
 /** What went wrong with a model request, in the user's terms. */
 export type ModelErrorKind =
   | "auth" // 401/403: the key is wrong or missing
-  | "model_not_found" // 404, or the endpoint says the model does not exist
+  | "model_not_found" // the endpoint says the model does not exist
   | "bad_request" // another 4xx
   | "rate_limited" // 429 after every retry
   | "server" // 5xx after every retry
@@ -220,7 +221,7 @@ export class ModelClient {
         { status: response.status, retries: attempt },
       );
     }
-    const detail = errorDetail(this.#redact(text));
+    const detail = bodySummary(this.#redact(text));
     const status = response.status;
     if (status === 429) {
       return new RetryableFailure(
@@ -250,12 +251,24 @@ export class ModelClient {
         { status, retries },
       );
     }
-    if (status === 404 || /model.*(not.?found|does not exist|not exist|unknown)/i.test(detail)) {
+    if (/model.*(not.?found|does not exist|not exist|unknown)/i.test(detail)) {
       throw new ModelError(
         "model_not_found",
         `the model endpoint does not know model '${settings.model}' (HTTP ${status}` +
           `${detail ? `: ${detail}` : ""}). Fix: set model.default in ${this.#configFile} to a ` +
           `model this endpoint serves` + (status === 404 ? `, and check model.base_url` : ""),
+        { status, retries },
+      );
+    }
+    if (status === 404) {
+      // Nothing about the model: most often a base_url without /v1, or with the whole path.
+      throw new ModelError(
+        "bad_request",
+        `the model endpoint has no chat completions API at ${this.url} (HTTP 404` +
+          `${
+            detail ? `: ${detail}` : ""
+          }). Fix: set model.base_url in ${this.#configFile} to the ` +
+          "API root, which usually ends in /v1 (/chat/completions is added to it)",
         { status, retries },
       );
     }
@@ -359,19 +372,6 @@ function retryAfterMs(header: string | null, nowMs: number = Date.now()): number
 }
 
 /** The endpoint's own error message, from `{error: {message}}` or the body text, shortened. */
-function errorDetail(text: string): string {
-  let detail = text.trim();
-  try {
-    const data = JSON.parse(text);
-    const error = isRecord(data) ? data.error : undefined;
-    if (isRecord(error) && typeof error.message === "string") detail = error.message;
-    else if (typeof error === "string") detail = error;
-    else if (isRecord(data) && typeof data.message === "string") detail = data.message;
-  } catch { /* not JSON: the text itself */ }
-  detail = detail.replace(/\s+/g, " ");
-  return detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
-}
-
 function contentText(content: unknown): string | null {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
@@ -384,10 +384,6 @@ function contentText(content: unknown): string | null {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -558,8 +558,8 @@ Deno.test("error detail: {error: text}, {message}, plain text; whitespace collap
   assert.match(messages[0], /HTTP 422: plain error string\)/);
   assert.match(messages[1], /HTTP 422: top-level message\)/);
   assert.match(messages[2], /HTTP 422: not json at all\)/);
-  assert.ok(messages[3].includes(`HTTP 422: ${"x".repeat(300)}…)`), messages[3]);
-  assert.ok(!messages[3].includes("x".repeat(301)));
+  assert.ok(messages[3].includes(`HTTP 422: ${"x".repeat(200)}…)`), messages[3]);
+  assert.ok(!messages[3].includes("x".repeat(201)));
 });
 
 // --- answers that are not chat completions -------------------------------------------------
@@ -817,4 +817,43 @@ Deno.test({
 
     assert.ok(!error.message.includes(KEY.slice(0, 10)), error.message);
   },
+});
+
+Deno.test("404 that says nothing of the model (a base_url without /v1) → names model.base_url and the URL asked, not the model", async () => {
+  const { model, client } = await setup(
+    { turns: [{ status: 404, body: { error: { message: "Unknown request URL" } } }] },
+    { maxRetries: 3 },
+    { configFile: "/h/config.yaml" },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_request");
+
+  assert.equal(error.status, 404);
+  assert.match(
+    error.message,
+    /has no chat completions API at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/,
+  );
+  assert.match(error.message, /Unknown request URL/);
+  assert.match(
+    error.message,
+    /set model\.base_url in \/h\/config\.yaml to the API root, which usually ends in \/v1/,
+  );
+  assert.doesNotMatch(error.message, /does not know model/);
+  assert.equal(model.requests.length, 1, "not retried");
+});
+
+Deno.test("an HTML error page is quoted as its text, not its markup", async () => {
+  const page = "<!DOCTYPE HTML>\n<html><head><title>Error</title></head>\n" +
+    "<body><h1>Unsupported method ('POST')</h1></body></html>\n";
+  const { model, client } = await setup(
+    { turns: [{ status: 400, body: page }] },
+    { maxRetries: 0 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_request");
+
+  assert.match(error.message, /\(HTTP 400: Unsupported method \('POST'\)\)/);
+  assert.doesNotMatch(error.message, /DOCTYPE|<html/);
 });
