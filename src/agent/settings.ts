@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { type ConfigSource, isPlainObject, type ResolvedConfig } from "../home/config.ts";
+import {
+  type ConfigSource,
+  integerAt,
+  isPlainObject,
+  numberAt,
+  type ResolvedConfig,
+} from "../home/config.ts";
 import { ConfigError } from "../home/errors.ts";
 import type { SecretScope } from "../home/secrets.ts";
 
@@ -235,35 +241,4 @@ export function readModelSettings(
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
   return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
-function numberAt(source: ConfigSource, key: string, min: number, max: number): number | undefined {
-  const value = source.get(key);
-  if (value === undefined || value === null) return undefined;
-  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isFinite(number) || number < min || number > max) {
-    throw source.error(
-      key,
-      `expected a number from ${min} to ${max}, got ${JSON.stringify(value)}`,
-      `set ${key} to a number from ${min} to ${max}, or remove it for the default`,
-    );
-  }
-  return number;
-}
-
-function integerAt(
-  source: ConfigSource,
-  key: string,
-  min: number,
-  max: number,
-): number | undefined {
-  const value = numberAt(source, key, min, max);
-  if (value !== undefined && !Number.isInteger(value)) {
-    throw source.error(
-      key,
-      `expected a whole number, got ${value}`,
-      `set ${key} to a whole number from ${min} to ${max}`,
-    );
-  }
-  return value;
 }

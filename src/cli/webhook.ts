@@ -16,7 +16,12 @@ import {
 } from "../delivery/identifiers.ts";
 import { missingToken } from "../delivery/targets.ts";
 import { skillNameProblem } from "../agent/skills.ts";
-import { isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
+import {
+  isPlainObject,
+  loadConfig,
+  MAX_TIMER_SECONDS,
+  type ResolvedConfig,
+} from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
@@ -50,6 +55,7 @@ import {
   dynamicRoutes,
   readSubscriptions,
   SubscriptionFileError,
+  type SubscriptionRecords,
   updateSubscriptions,
 } from "../webhook/subscriptions.ts";
 import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
@@ -177,7 +183,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const warnings: string[] = [];
       const script = scriptOption(config.paths.scripts, options.script?.trim());
       if (script !== undefined) {
-        checkScriptName(script);
+        checkScriptName(config.paths.scripts, script);
         const checked = checkScript(config.paths.scripts, script);
         if ("error" in checked) throw new UsageError(`--script: ${checked.error}`);
         if (checked.warning) warnings.push(checked.warning);
@@ -247,7 +253,9 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           );
         }
         // Re-subscribing replaces the record; only the secret is kept (decisions.md §6).
-        const kept = typeof previous?.secret === "string" ? previous.secret.trim() : "";
+        const kept = isPlainObject(previous) && typeof previous.secret === "string"
+          ? previous.secret.trim()
+          : "";
         const record: SubscriptionRecord = {
           description: options.description ?? defaultDescription(name),
           events,
@@ -349,8 +357,12 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const timeoutMs = options.timeout === undefined
         ? TEST_TIMEOUT_MS
         : Number(options.timeout) * 1000;
-      if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
-        throw new UsageError(`--timeout takes a number of seconds > 0 (got '${options.timeout}')`);
+      // A timer past 2 147 483 s fires at once: a day is the limit, as for config waits.
+      if (!(timeoutMs > 0) || timeoutMs > MAX_TIMER_SECONDS * 1000) {
+        throw new UsageError(
+          `--timeout takes a number of seconds > 0, at most ${MAX_TIMER_SECONDS} ` +
+            `(got '${options.timeout}'), e.g. --timeout 60`,
+        );
       }
       const records = read(config);
       const routes = [
@@ -628,7 +640,7 @@ function routeName(rawName: string): string {
   return result.name;
 }
 
-function read(config: ResolvedConfig): Record<string, SubscriptionRecord> {
+function read(config: ResolvedConfig): SubscriptionRecords {
   try {
     return readSubscriptions(config.paths.subscriptions);
   } catch (error) {
@@ -640,7 +652,7 @@ function read(config: ResolvedConfig): Record<string, SubscriptionRecord> {
 /** Changes the subscriptions file under its lock (see `updateSubscriptions`). */
 function update<T>(
   config: ResolvedConfig,
-  change: (records: Record<string, SubscriptionRecord>) => T,
+  change: (records: SubscriptionRecords) => T,
 ): T {
   try {
     return updateSubscriptions(config.paths.subscriptions, change);
@@ -650,7 +662,7 @@ function update<T>(
   }
 }
 
-function noSubscription(name: string, records: Record<string, SubscriptionRecord>): UsageError {
+function noSubscription(name: string, records: SubscriptionRecords): UsageError {
   return unknownName("subscription", name, Object.keys(records));
 }
 
@@ -688,7 +700,7 @@ type RouteStatus =
 function checkRecord(
   config: ResolvedConfig,
   name: string,
-  record: SubscriptionRecord,
+  record: unknown,
 ): { route?: Route; problems: string[] } {
   const file = config.paths.subscriptions;
   const { problems } = dynamicRoutes({ [name]: record }, file);
@@ -953,7 +965,6 @@ function checkDeliverExtra(
   return warnings;
 }
 
-/** A script is a file name under `<home>/scripts/`: no absolute path, no `..`. */
 /**
  * `--script` as stored: relative to the scripts folder. An absolute path into that folder (as a
  * shell completes it) is made relative, so it names the same file the gateway will run.
@@ -980,14 +991,19 @@ function scriptOption(scriptsDir: string, script: string | undefined): string | 
   return script;
 }
 
-function checkScriptName(script: string): void {
+/**
+ * A script left as given by {@linkcode scriptOption} must be a path relative to the scripts
+ * folder that stays in it: an absolute path there was already made relative.
+ */
+function checkScriptName(scriptsDir: string, script: string): void {
   const normal = normalize(script);
   if (
     script === "" || isAbsolute(script) || normal.startsWith("..") ||
     normal.split("/").includes("..")
   ) {
     throw new UsageError(
-      `--script '${script}' must name a file inside <home>/scripts/ (no absolute path, no '..')`,
+      `--script '${script}' must name a file inside <home>/scripts/ (${scriptsDir}/): give its ` +
+        `path relative to that folder (e.g. --script triage.sh) or an absolute path inside it`,
     );
   }
 }

@@ -248,6 +248,92 @@ export function parseBoolish(value: unknown): boolean | undefined {
   return undefined;
 }
 
+/**
+ * The longest wait a duration setting that feeds a timer may ask for: one day. Timers hold a
+ * signed 32-bit count of milliseconds; past 2 147 483 s they fire after 1 ms instead.
+ */
+export const MAX_TIMER_SECONDS = 86_400;
+
+/**
+ * Reads a number from `min` to `max` (`Infinity`: no upper limit); a quoted number counts.
+ * Missing or null → `undefined`; anything else is a {@linkcode ConfigError} naming the key, the
+ * allowed range and a fix (with `example` as a value to copy, when given).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource, numberAt } from "./config.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "agent:\n  run_timeout_seconds: 3000000\n");
+ * assert.throws(
+ *   () => numberAt(source, "agent.run_timeout_seconds", 0, 86_400, 600),
+ *   /config\.yaml:2 .*expected a number from 0 to 86400, got 3000000\. Fix: set .* e\.g\. 600/,
+ * );
+ * assert.equal(numberAt(source, "agent.missing", 0, 86_400), undefined);
+ * ```
+ */
+export function numberAt(
+  source: ConfigSource,
+  key: string,
+  min: number,
+  max: number,
+  example?: number,
+): number | undefined {
+  return boundedNumber(source, key, min, max, example, false);
+}
+
+/**
+ * Reads a whole number from `min` to `max` (`Infinity`: no upper limit), as
+ * {@linkcode numberAt} does.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource, integerAt } from "./config.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "n: 2.5\nm: \"7\"\n");
+ * assert.throws(() => integerAt(source, "n", 1, Infinity, 30), /expected a whole number, got 2\.5/);
+ * assert.equal(integerAt(source, "m", 1, Infinity), 7);
+ * ```
+ */
+export function integerAt(
+  source: ConfigSource,
+  key: string,
+  min: number,
+  max: number,
+  example?: number,
+): number | undefined {
+  return boundedNumber(source, key, min, max, example, true);
+}
+
+function boundedNumber(
+  source: ConfigSource,
+  key: string,
+  min: number,
+  max: number,
+  example: number | undefined,
+  whole: boolean,
+): number | undefined {
+  const value = source.get(key);
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  const kind = whole ? "a whole number" : "a number";
+  const range = max === Infinity ? `≥ ${min}` : `from ${min} to ${max}`;
+  const fix = `set ${key} to ${kind} ${range}${example === undefined ? "" : `, e.g. ${example}`}`;
+  if (typeof number !== "number" || !Number.isFinite(number) || number < min || number > max) {
+    throw source.error(
+      key,
+      // JSON.stringify shows .inf as null.
+      `expected ${kind} ${range}, got ${
+        typeof value === "number" ? String(value) : JSON.stringify(value)
+      }`,
+      `${fix}, or remove it for the default`,
+    );
+  }
+  if (whole && !Number.isInteger(number)) {
+    throw source.error(key, `expected a whole number, got ${number}`, fix);
+  }
+  return number;
+}
+
 /** Whether usage metrics are collected and sent, and why. */
 export interface TelemetrySettings {
   /** Collect counters locally. */

@@ -223,7 +223,7 @@ function parseJsonObject(text: string, what: string): PayloadResult {
   } catch (error) {
     // Valid JSON nested deep enough to exhaust the stack of the large-integer reviver: that is
     // what to say, not "not valid JSON".
-    const tooDeep = error instanceof RangeError ? findAmbiguity(text, what) : undefined;
+    const tooDeep = error instanceof RangeError ? findAmbiguity(text, what)?.problem : undefined;
     if (tooDeep) return { ok: false, error: tooDeep };
     // V8's message quotes the text around the error; the place and what was expected is what a
     // sender needs, and it keeps the payload's text out of the answer and the log.
@@ -255,9 +255,63 @@ function parseJsonObject(text: string, what: string): PayloadResult {
  * ```
  */
 export function jsonAmbiguity(text: string, value: unknown, what: string): string | undefined {
+  return jsonAmbiguityAt(text, value, what)?.problem;
+}
+
+/** What {@linkcode jsonAmbiguityAt} found, and where. */
+export interface JsonAmbiguity {
+  /** As {@linkcode jsonAmbiguity} says it. */
+  problem: string;
+  /** The 1-based line of the text where it is: the repeat of a key, or the bracket too deep. */
+  line: number;
+  /**
+   * The key written twice, the line of its first occurrence and the object's path (`$`, `$.a`),
+   * when that is the problem.
+   */
+  repeated?: { key: string; firstLine: number; path: string };
+}
+
+/**
+ * {@linkcode jsonAmbiguity} with the line it is on: for a file a person edits, where a body's
+ * sender needs only the path.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { jsonAmbiguityAt } from "./request.ts";
+ * const text = '{\n  "q1": {},\n  "q1": {}\n}';
+ * assert.deepEqual(jsonAmbiguityAt(text, JSON.parse(text), "the file"), {
+ *   problem: 'the file has the key "q1" twice in the object at $; each key may appear once per object',
+ *   line: 3,
+ *   repeated: { key: "q1", firstLine: 2, path: "$" },
+ * });
+ * ```
+ */
+export function jsonAmbiguityAt(
+  text: string,
+  value: unknown,
+  what: string,
+): JsonAmbiguity | undefined {
   // Almost every text is unambiguous: that is checked without allocating, and only a text that
   // fails the check is scanned again for what to say.
-  return unambiguous(text, value) ? undefined : findAmbiguity(text, what);
+  if (unambiguous(text, value)) return undefined;
+  const found = findAmbiguity(text, what);
+  if (found === undefined) return undefined;
+  const lineAt = (offset: number) => {
+    let line = 1;
+    for (let at = text.indexOf("\n"); at !== -1 && at < offset; at = text.indexOf("\n", at + 1)) {
+      line++;
+    }
+    return line;
+  };
+  const { problem, at, repeated } = found;
+  return {
+    problem,
+    line: lineAt(at),
+    ...(repeated
+      ? { repeated: { key: repeated.key, firstLine: lineAt(repeated.at), path: repeated.path } }
+      : {}),
+  };
 }
 
 function kind(value: unknown): string {
@@ -315,7 +369,8 @@ function countProperties(value: unknown): number {
 
 /** One open object (`keys` set) or array (`keys` null) while scanning. */
 interface Frame {
-  keys: Set<string> | null;
+  /** Each key of the object read so far, with the offset of its opening quote. */
+  keys: Map<string, number> | null;
   /** The last key read in this object. */
   key: string;
   /** The index of the current element in this array. */
@@ -328,7 +383,12 @@ interface Frame {
  * linear in the text: strings are skipped whole, so braces, quotes and commas inside them do not
  * count; keys are compared decoded, so `"a"` and `"\u0061"` are the same key.
  */
-function findAmbiguity(text: string, what: string): string | undefined {
+function findAmbiguity(
+  text: string,
+  what: string,
+):
+  | { problem: string; at: number; repeated?: { key: string; at: number; path: string } }
+  | undefined {
   const frames: Frame[] = [];
   let expectKey = false;
   for (let i = 0; i < text.length; i++) {
@@ -343,21 +403,29 @@ function findAmbiguity(text: string, what: string): string | undefined {
         const raw = text.slice(start, i);
         const key = escaped ? JSON.parse(`"${raw}"`) as string : raw;
         const frame = frames[frames.length - 1];
-        if (frame.keys!.has(key)) {
-          return `${what} has the key ${shorten(key)} twice in the object at ${
-            pathOf(frames)
-          }; each key may appear once per object`;
+        const first = frame.keys!.get(key);
+        if (first !== undefined) {
+          const path = pathOf(frames);
+          return {
+            problem: `${what} has the key ${shorten(key)} twice in the object at ${path}; ` +
+              "each key may appear once per object",
+            at: start - 1,
+            repeated: { key, at: first, path },
+          };
         }
-        frame.keys!.add(key);
+        frame.keys!.set(key, start - 1);
         frame.key = key;
         break;
       }
       case 0x7b: // {
       case 0x5b: // [
-        frames.push({ keys: text.charCodeAt(i) === 0x7b ? new Set() : null, key: "", index: 0 });
+        frames.push({ keys: text.charCodeAt(i) === 0x7b ? new Map() : null, key: "", index: 0 });
         if (frames.length > MAX_JSON_DEPTH) {
-          return `${what} nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; ` +
-            "flatten the payload";
+          return {
+            problem: `${what} nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; ` +
+              "flatten the payload",
+            at: i,
+          };
         }
         expectKey = frames[frames.length - 1].keys !== null;
         break;

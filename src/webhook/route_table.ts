@@ -10,7 +10,7 @@
  */
 import { dirname } from "node:path";
 import { type Filter, parseFilters } from "./filters.ts";
-import type { Route, SubscriptionRecord } from "./routes.ts";
+import type { Route } from "./routes.ts";
 import { dynamicRoutes, readSubscriptions } from "./subscriptions.ts";
 
 /** A route ready to serve: with its filter parsed. */
@@ -150,7 +150,7 @@ export class RouteTable {
   }
 
   /** One record of the file as a served route, or the problems that keep it from being one. */
-  #load(name: string, record: SubscriptionRecord): Served {
+  #load(name: string, record: unknown): Served {
     const { routes, problems } = dynamicRoutes({ [name]: record }, this.#options.file);
     if (problems.length > 0) return { problems, warnings: [] };
     return routes.length === 0 ? { problems: [], warnings: [] } : this.#serve(routes[0]);

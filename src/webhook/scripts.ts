@@ -737,8 +737,9 @@ function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): Sc
     return {
       kind: "ignored",
       reason: "timeout",
-      detail: `${name} ran longer than ${request.timeoutMs} ms and was killed: make it faster ` +
-        `or raise script_timeout_seconds`,
+      // The setting is in seconds: the limit is said in them too.
+      detail: `${name} ran longer than ${request.timeoutMs / 1000} s and was killed: make it ` +
+        `faster or raise script_timeout_seconds`,
     };
   }
   if (run.stop === "output_too_large") {

@@ -7,7 +7,10 @@
  */
 import {
   type ConfigSource,
+  integerAt,
   isPlainObject,
+  MAX_TIMER_SECONDS,
+  numberAt,
   parseBoolish,
   type ResolvedConfig,
 } from "../home/config.ts";
@@ -137,13 +140,18 @@ export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
   const rateLimit: WebhookSettings["rateLimit"] = { ...WEBHOOK_DEFAULTS.rateLimit };
   // A quoted number ("30") counts, as it does for every other number of this section.
   if (typeof rate === "number" || (typeof rate === "string" && /^\s*\d+\s*$/.test(rate))) {
-    rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit`);
+    rateLimit.requests = needed(source, `${EXTRA}.rate_limit`, COUNT, 30);
   } else if (isPlainObject(rate)) {
     if (rate.requests !== undefined) {
-      rateLimit.requests = positiveInt(source, `${EXTRA}.rate_limit.requests`);
+      rateLimit.requests = needed(source, `${EXTRA}.rate_limit.requests`, COUNT, 30);
     }
     if (rate.window_seconds !== undefined) {
-      rateLimit.windowSeconds = positiveInt(source, `${EXTRA}.rate_limit.window_seconds`);
+      rateLimit.windowSeconds = needed(
+        source,
+        `${EXTRA}.rate_limit.window_seconds`,
+        MAX_TIMER_SECONDS,
+        60,
+      );
     }
   } else if (rate !== undefined && rate !== null) {
     throw source.error(
@@ -168,18 +176,23 @@ export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
     host,
     secret,
     rateLimit,
-    maxBodyBytes: optionalPositive(source, `${EXTRA}.max_body_bytes`) ??
+    maxBodyBytes: integerAt(source, `${EXTRA}.max_body_bytes`, 1, COUNT, 1_048_576) ??
       WEBHOOK_DEFAULTS.maxBodyBytes,
-    bodyTimeoutSeconds: optionalPositiveNumber(source, `${EXTRA}.body_timeout_seconds`) ??
+    // Both feed a timer, which fires at once past 2 147 483 s: capped as the agent's waits are.
+    bodyTimeoutSeconds: seconds(source, `${EXTRA}.body_timeout_seconds`, MAX_TIMER_SECONDS, 30) ??
       WEBHOOK_DEFAULTS.bodyTimeoutSeconds,
-    scriptTimeoutSeconds: optionalPositive(source, `${EXTRA}.script_timeout_seconds`) ??
-      WEBHOOK_DEFAULTS.scriptTimeoutSeconds,
-    idempotencyTtlSeconds: optionalPositive(source, `${EXTRA}.idempotency_ttl_seconds`) ??
-      WEBHOOK_DEFAULTS.idempotencyTtlSeconds,
-    deliveryAttempts: optionalPositive(source, `${EXTRA}.delivery_attempts`) ??
+    scriptTimeoutSeconds:
+      integerAt(source, `${EXTRA}.script_timeout_seconds`, 1, MAX_TIMER_SECONDS, 30) ??
+        WEBHOOK_DEFAULTS.scriptTimeoutSeconds,
+    // Not a timer (a claim's expiry in the inbox), but seconds × 1000 must stay a finite date.
+    idempotencyTtlSeconds:
+      integerAt(source, `${EXTRA}.idempotency_ttl_seconds`, 1, MAX_TTL_SECONDS, 86_400) ??
+        WEBHOOK_DEFAULTS.idempotencyTtlSeconds,
+    deliveryAttempts: integerAt(source, `${EXTRA}.delivery_attempts`, 1, COUNT, 5) ??
       WEBHOOK_DEFAULTS.deliveryAttempts,
-    deliveryRetrySeconds: optionalPositiveNumber(source, `${EXTRA}.delivery_retry_seconds`) ??
-      WEBHOOK_DEFAULTS.deliveryRetrySeconds,
+    deliveryRetrySeconds:
+      seconds(source, `${EXTRA}.delivery_retry_seconds`, MAX_TIMER_SECONDS, 5) ??
+        WEBHOOK_DEFAULTS.deliveryRetrySeconds,
     scriptSandbox: sandbox as WebhookSettings["scriptSandbox"],
     // A typo must not quietly leave a test setup signed, or quietly open a real one.
     insecureNoAuth: envBoolean(
@@ -421,36 +434,30 @@ function portAt(source: ConfigSource, key: string): number | undefined {
   );
 }
 
-function positiveInt(source: ConfigSource, key: string): number {
-  const value = optionalPositive(source, key);
-  if (value === undefined) throw source.error(key, "a value is needed", "set a whole number ≥ 1");
+/** No upper limit on a count (requests, bytes, attempts). */
+const COUNT = Infinity;
+
+/** The longest a delivery id is remembered: a year. */
+const MAX_TTL_SECONDS = 365 * 86_400;
+
+/** The shortest wait a seconds setting may ask for: a timer's resolution, 1 ms. */
+const MIN_SECONDS = 0.001;
+
+/** A whole number from 1 to `max` under a key that is present, so null is not "the default". */
+function needed(source: ConfigSource, key: string, max: number, example: number): number {
+  const value = integerAt(source, key, 1, max, example);
+  if (value === undefined) {
+    throw source.error(key, "a value is needed", `set it to a whole number, e.g. ${example}`);
+  }
   return value;
 }
 
-function optionalPositive(source: ConfigSource, key: string): number | undefined {
-  const value = source.get(key);
-  if (value === undefined || value === null) return undefined;
-  const number = typeof value === "string" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isInteger(number) || number < 1) {
-    throw source.error(
-      key,
-      `expected a whole number ≥ 1, got ${JSON.stringify(value)}`,
-      `fix ${key}`,
-    );
-  }
-  return number;
-}
-
-function optionalPositiveNumber(source: ConfigSource, key: string): number | undefined {
-  const value = source.get(key);
-  if (value === undefined || value === null) return undefined;
-  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isFinite(number) || number <= 0) {
-    throw source.error(
-      key,
-      `expected a number of seconds > 0, got ${JSON.stringify(value)}`,
-      `fix ${key}, e.g. 5 or 0.5`,
-    );
-  }
-  return number;
+/** A wait in seconds, fractions allowed (0.5), from 1 ms to `max`. */
+function seconds(
+  source: ConfigSource,
+  key: string,
+  max: number,
+  example: number,
+): number | undefined {
+  return numberAt(source, key, MIN_SECONDS, max, example);
 }

@@ -1,14 +1,16 @@
 /**
  * `<home>/webhook_subscriptions.json`: the dynamic routes that `agent webhook subscribe` creates.
  * One JSON object keyed by subscription name. Written atomically with mode 0600 (it holds
- * secrets); a corrupt file is reported and never overwritten. Changes go through
- * {@linkcode updateSubscriptions}, which holds an exclusive lock on `<file>.lock` from the read to
- * the write, so two commands run at once cannot lose each other's record.
+ * secrets); a corrupt file (one that repeats a name included) is reported and never overwritten.
+ * Changes go through {@linkcode updateSubscriptions}, which holds an exclusive lock on
+ * `<file>.lock` from the read to the write, so two commands run at once cannot lose each other's
+ * record.
  *
  * @module
  */
 import { isPlainObject } from "../home/config.ts";
 import { jsonSyntaxProblem } from "../home/json_syntax.ts";
+import { jsonAmbiguityAt } from "./request.ts";
 import {
   readTextIfExists,
   restrictFileMode,
@@ -20,18 +22,24 @@ import { isValidRouteName, type Route, routeFromRaw, type SubscriptionRecord } f
 /** The subscription file cannot be used as it is. */
 export class SubscriptionFileError extends Error {
   readonly file: string;
-  constructor(file: string, problem: string) {
-    super(
-      `${file}: ${problem}. Fix: correct or remove the file (it is never overwritten while broken)`,
-    );
+  constructor(file: string, problem: string, fix = "correct or remove the file") {
+    super(`${file}: ${problem}. Fix: ${fix} (it is never overwritten while broken)`);
     this.name = "SubscriptionFileError";
     this.file = file;
   }
 }
 
 /**
- * Reads every record. A missing file is empty; a file that is not a JSON object of records is a
- * {@linkcode SubscriptionFileError}.
+ * The records of the file by name. A record is whatever the file holds under its name: one that
+ * is not a valid subscription (not even an object) is still a record, reported by
+ * {@linkcode dynamicRoutes} and shown as invalid, while the others are used.
+ */
+export type SubscriptionRecords = Record<string, SubscriptionRecord | unknown>;
+
+/**
+ * Reads every record. A missing file is empty; a file that is not a JSON object, or that repeats
+ * a key (`JSON.parse` would keep the last: a rewrite would lose the other record and its secret
+ * for good), is a {@linkcode SubscriptionFileError}.
  *
  * @example
  * ```ts
@@ -40,7 +48,7 @@ export class SubscriptionFileError extends Error {
  * assert(Object.keys(readSubscriptions("/nonexistent/subs.json")).length === 0);
  * ```
  */
-export function readSubscriptions(file: string): Record<string, SubscriptionRecord> {
+export function readSubscriptions(file: string): SubscriptionRecords {
   const text = readTextIfExists(file);
   if (text === undefined || text.trim() === "") return {};
   let data: unknown;
@@ -53,19 +61,27 @@ export function readSubscriptions(file: string): Record<string, SubscriptionReco
   if (!isPlainObject(data)) {
     throw new SubscriptionFileError(file, "expected a JSON object keyed by subscription name");
   }
-  for (const [name, record] of Object.entries(data)) {
-    if (!isPlainObject(record)) {
-      throw new SubscriptionFileError(file, `the entry '${name}' is not an object`);
-    }
+  const ambiguity = jsonAmbiguityAt(text, data, "the file");
+  if (ambiguity) {
+    const { problem, line, repeated } = ambiguity;
+    throw new SubscriptionFileError(
+      file,
+      `line ${line}: ${problem}`,
+      repeated
+        ? `keep one of the two ${JSON.stringify(repeated.key)} keys (lines ${repeated.firstLine} ` +
+          `and ${line}): ${
+            repeated.path === "$"
+              ? "rename the other record to a new subscription name, or delete it"
+              : "delete the other"
+          }`
+        : undefined,
+    );
   }
-  return data as Record<string, SubscriptionRecord>;
+  return data;
 }
 
 /** Writes every record atomically, mode 0600. */
-export function writeSubscriptions(
-  file: string,
-  records: Record<string, SubscriptionRecord>,
-): void {
+export function writeSubscriptions(file: string, records: SubscriptionRecords): void {
   writeFileAtomic(file, JSON.stringify(records, null, 2) + "\n", { mode: 0o600 });
   restrictFileMode(file);
 }
@@ -99,7 +115,7 @@ export function writeSubscriptions(
  */
 export function updateSubscriptions<T>(
   file: string,
-  change: (records: Record<string, SubscriptionRecord>) => T,
+  change: (records: SubscriptionRecords) => T,
 ): T {
   return withEditLock(file, () => {
     const records = readSubscriptions(file);
@@ -114,7 +130,7 @@ export function updateSubscriptions<T>(
  * left out; the others still work).
  */
 export function dynamicRoutes(
-  records: Record<string, SubscriptionRecord>,
+  records: SubscriptionRecords,
   file: string,
 ): { routes: Route[]; problems: string[] } {
   const routes: Route[] = [];

@@ -172,6 +172,62 @@ Deno.test("a corrupt subscriptions file is reported and left untouched", async (
   assert.equal(Deno.readTextFileSync(file), "{ not json");
 });
 
+Deno.test("a subscriptions file that repeats a name is reported with its lines and never rewritten", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "webhook_subscriptions.json");
+  assert.equal((await cli(h.home, ["webhook", "subscribe", "q1"])).code, 0);
+  const first = subscriptions(h.home).q1;
+  // A second q1 pasted by hand: JSON.parse keeps only the last one.
+  const second = { ...first, secret: "another-secret-0123456789", prompt: "pasted" };
+  const text = `{\n  "q1": ${JSON.stringify(first)},\n  "q1": ${JSON.stringify(second)}\n}\n`;
+  Deno.writeTextFileSync(file, text);
+  for (
+    const argv of [
+      ["webhook", "list"],
+      ["webhook", "list", "--json"],
+      ["webhook", "subscribe", "q9"],
+      ["webhook", "rm", "q1"],
+    ]
+  ) {
+    const result = await cli(h.home, argv);
+    assert.equal(result.code, 1, argv.join(" "));
+    const json = argv.includes("--json");
+    const error = json ? parseOneJson(result.stdout || result.stderr).error : undefined;
+    assert.match(
+      json ? (error as { message: string }).message : result.stderr,
+      /webhook_subscriptions\.json: line 3: the file has the key "q1" twice in the object at \$; .*Fix: keep one of the two "q1" keys \(lines 2 and 3\): rename the other record to a new subscription name, or delete it/,
+      argv.join(" "),
+    );
+  }
+  assert.equal(Deno.readTextFileSync(file), text);
+});
+
+Deno.test("a record that is not an object is listed as invalid; the others are listed and can change", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "webhook_subscriptions.json");
+  assert.equal((await cli(h.home, ["webhook", "subscribe", "q2"])).code, 0);
+  Deno.writeTextFileSync(file, JSON.stringify({ q1: 5, ...subscriptions(h.home) }, null, 2));
+  const list = await cli(h.home, ["webhook", "list", "--json"]);
+  assert.equal(list.code, 0, list.stderr);
+  const rows = parseOneJson(list.stdout).subscriptions as Record<string, unknown>[];
+  const q1 = rows.find((row) => row.name === "q1")!;
+  assert.equal(q1.status, "invalid");
+  assert.deepEqual(q1.problems, [`${file}: q1: expected a mapping of route settings`]);
+  assert.equal(rows.find((row) => row.name === "q2")?.status, "active");
+  const text = await cli(h.home, ["webhook", "list"]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /q1/);
+  assert.match(text.stdout, /q2/);
+  // Other names can be subscribed and removed; q1 stays as it was until it is fixed or removed.
+  assert.equal((await cli(h.home, ["webhook", "subscribe", "q9"])).code, 0);
+  assert.equal((await cli(h.home, ["webhook", "rm", "q2"])).code, 0);
+  assert.deepEqual(Object.keys(subscriptions(h.home)), ["q1", "q9"]);
+  assert.equal(subscriptions(h.home).q1, 5);
+  const removed = await cli(h.home, ["webhook", "rm", "q1"]);
+  assert.equal(removed.code, 0, removed.stderr);
+  assert.deepEqual(Object.keys(subscriptions(h.home)), ["q9"]);
+});
+
 Deno.test("test: POSTs a signed test event to the running listener and prints its answer", async () => {
   await using h = await tempHome();
   await using listener = startListener(h.home);
@@ -344,6 +400,12 @@ Deno.test("test: a port that accepts but never answers is reported as no answer,
     const bad = await cli(h.home, ["webhook", "test", "quiet", "--timeout", "soon"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--timeout takes a number of seconds > 0/);
+    // Past 2 147 483 s the timer would fire at once: "no answer within 3000000 s".
+    for (const value of ["3000000", "86401", "Infinity"]) {
+      const long = await cli(h.home, ["webhook", "test", "quiet", "--timeout", value]);
+      assert.equal(long.code, 2, value);
+      assert.match(long.stderr, /--timeout takes a number of seconds > 0, at most 86400/, value);
+    }
   } finally {
     silent.close();
     await accepting.catch(() => {});

@@ -300,6 +300,12 @@ Deno.test("subscribe --script: an absolute path into the scripts folder is store
     const result = await cli(h.home, ["webhook", "subscribe", "y", "--script", given]);
     assert.equal(result.code, 2, `${given}: ${result.stderr}`);
     assert.match(result.stderr, /must name a file inside <home>\/scripts\//);
+    // An absolute path inside the folder is taken: the message must not say none is.
+    assert.doesNotMatch(result.stderr, /no absolute path/);
+    assert.match(
+      result.stderr,
+      /relative to that folder \(e\.g\. --script triage\.sh\) or an absolute path inside it/,
+    );
   }
 });
 

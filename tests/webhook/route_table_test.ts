@@ -280,3 +280,45 @@ Deno.test("RouteTable: a reload tells which subscriptions it added and removed",
     assert.deepEqual(changes[2], { added: ["d"], removed: [], served: 1 });
   });
 });
+
+Deno.test("RouteTable: a file that repeats a name keeps the routes read before, and says why", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { q1: record({ prompt: "one" }), q2: record({ prompt: "two" }) });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.equal(table.get("q1")?.prompt, "one");
+
+    // Edited by hand: a second q1, which JSON.parse would quietly take instead of the first.
+    const q1 = JSON.stringify(record({ prompt: "one" }));
+    const edited = JSON.stringify(record({ prompt: "edited", secret: "another-secret-012345" }));
+    const q2 = JSON.stringify(record({ prompt: "two, edited" }));
+    Deno.writeTextFileSync(file, `{\n"q1": ${q1},\n"q2": ${q2},\n"q1": ${edited}\n}\n`);
+    table.refresh();
+    assert.equal(table.get("q1")?.prompt, "one");
+    assert.equal(table.get("q1")?.secret, "0123456789abcdef0123");
+    assert.equal(table.get("q2")?.prompt, "two", "nothing of the broken file is used");
+    assert.equal(reports.length, 1);
+    assert.match(
+      reports[0],
+      /webhook_subscriptions\.json: line 4: the file has the key "q1" twice in the object at \$; .*Fix: keep one of the two "q1" keys \(lines 2 and 4\).*; the subscriptions read before stay in use until it is fixed$/,
+    );
+  });
+});
+
+Deno.test("RouteTable: a record that is not an object is invalid on its own; the other records load", async () => {
+  await withHome((_home, file) => {
+    writeSubscriptions(file, { q1: record({ prompt: "one" }), q2: record({ prompt: "two" }) });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    writeSubscriptions(file, { q1: 5, q2: record({ prompt: "two, edited" }), q3: record() });
+    table.refresh();
+    assert.equal(table.get("q1")?.prompt, "one", "the last good version of q1 is served");
+    assert.equal(table.get("q2")?.prompt, "two, edited");
+    assert.ok(table.get("q3"));
+    assert.deepEqual(reports, [
+      `${file}: q1: expected a mapping of route settings`,
+      `${file}: subscription 'q1' is invalid; its previous version stays in use until the ` +
+      "record is fixed",
+    ]);
+  });
+});

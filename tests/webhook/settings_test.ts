@@ -293,7 +293,7 @@ Deno.test("readWebhookSettings: a quoted rate_limit number is read as that numbe
     key: `${EXTRA}.rate_limit`,
     line: 4,
     problem: 'expected a whole number ≥ 1, got "0"',
-    fix: `fix ${EXTRA}.rate_limit`,
+    fix: `set ${EXTRA}.rate_limit to a whole number ≥ 1, e.g. 30, or remove it for the default`,
   });
 });
 
@@ -628,14 +628,20 @@ Deno.test("readWebhookSettings: a malformed extra.rate_limit names the key, line
       fix: "e.g. rate_limit: 30",
     });
   }
-  for (const [value, shown] of [["0", "0"], ["-5", "-5"], ["1.5", "1.5"]]) {
+  for (const [value, shown] of [["0", "0"], ["-5", "-5"]]) {
     assertConfigError(configError(() => settingsOf(extraYaml(`rate_limit: ${value}`))), {
       key: `${EXTRA}.rate_limit`,
       line: 4,
       problem: `expected a whole number ≥ 1, got ${shown}`,
-      fix: `fix ${EXTRA}.rate_limit`,
+      fix: `set ${EXTRA}.rate_limit to a whole number ≥ 1, e.g. 30, or remove it for the default`,
     });
   }
+  assertConfigError(configError(() => settingsOf(extraYaml("rate_limit: 1.5"))), {
+    key: `${EXTRA}.rate_limit`,
+    line: 4,
+    problem: "expected a whole number, got 1.5",
+    fix: `set ${EXTRA}.rate_limit to a whole number ≥ 1, e.g. 30`,
+  });
 });
 
 Deno.test("readWebhookSettings: malformed rate_limit.requests / window_seconds name their line", () => {
@@ -645,14 +651,20 @@ Deno.test("readWebhookSettings: malformed rate_limit.requests / window_seconds n
       ["rate_limit:", "  requests: 10", "  window_seconds: -1"],
       "window_seconds",
       6,
-      "expected a whole number ≥ 1, got -1",
+      "expected a whole number from 1 to 86400, got -1",
     ],
     [["rate_limit:", "  requests: many"], "requests", 5, 'expected a whole number ≥ 1, got "many"'],
     [
       ["rate_limit:", "  window_seconds: 0.5"],
       "window_seconds",
       5,
-      "expected a whole number ≥ 1, got 0.5",
+      "expected a whole number from 1 to 86400, got 0.5",
+    ],
+    [
+      ["rate_limit:", "  window_seconds: 86401"],
+      "window_seconds",
+      5,
+      "expected a whole number from 1 to 86400, got 86401",
     ],
     [["rate_limit:", "  requests:"], "requests", 5, "a value is needed"],
   ];
@@ -669,47 +681,56 @@ Deno.test("readWebhookSettings: malformed rate_limit.requests / window_seconds n
     key: `${EXTRA}.rate_limit.requests`,
     line: 4,
     problem: "expected a whole number ≥ 1, got 0",
-    fix: `fix ${EXTRA}.rate_limit.requests`,
+    fix: `set ${EXTRA}.rate_limit.requests to a whole number ≥ 1, e.g. 30, or remove it for the ` +
+      "default",
   });
   assertConfigError(configError(() => settingsOf(extraYaml("rate_limit: {window_seconds: -1}"))), {
     key: `${EXTRA}.rate_limit.window_seconds`,
     line: 4,
-    problem: "expected a whole number ≥ 1, got -1",
-    fix: `fix ${EXTRA}.rate_limit.window_seconds`,
+    problem: "expected a whole number from 1 to 86400, got -1",
+    fix: `set ${EXTRA}.rate_limit.window_seconds to a whole number from 1 to 86400, e.g. 60, or ` +
+      "remove it for the default",
   });
 });
 
-Deno.test("readWebhookSettings: malformed whole-number keys name the key, line and fix", () => {
-  const keys = [
-    "max_body_bytes",
-    "script_timeout_seconds",
-    "idempotency_ttl_seconds",
-    "delivery_attempts",
+Deno.test("readWebhookSettings: malformed whole-number keys name the key, line, range and a fix with an example", () => {
+  const keys: [string, string, number][] = [
+    ["max_body_bytes", "≥ 1", 1_048_576],
+    ["script_timeout_seconds", "from 1 to 86400", 30],
+    ["idempotency_ttl_seconds", "from 1 to 31536000", 86_400],
+    ["delivery_attempts", "≥ 1", 5],
   ];
   const values: [string, string][] = [
     ["0", "0"],
     ["-3", "-3"],
-    ["1.5", "1.5"],
     ['"1MB"', '"1MB"'],
     ['""', '""'],
     ["true", "true"],
     ["[1]", "[1]"],
     ["{a: 1}", '{"a":1}'],
+    [".inf", "Infinity"],
   ];
-  for (const key of keys) {
+  for (const [key, range, example] of keys) {
+    const fix = `set ${EXTRA}.${key} to a whole number ${range}, e.g. ${example}`;
     for (const [value, shown] of values) {
       const error = configError(() => settingsOf(extraYaml(`${key}: ${value}`)));
       assertConfigError(error, {
         key: `${EXTRA}.${key}`,
         line: 4,
-        problem: `expected a whole number ≥ 1, got ${shown}`,
-        fix: `fix ${EXTRA}.${key}`,
+        problem: `expected a whole number ${range}, got ${shown}`,
+        fix: `${fix}, or remove it for the default`,
       });
     }
+    assertConfigError(configError(() => settingsOf(extraYaml(`${key}: 1.5`))), {
+      key: `${EXTRA}.${key}`,
+      line: 4,
+      problem: "expected a whole number, got 1.5",
+      fix,
+    });
   }
 });
 
-Deno.test("readWebhookSettings: malformed delivery_retry_seconds and body_timeout_seconds name the key, line and fix", () => {
+Deno.test("readWebhookSettings: malformed delivery_retry_seconds and body_timeout_seconds name the key, line, range and a fix with an example", () => {
   const cases: [string, string][] = [
     ["0", "0"],
     ["-1", "-1"],
@@ -719,25 +740,55 @@ Deno.test("readWebhookSettings: malformed delivery_retry_seconds and body_timeou
     ['"  "', '"  "'],
     ["true", "true"],
     ["[5]", "[5]"],
+    [".inf", "Infinity"], // Infinity is not a wait either
   ];
-  for (const key of ["delivery_retry_seconds", "body_timeout_seconds"]) {
+  for (const [key, example] of [["delivery_retry_seconds", 5], ["body_timeout_seconds", 30]]) {
     for (const [value, shown] of cases) {
       const error = configError(() => settingsOf(extraYaml(`${key}: ${value}`)));
       assertConfigError(error, {
         key: `${EXTRA}.${key}`,
         line: 4,
-        problem: `expected a number of seconds > 0, got ${shown}`,
-        fix: `fix ${EXTRA}.${key}, e.g. 5 or 0.5`,
+        problem: `expected a number from 0.001 to 86400, got ${shown}`,
+        fix: `set ${EXTRA}.${key} to a number from 0.001 to 86400, e.g. ${example}, or remove ` +
+          "it for the default",
       });
     }
   }
-  // Infinity is not a wait either.
-  assertConfigError(configError(() => settingsOf(extraYaml("delivery_retry_seconds: .inf"))), {
-    key: `${EXTRA}.delivery_retry_seconds`,
-    line: 4,
-    problem: /^expected a number of seconds > 0, got /,
-    fix: /e\.g\. 5 or 0\.5/,
-  });
+});
+
+// Timers hold a signed 32-bit count of ms: past 2 147 483 s one fires after 1 ms, so a script
+// would be killed at once and a body deadline would spin. The agent's own waits stop at a day.
+Deno.test("readWebhookSettings: a duration beyond a day is a config error naming the line, key, range and fix", () => {
+  const cases: [string, string, number, string][] = [
+    ["script_timeout_seconds", "2200000", 30, "a whole number from 1 to 86400"],
+    ["body_timeout_seconds", "3000000", 30, "a number from 0.001 to 86400"],
+    ["body_timeout_seconds", "86400.5", 30, "a number from 0.001 to 86400"],
+    ["delivery_retry_seconds", "2147484", 5, "a number from 0.001 to 86400"],
+    ["idempotency_ttl_seconds", "31536001", 86_400, "a whole number from 1 to 31536000"],
+  ];
+  for (const [key, value, example, expected] of cases) {
+    const error = configError(() => settingsOf(extraYaml("port: 8644", `${key}: ${value}`)));
+    assertConfigError(error, {
+      key: `${EXTRA}.${key}`,
+      line: 5,
+      problem: `expected ${expected}, got ${value}`,
+      fix: `set ${EXTRA}.${key} to ${expected}, e.g. ${example}, or remove it for the default`,
+    });
+    assert.match(error.message, new RegExp(`^${FILE}:5 \\(key ${EXTRA}\\.${key}\\): `));
+  }
+  // The longest allowed waits are read as written.
+  const longest = settingsOf(extraYaml(
+    "script_timeout_seconds: 86400",
+    "body_timeout_seconds: 86400",
+    "delivery_retry_seconds: 86400",
+    "idempotency_ttl_seconds: 31536000",
+    "rate_limit: {window_seconds: 86400}",
+  ));
+  assert.equal(longest.scriptTimeoutSeconds, 86_400);
+  assert.equal(longest.bodyTimeoutSeconds, 86_400);
+  assert.equal(longest.deliveryRetrySeconds, 86_400);
+  assert.equal(longest.idempotencyTtlSeconds, 31_536_000);
+  assert.equal(longest.rateLimit.windowSeconds, 86_400);
 });
 
 Deno.test("readWebhookSettings: a malformed script_sandbox names the key, line and choices", () => {
