@@ -858,6 +858,13 @@ class EntryReader {
     }
     const include = this.#nameList("include");
     const exclude = this.#nameList("exclude");
+    if (include !== undefined && exclude !== undefined) {
+      this.issues.warn(
+        ["tools", "exclude"],
+        "exclude is ignored when include is set (include lists every tool that is kept); " +
+          "leave the excluded tools out of include instead, and remove exclude",
+      );
+    }
     return {
       ...(include === undefined ? {} : { include }),
       ...(exclude === undefined ? {} : { exclude }),

@@ -6,7 +6,7 @@
  */
 import type { ServerCapabilities, Tool } from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "./config.ts";
-import { selectTools } from "./filter.ts";
+import { matchesAny, selectTools } from "./filter.ts";
 import { toolName, type UtilityTool, utilityToolName } from "./names.ts";
 
 /** A tool as the agent sees it. */
@@ -28,7 +28,7 @@ export interface RegisteredTool {
   trust: "full" | "untrusted";
 }
 
-/** A tool the server announced that is not registered, and why (a warning's text). */
+/** A tool the server announced that is not registered, and why (a warning's text, or the filter). */
 export interface DroppedTool {
   /** The server-native name. */
   originalName: string;
@@ -40,7 +40,10 @@ export interface ServerToolset {
   tools: RegisteredTool[];
   /** One line per tool left out or shadowed. */
   warnings: string[];
-  /** The native tools left out because another tool took their registered name. */
+  /**
+   * The native tools not registered: left out by `tools.include`/`exclude`, or because another
+   * tool took their registered name.
+   */
   dropped: DroppedTool[];
 }
 
@@ -106,7 +109,35 @@ export function buildToolset(
 ): ServerToolset {
   const server = `MCP server '${config.name}'`;
   const warnings: string[] = [];
-  const selected = selectTools(serverTools, config.tools).filter((tool) => {
+  const dropped: DroppedTool[] = [];
+  const kept = selectTools(serverTools, config.tools);
+  const filter = config.tools.include !== undefined
+    ? { key: "include", patterns: config.tools.include }
+    : config.tools.exclude !== undefined
+    ? { key: "exclude", patterns: config.tools.exclude }
+    : undefined;
+  if (filter) {
+    const where = `mcp_servers.${config.name}.tools.${filter.key}`;
+    // A pattern that matches nothing is most often a typo: an exclude that protects nothing.
+    for (const pattern of filter.patterns) {
+      if (!serverTools.some((tool) => matchesAny(tool.name, [pattern]))) {
+        warnings.push(
+          `${server}: ${where} entry '${pattern}' matches none of the server's tools ` +
+            "(names are case-sensitive)",
+        );
+      }
+    }
+    const keptSet = new Set(kept);
+    for (const tool of serverTools) {
+      if (!keptSet.has(tool)) {
+        dropped.push({
+          originalName: tool.name,
+          reason: `${server}: tool '${tool.name}' is left out by ${where}`,
+        });
+      }
+    }
+  }
+  const selected = kept.filter((tool) => {
     if (tool.name !== "") return true;
     warnings.push(`${server}: the server lists a tool with an empty name; it is not registered`);
     return false;
@@ -140,7 +171,6 @@ export function buildToolset(
   // The first tool under a name keeps it; every later one is named in a warning.
   const registered = new Map<string, RegisteredTool>();
   const repeats = new Map<string, number>();
-  const dropped: DroppedTool[] = [];
   for (const tool of candidates) {
     const first = registered.get(tool.name);
     if (!first) {

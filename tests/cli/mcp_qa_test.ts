@@ -286,3 +286,33 @@ Deno.test("mcp tools --json reports invalid entries and config warnings; a named
   assert.match(text.stderr, /mcp_servers\.refused\.timout/);
   assert.doesNotMatch(text.stderr, /mcp_servers\.(inv|other)/);
 });
+
+Deno.test("mcp call of a tool left out by tools.exclude names the key, not 'the server has no tool'", async () => {
+  await using home = await tempHome();
+  const { command, args } = stdioCommand(["--tools", "echo,add"]);
+  writeConfig(
+    home.home,
+    [
+      "mcp_servers:",
+      "  srv:",
+      `    command: ${yamlValue(command)}`,
+      `    args: ${yamlValue(args)}`,
+      "    tools: { exclude: [echo, ehco] }",
+      "",
+    ].join("\n"),
+  );
+  const result = await cli(home.home, ["mcp", "call", "srv", "echo", "--args", '{"text":"x"}'], {
+    env: denoEnv(),
+  });
+  expectCode(result, 1);
+  assert.match(
+    result.stderr,
+    /^agent: MCP server 'srv': tool 'echo' is left out by mcp_servers\.srv\.tools\.exclude$/m,
+  );
+  const test = await cli(home.home, ["mcp", "test", "srv"], { env: denoEnv() });
+  expectCode(test, 0);
+  assert.match(
+    test.stdout,
+    /warning: +MCP server 'srv': mcp_servers\.srv\.tools\.exclude entry 'ehco' matches none of the server's tools/,
+  );
+});

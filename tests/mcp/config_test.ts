@@ -243,7 +243,6 @@ Deno.test("parseMcpServers: a stdio entry with every applicable key", () => {
     "max_lifetime_seconds: 3600",
     "tools:",
     "  include: [read_*, list_dir]",
-    "  exclude: delete_file",
     "  resources: off",
     "  prompts: 0",
     "sampling: { enabled: true, max_tokens_cap: 1000, allowed_models: [a, b] }",
@@ -270,7 +269,6 @@ Deno.test("parseMcpServers: a stdio entry with every applicable key", () => {
     maxLifetimeSeconds: 3600,
     tools: {
       include: ["read_*", "list_dir"],
-      exclude: ["delete_file"],
       resources: false,
       prompts: false,
     },
@@ -878,7 +876,13 @@ Deno.test("parseMcpServers: client_key is ignored with a list client_cert or wit
 
 Deno.test("parseMcpServers: tools include/exclude take a name or a list; include: [] is kept", () => {
   const result = one("s", ["command: npx", "tools: { include: [], exclude: 'write_*' }"]);
-  assertNoIssues(result);
+  // Both set: exclude is kept as written but does nothing, and a warning says so.
+  assertIssue(
+    result,
+    { server: "s", key: "tools.exclude", severity: "warning", line: 4 },
+    "exclude is ignored when include is set",
+  );
+  assert.equal(result.issues.length, 1);
   assert.deepEqual(serverOf(result, "s").tools, {
     include: [],
     exclude: ["write_*"],
@@ -1078,7 +1082,7 @@ Deno.test("parseMcpServers: values are substituted before typing", () => {
     "ssl_verify: ${userHome}/ca.pem",
     "tools: { include: ['${PREFIX}_*', get], exclude: '${PREFIX}_delete' }",
   ], { HOST: "mcp.example.com", ON: "no", T: "12", KIND: "sse", TOKEN: "abc", PREFIX: "db" });
-  assertNoIssues(result);
+  assert.deepEqual(result.issues.map((issue) => issue.key), ["tools.exclude"]); // include wins
   const server = serverOf(result, "s");
   assert.equal(server.url, "https://mcp.example.com/mcp");
   assert.equal(server.enabled, false);

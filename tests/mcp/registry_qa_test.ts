@@ -47,3 +47,42 @@ Deno.test("buildToolset: names that sanitise alike keep the first and say which 
   assert.deepEqual(set.warnings, [set.dropped[0].reason]);
   assert.match(set.dropped[0].reason, /tool 'a\.b' is not registered because tool 'a-b' already/);
 });
+
+Deno.test("buildToolset: tools left out by include/exclude are named with the key; patterns matching nothing are warned about", () => {
+  const filtered = (tools: Record<string, unknown>) =>
+    ({ name: "srv", tools: { resources: true, prompts: true, ...tools } }) as never;
+  const included = buildToolset(
+    filtered({ include: ["ECHO", "get-*"] }),
+    tools("echo", "get-env", "add"),
+    {},
+  );
+  assert.deepEqual(included.tools.map((tool) => tool.originalName), ["get-env"]);
+  assert.deepEqual(included.dropped, [
+    {
+      originalName: "echo",
+      reason: "MCP server 'srv': tool 'echo' is left out by mcp_servers.srv.tools.include",
+    },
+    {
+      originalName: "add",
+      reason: "MCP server 'srv': tool 'add' is left out by mcp_servers.srv.tools.include",
+    },
+  ]);
+  assert.deepEqual(included.warnings, [
+    "MCP server 'srv': mcp_servers.srv.tools.include entry 'ECHO' matches none of the " +
+    "server's tools (names are case-sensitive)",
+  ]);
+
+  const excluded = buildToolset(
+    filtered({ exclude: ["echo", "delete_all"] }),
+    tools("echo", "add"),
+    {},
+  );
+  assert.deepEqual(excluded.tools.map((tool) => tool.originalName), ["add"]);
+  assert.deepEqual(excluded.dropped.map((tool) => tool.reason), [
+    "MCP server 'srv': tool 'echo' is left out by mcp_servers.srv.tools.exclude",
+  ]);
+  assert.deepEqual(excluded.warnings, [
+    "MCP server 'srv': mcp_servers.srv.tools.exclude entry 'delete_all' matches none of the " +
+    "server's tools (names are case-sensitive)",
+  ]);
+});
