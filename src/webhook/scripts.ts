@@ -4,8 +4,8 @@
  * what happens to the event by what it prints.
  *
  * - The file must resolve (symlinks followed) inside `<home>/scripts/`; anything else is blocked.
- * - `.sh`/`.bash` run with bash, `.ts`/`.js` in a Deno subprocess with no permissions, all others
- *   with python3.
+ * - `.sh`/`.bash` run with bash, `.ts`/`.js` in a Deno subprocess with no permissions but reading
+ *   the three variables below, all others with python3.
  * - The script runs in the scripts folder with a minimal environment (no secrets of the parent)
  *   plus `AGENT_WEBHOOK_EVENT`, `AGENT_WEBHOOK_DELIVERY_ID` and `AGENT_WEBHOOK_ROUTE`, in its own
  *   process group that is killed on timeout and when it exits; its stdout is capped. Once it has
@@ -427,6 +427,13 @@ async function chooseSandbox(
   return mode === "bwrap" ? found : {};
 }
 
+/** What a script is told about its event, in its environment: event, delivery id, route. */
+const EVENT_VARIABLES = [
+  "AGENT_WEBHOOK_EVENT",
+  "AGENT_WEBHOOK_DELIVERY_ID",
+  "AGENT_WEBHOOK_ROUTE",
+] as const;
+
 function planCommand(
   request: ScriptRequest,
   scriptPath: string,
@@ -442,9 +449,9 @@ function planCommand(
     PATH: searchPath,
     HOME: scriptsDir,
     TMPDIR: tmp,
-    AGENT_WEBHOOK_EVENT: request.event,
-    AGENT_WEBHOOK_DELIVERY_ID: request.deliveryId,
-    AGENT_WEBHOOK_ROUTE: request.route,
+    [EVENT_VARIABLES[0]]: request.event,
+    [EVENT_VARIABLES[1]]: request.deliveryId,
+    [EVENT_VARIABLES[2]]: request.route,
   };
   for (const name of ["LANG", "LC_ALL", "TZ"]) {
     const value = env(name);
@@ -473,7 +480,18 @@ function planCommand(
       };
     }
     if (!deno.startsWith("/usr/")) extraBinds.push(deno);
-    argv = [deno, "run", "--no-prompt", "--quiet", "--no-config", "--no-lock", scriptPath];
+    // No permission but reading the three variables the script is given (no other, no secret).
+    const allowEnv = `--allow-env=${EVENT_VARIABLES.join(",")}`;
+    argv = [
+      deno,
+      "run",
+      "--no-prompt",
+      "--quiet",
+      "--no-config",
+      "--no-lock",
+      allowEnv,
+      scriptPath,
+    ];
     scriptEnv.DENO_DIR = join(tmp, "deno");
     scriptEnv.DENO_NO_UPDATE_CHECK = "1";
     scriptEnv.NO_COLOR = "1"; // plain errors in the log

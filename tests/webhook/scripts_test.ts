@@ -514,7 +514,23 @@ for (const { sandbox, ignore } of MODES) {
     });
   });
 
-  test("a .ts script has no permissions: no file reads, no network, no env", async () => {
+  test("a .ts script reads the event variables it is given", async () => {
+    const outcome = await run(
+      "vars.ts",
+      "const names = ['AGENT_WEBHOOK_EVENT', 'AGENT_WEBHOOK_DELIVERY_ID', 'AGENT_WEBHOOK_ROUTE'];\n" +
+        "console.log(JSON.stringify(Object.fromEntries(names.map((n) => [n, Deno.env.get(n)]))));\n",
+    );
+    assert.deepEqual(outcome, {
+      kind: "payload",
+      payload: {
+        AGENT_WEBHOOK_EVENT: "pull_request",
+        AGENT_WEBHOOK_DELIVERY_ID: "d-42",
+        AGENT_WEBHOOK_ROUTE: "ci",
+      },
+    });
+  });
+
+  test("a .ts script has no permissions: no file reads, no network, no other env", async () => {
     const read = ignored(await run("read.ts", 'Deno.readTextFileSync("/etc/hostname");\n'), "exit");
     assert.match(
       read,
