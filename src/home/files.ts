@@ -227,12 +227,10 @@ function runAgain(path: string): string {
   return `then run the command again (${basename(path)} is created when needed)`;
 }
 
-/** A folder where a file is read: Deno's reason first, like every file system error, then the fix. */
+/** A folder where a file is read: what it is and the fix (Deno's reason would say it twice). */
 function isAFolder(path: string, error: Error): Error {
   return new Deno.errors.IsADirectory(
-    `${reasonOf(error)}: '${path}' is a folder, not a file. Fix: move or delete that folder, ${
-      runAgain(path)
-    }`,
+    `'${path}' is a folder, not a file. Fix: move or delete that folder, ${runAgain(path)}`,
     { cause: error },
   );
 }

@@ -52,8 +52,10 @@ Deno.test("a config.yaml that is a folder is one line naming the path, no stack"
   for (const args of [["metrics", "status"], ["webhook", "list"], ["mcp", "list"]]) {
     const result = await cli(h.home, args);
     assert.equal(result.code, 1, result.stderr);
-    assert.match(result.stderr, /^agent: Is a directory \(os error \d+\)/);
-    assert.ok(result.stderr.includes(`'${folder}'`), result.stderr);
+    assert.ok(
+      result.stderr.startsWith(`agent: '${folder}' is a folder, not a file. Fix: `),
+      result.stderr,
+    );
     assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
   }
 });
