@@ -113,7 +113,7 @@ export class ConfigSource {
 
   /** Reads `file`; a missing file is an empty configuration. */
   static read(file: string): ConfigSource {
-    return ConfigSource.parse(file, readTextIfExists(file) ?? "");
+    return ConfigSource.parse(file, readUtf8IfExists(file) ?? "");
   }
 
   /**
@@ -387,8 +387,90 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
   const paths = homePaths(options.home ?? resolveHome(env));
   assertFolder(paths.home);
   const source = ConfigSource.read(paths.config);
-  const secrets = SecretScope.fromText(readTextIfExists(paths.dotenv), env);
+  const secrets = SecretScope.fromText(readUtf8IfExists(paths.dotenv), env);
   return { paths, source, secrets, telemetry: resolveTelemetry(source, secrets) };
+}
+
+/**
+ * The text of `file` (as {@linkcode readTextIfExists}), refused with a {@linkcode ConfigError}
+ * naming the line and column of the first byte that is not UTF-8: decoding it anyway would turn a
+ * value (a secret in `.env`) into one that is silently wrong.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { readUtf8IfExists } from "./config.ts";
+ * const file = await Deno.makeTempFile();
+ * Deno.writeFileSync(file, new Uint8Array([0x61, 0x0a, 0x63, 0x61, 0x66, 0xe9, 0x0a]));
+ * assert.throws(() => readUtf8IfExists(file), /:2:4: .*not UTF-8 text: the byte 0xE9/);
+ * Deno.writeTextFileSync(file, "café\n");
+ * assert.equal(readUtf8IfExists(file), "café\n");
+ * ```
+ */
+export function readUtf8IfExists(file: string): string | undefined {
+  const text = readTextIfExists(file);
+  // A lossy decode leaves U+FFFD; only then are the bytes looked at again.
+  if (text === undefined || !text.includes("\uFFFD")) return text;
+  const bytes = Deno.readFileSync(file);
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    throw new ConfigError(
+      { file, line: 1 },
+      "the file is UTF-16 text, not UTF-8",
+      "save it as UTF-8 (most editors offer the encoding when saving)",
+    );
+  }
+  const at = firstInvalidUtf8(bytes);
+  if (at === undefined) return text; // a U+FFFD written as such
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < at; i++) {
+    if (bytes[i] === 0x0a) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  const column = new TextDecoder().decode(bytes.subarray(lineStart, at)).length + 1;
+  const byte = bytes[at].toString(16).toUpperCase().padStart(2, "0");
+  throw new ConfigError(
+    { file, line, column },
+    `the file is not UTF-8 text: the byte 0x${byte} there is not valid UTF-8 (Latin-1 or ` +
+      "Windows-1252 text?)",
+    "save the file as UTF-8 (most editors offer the encoding when saving)",
+  );
+}
+
+/**
+ * The offset of the lead byte of the first sequence in `bytes` that is not valid UTF-8 (a stray
+ * continuation byte, a lead byte without its continuation, an overlong form, a surrogate, beyond
+ * U+10FFFF), or `undefined` when all of it is valid.
+ */
+function firstInvalidUtf8(bytes: Uint8Array): number | undefined {
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i];
+    if (lead < 0x80) {
+      i++;
+      continue;
+    }
+    const more = lead >= 0xc2 && lead <= 0xdf
+      ? 1
+      : lead >= 0xe0 && lead <= 0xef
+      ? 2
+      : lead >= 0xf0 && lead <= 0xf4
+      ? 3
+      : 0;
+    if (more === 0 || i + more >= bytes.length) return i;
+    for (let k = 1; k <= more; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return i;
+    const second = bytes[i + 1];
+    if (
+      (lead === 0xe0 && second < 0xa0) || (lead === 0xed && second > 0x9f) ||
+      (lead === 0xf0 && second < 0x90) || (lead === 0xf4 && second > 0x8f)
+    ) {
+      return i;
+    }
+    i += more + 1;
+  }
+  return undefined;
 }
 
 /** A `<home>` that exists but is not a folder (`AGENT_HOME` names a file) is refused. */
