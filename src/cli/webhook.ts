@@ -412,6 +412,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const body = stringifyJsonExact(payload);
       const url = routeUrl(settings, name);
+      if (route.deliverOnly && route.deliver !== "log") {
+        // No agent run between the test and the target: what the sender would cause, it causes.
+        io.err(
+          `note: '${name}' delivers directly (deliver_only): this test sends a real message to ` +
+            `${route.deliver}, rendered from the test payload\n`,
+        );
+      }
       let response: Response;
       try {
         response = await fetch(url, {

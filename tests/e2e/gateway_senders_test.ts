@@ -271,6 +271,16 @@ Deno.test("gateway e2e: Standard Webhooks / Svix sender → Slack; stale timesta
   });
   assert.equal(there.status, 200, JSON.stringify(there.json));
   assert.equal(s.platforms.slack.requests.length, 3, "refused requests reached no target");
+
+  // `webhook test` of a deliver-only route says, before it sends, that a real message goes out.
+  const tested = await cli(s.home, ["webhook", "test", "other"], { env: s.env });
+  assert.equal(tested.code, 0, tested.stderr);
+  assert.match(
+    tested.stderr,
+    /^note: 'other' delivers directly \(deliver_only\): this test sends a real message to slack, rendered from the test payload$/m,
+  );
+  assert.match(tested.stdout, /HTTP 200/);
+  assert.equal(s.platforms.slack.requests.length, 4);
 });
 
 Deno.test("gateway e2e: generic X-Webhook-Signature(-V2) sender → Discord; downgrades to a weaker family refused", async () => {
