@@ -17,6 +17,7 @@ import {
   McpServerError,
   type McpTransportKind,
   parseMcpServers,
+  SERVER_NAME_PATTERN,
   type ServerState,
   StderrLog,
 } from "../mcp/mod.ts";
@@ -27,7 +28,6 @@ import {
   parseInstallLink,
   renderCommandLine,
   renderEntry,
-  SERVER_NAME_PATTERN,
   visible,
 } from "../mcp/deeplink.ts";
 import { homedir } from "node:os";
@@ -44,8 +44,6 @@ import {
   UsageError,
 } from "./io.ts";
 import type { CommandState } from "./mod.ts";
-
-const SERVER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Adds the `mcp` group to `program`. */
 export function addMcpCommands(program: Command, io: CliIo, state: CommandState): void {
@@ -298,7 +296,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         "Put secrets in <home>/.env and refer to them as ${NAME}.",
     )
     .action((name, options) => {
-      if (!SERVER_NAME.test(name)) {
+      if (!SERVER_NAME_PATTERN.test(name)) {
         throw new UsageError(
           `server name '${name}' must be 1 to 64 letters, digits, '.', '_' or '-'`,
         );

@@ -25,6 +25,7 @@ import {
   unresolvedPlaceholders,
   variableSubstitutions,
 } from "./substitute.ts";
+import { sanitizeNamePart } from "./names.ts";
 import { clientMetadataUrlProblem, DEFAULT_CLIENT_METADATA_URL } from "./oauth/metadata_url.ts";
 
 /** How a server is reached: a local subprocess, Streamable HTTP, or legacy SSE. */
@@ -280,6 +281,9 @@ const SAMPLING_KEYS = [
   "allowed_models",
 ] as const;
 const PROTOCOLS: readonly ProtocolMode[] = ["auto", "stateless", "legacy"];
+/** A server name `agent mcp add` and install links accept (SPEC Limits: 1 to 64 letters, digits, `.`, `_`, `-`). */
+export const SERVER_NAME_PATTERN: RegExp = /^[A-Za-z0-9._-]{1,64}$/;
+
 /** `transport` values that mean the default, Streamable HTTP. */
 const STREAMABLE_HTTP_NAMES = ["http", "streamable-http", "streamable_http", "streamablehttp"];
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
@@ -431,6 +435,19 @@ function parseEntry(
 ): { server?: McpServerConfig; issues: McpConfigIssue[] } {
   const substitutions = variableSubstitutions(raw, context);
   const issues = new IssueList(source, name, substitutions);
+  if (name.trim() === "") {
+    issues.error([], "a server needs a name: write one such as `files:` for this entry");
+    return { issues: issues.issues };
+  }
+  if (!SERVER_NAME_PATTERN.test(name)) {
+    issues.warn(
+      [],
+      `the server name ${
+        JSON.stringify(name)
+      } is not 1 to 64 letters, digits, '.', '_' or '-' (what \`agent mcp add\` accepts): its ` +
+        `tools are registered as mcp__${sanitizeNamePart(name)}__<tool>; rename it`,
+    );
+  }
   if (!isPlainObject(raw)) {
     issues.error(
       [],

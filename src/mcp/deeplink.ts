@@ -21,7 +21,12 @@
  */
 import { Document } from "yaml";
 import { ConfigSource, isPlainObject } from "../home/config.ts";
-import { type McpConfigIssue, type McpTransportKind, parseMcpServers } from "./config.ts";
+import {
+  type McpConfigIssue,
+  type McpTransportKind,
+  parseMcpServers,
+  SERVER_NAME_PATTERN,
+} from "./config.ts";
 import { type SubstitutionContext, unresolvedPlaceholders } from "./substitute.ts";
 
 /** The fixed start of every install link. */
@@ -30,8 +35,6 @@ export const INSTALL_LINK_PREFIX = "agent://mcp/install";
 export const MAX_CONFIG_BYTES = 32 * 1024;
 /** The deepest nesting of the decoded JSON (the entry itself is level 1). */
 export const MAX_CONFIG_DEPTH = 32;
-/** A valid server name (SPEC Limits: 1 to 64 letters, digits, `.`, `_`, `-`). */
-export const SERVER_NAME_PATTERN: RegExp = /^[A-Za-z0-9._-]{1,64}$/;
 
 const SHAPE = "agent://mcp/install?name=<server name>&config=<server entry as base64url JSON>";
 const NAME_RULE = "use 1 to 64 letters, digits, '.', '_' or '-'";

@@ -17,6 +17,7 @@ export {
   type McpTransportKind,
   type OAuthSettings,
   parseMcpServers,
+  SERVER_NAME_PATTERN,
 } from "./config.ts";
 export { connectServer, type McpConnection } from "./connect.ts";
 export { McpServerError } from "./errors.ts";

@@ -1304,3 +1304,35 @@ Deno.test("parseMcpServers: reads nothing from the process (context only)", () =
   const result = one("s", ["command: npx", "env: { P: '${PATH}' }"]);
   assert.equal(serverOf(result, "s").env.P, "${PATH}");
 });
+
+Deno.test("parseMcpServers: an empty server name is an error; one agent mcp add would refuse is warned about", () => {
+  const result = parse([
+    "mcp_servers:",
+    '  "": { command: npx }',
+    '  "my api/ü": { command: npx }',
+    `  ${"x".repeat(65)}: { command: npx }`,
+    "  fine.name_2-x: { command: npx }",
+  ]);
+  assert.deepEqual(result.servers.map((server) => server.name), [
+    "my api/ü",
+    "x".repeat(65),
+    "fine.name_2-x",
+  ]);
+  assertIssue(
+    result,
+    { server: "", key: "", severity: "error", line: 2 },
+    "a server needs a name",
+  );
+  assertIssue(
+    result,
+    { server: "my api/ü", key: "", severity: "warning", line: 3 },
+    `the server name "my api/ü" is not 1 to 64 letters, digits, '.', '_' or '-'`,
+    "its tools are registered as mcp__my_api____<tool>; rename it",
+  );
+  assertIssue(
+    result,
+    { server: "x".repeat(65), key: "", severity: "warning", line: 4 },
+    "rename it",
+  );
+  assert.equal(result.issues.length, 3);
+});
