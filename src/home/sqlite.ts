@@ -21,10 +21,20 @@ export interface StoreSchema {
   create(db: DatabaseSync): void;
 }
 
+/** Options of {@linkcode openPrivateDatabase}. */
+export interface OpenDatabaseOptions {
+  /**
+   * How long any statement waits for another process's lock, in ms, from the first statement on
+   * (switching to WAL and creating the schema included). Default 15 000.
+   */
+  busyTimeoutMs?: number;
+}
+
 /**
  * Opens (creating when missing) the database at `path`, creates its schema when the file is
  * older, refuses a file written by a newer version, and keeps its folder 0700 and its files
- * 0600. WAL with `synchronous = NORMAL`: a commit survives a crash or `kill -9` of the process
+ * 0600. The busy timeout applies from opening on, so a caller that must not wait long (a
+ * recording agent run) is not held while another process holds the file. WAL with `synchronous = NORMAL`: a commit survives a crash or `kill -9` of the process
  * (not a power cut).
  *
  * @example
@@ -41,11 +51,16 @@ export interface StoreSchema {
  * db.close();
  * ```
  */
-export function openPrivateDatabase(path: string, schema: StoreSchema): DatabaseSync {
+export function openPrivateDatabase(
+  path: string,
+  schema: StoreSchema,
+  options: OpenDatabaseOptions = {},
+): DatabaseSync {
+  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 15_000));
   ensurePrivateDir(dirname(path));
   const db = new DatabaseSync(path);
   try {
-    db.exec("PRAGMA busy_timeout = 15000");
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
     migrate(db, schema);

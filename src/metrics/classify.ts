@@ -349,6 +349,92 @@ export function routeValue(value: string, maxLength: number): string {
   return ROUTE_VALUE_PATTERN.test(normalized) ? normalized : UNKNOWN;
 }
 
+/** Model weight files: a model id ending like this is a file name or path, not an id. */
+const MODEL_FILE_EXTENSION =
+  /\.(gguf|ggml|ggjt|bin|safetensors|pt|pth|ckpt|onnx|h5|tflite|llamafile|mlmodel|mlpackage|npz)$/;
+/** `name@host.example`: an e-mail address or user@host, not a version tag like `@20240620`. */
+const AT_DOMAIN = /@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(:[0-9]+)?$/;
+/** A host name with two or more dots ending in letters (`ada-laptop.corp.acme.com`), maybe a port. */
+const HOST_NAME = /^[a-z0-9-]+(\.[a-z0-9-]+)+\.[a-z]{2,}(:[0-9]+)?$/;
+const IPV4 = /^[0-9]{1,3}(\.[0-9]{1,3}){3}(:[0-9]+)?$/;
+/** Ollama's way to run a Hugging Face repository: `hf.co/<org>/<repo>[:<quant>]`. */
+const HUGGING_FACE_HOST = /^(hf\.co|huggingface\.co)\//;
+
+/**
+ * Whether an already normalised route value names a place or a person rather than a model or a
+ * provider: a URL (`://`, or any `:/` such as `c:/`), an e-mail address or `user@host.domain`,
+ * an IPv4 address or a host name with two or more dots, a path (more than one `/`, or an `org`
+ * part with a dot or a colon, such as `host:8080/x`), or a model file (`….gguf`, `….bin`, …).
+ */
+function namesAPlace(value: string): boolean {
+  if (value.includes(":/") || AT_DOMAIN.test(value)) return true;
+  if (IPV4.test(value) || HOST_NAME.test(value)) return true;
+  const segments = value.split("/");
+  if (segments.length > 2) return true;
+  if (segments.length === 2 && /[.:@]/.test(segments[0])) return true;
+  return MODEL_FILE_EXTENSION.test(value);
+}
+
+/**
+ * The `model` dimension of `agent.model_route.count`: the model id as configured, lower-cased,
+ * when it is an id; `unknown` when it names a place or a person instead (privacy: paths, URLs,
+ * host names and e-mail addresses are never stored). An id is a name with an optional tag or
+ * version (`gpt-4o`, `qwen2.5:7b`, `claude-3-5-sonnet@20240620`) and at most one `org/` in
+ * front (`meta-llama/llama-3.1-8b-instruct`, `openai/gpt-4o:free`). Ollama's
+ * `hf.co/<org>/<repo>:<quant>` is recorded as `<org>/<repo>:<quant>`. Anything with more than
+ * one `/`, a `://` or `:/`, an `@` followed by a domain, a host name or IP address, or a
+ * model-file extension (`.gguf`, `.bin`, `.safetensors`, …) is `unknown`; so is a value outside
+ * {@linkcode ROUTE_VALUE_PATTERN} or longer than 256 characters.
+ *
+ * @param model The model id as configured.
+ * @returns The value recorded.
+ *
+ * @example Usage
+ * ```ts
+ * import { routeModel } from "./classify.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(routeModel("Meta-Llama/Llama-3.1-8B-Instruct"), "meta-llama/llama-3.1-8b-instruct");
+ * assert.equal(routeModel("qwen2.5:7b"), "qwen2.5:7b");
+ * assert.equal(routeModel("home/ada/models/acme-secret-merger.gguf"), "unknown");
+ * assert.equal(routeModel("http://10.0.0.5:8080/v1"), "unknown");
+ * ```
+ */
+export function routeModel(model: string): string {
+  const value = routeValue(model, 256);
+  if (value === UNKNOWN) return UNKNOWN;
+  const id = value.replace(HUGGING_FACE_HOST, "");
+  return id.length > 0 && ROUTE_VALUE_PATTERN.test(id) && !namesAPlace(id) ? id : UNKNOWN;
+}
+
+/**
+ * The `provider` dimension of `agent.model_route.count`: the provider id as configured,
+ * lower-cased; `custom` for `custom` and every `custom:<anything>` (what follows the colon is
+ * the user's own name or address for their endpoint); `unknown` for a value that names a place
+ * or a person (the same rules as {@linkcode routeModel}: URLs, paths, host names, IP addresses,
+ * e-mail addresses) or that is outside {@linkcode ROUTE_VALUE_PATTERN} or longer than 64.
+ *
+ * @param provider The provider id as configured.
+ * @returns The value recorded.
+ *
+ * @example Usage
+ * ```ts
+ * import { routeProvider } from "./classify.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(routeProvider("OpenRouter"), "openrouter");
+ * assert.equal(routeProvider("custom:http://ada-laptop.corp.acme.com:8080"), "custom");
+ * assert.equal(routeProvider("ada@acme.com"), "unknown");
+ * ```
+ */
+export function routeProvider(provider: string): string {
+  if (typeof provider !== "string") return UNKNOWN;
+  const trimmed = provider.trim().toLowerCase();
+  if (trimmed === "custom" || trimmed.startsWith("custom:")) return "custom";
+  const value = routeValue(trimmed, 64);
+  return value === UNKNOWN || namesAPlace(value) ? UNKNOWN : value;
+}
+
 // ---------------------------------------------------------------------------------------------
 // resource
 

@@ -8,7 +8,7 @@
  * @module
  */
 import { countBucket, durationBucket, toolLatencyBucket, toolRetryBucket } from "./buckets.ts";
-import { locality, modelFamily, providerFamily, routeValue } from "./classify.ts";
+import { locality, modelFamily, providerFamily, routeModel, routeProvider } from "./classify.ts";
 import {
   APPROVAL_OUTCOMES,
   type ApprovalOutcome,
@@ -66,7 +66,16 @@ export type MetricsEvent =
     baseUrl?: string;
     outcome: ModelCallOutcome;
   }
-  | { kind: "model_route"; model: string; provider: string }
+  | {
+    kind: "model_route";
+    /**
+     * Model id as configured: kept (lower-cased) when it is an id such as `gpt-4o` or
+     * `meta-llama/llama-3.1-8b-instruct`; a path, URL, host or e-mail address is `unknown`.
+     */
+    model: string;
+    /** Provider as configured: kept when it is an id; `custom:<anything>` is `custom`. */
+    provider: string;
+  }
   | {
     kind: "tool_call";
     source: ToolSource;
@@ -173,8 +182,8 @@ export function counterRowOf(event: MetricsEvent): CounterRow {
       return {
         name: "agent.model_route.count",
         dimensions: {
-          model: routeValue(text("model_route.model", event.model), 256),
-          provider: routeValue(text("model_route.provider", event.provider), 64),
+          model: routeModel(text("model_route.model", event.model)),
+          provider: routeProvider(text("model_route.provider", event.provider)),
         },
       };
     case "tool_call":

@@ -6,12 +6,14 @@
  */
 import type { UsageMetrics } from "./mod.ts";
 import { escapeControls } from "./printable.ts";
+import { isBusyError } from "./store.ts";
 
 /** The sends under way, per metrics store. */
 const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
 
 /**
- * Flushes a {@linkcode UsageMetrics} in the background; problems go to `warn`.
+ * Flushes a {@linkcode UsageMetrics} in the background; problems go to `warn` as sentences (an
+ * error is passed as its message, never with its class name).
  *
  * @example
  * ```ts
@@ -68,7 +70,14 @@ export class MetricsFlusher {
               );
             }
           }
-        }).catch((error) => this.#warn("sending usage metrics failed", error))
+        }).catch((error) =>
+          isBusyError(error)
+            ? this.#warn(
+              "usage metrics were not sent",
+              `the store ${this.#metrics.storePath} is busy (another agent process holds it); ${LATER}`,
+            )
+            : this.#warn("sending usage metrics failed", message(error))
+        )
       ),
     );
   }
@@ -78,7 +87,7 @@ export class MetricsFlusher {
     try {
       this.#metrics.packageDue();
     } catch (error) {
-      this.#warn("packaging usage metrics failed", error);
+      this.#warn("packaging usage metrics failed", message(error));
     }
   }
 
@@ -88,4 +97,12 @@ export class MetricsFlusher {
     await SENDING.get(this.#metrics);
     clearTimeout(grace);
   }
+}
+
+/** What happens to packages a busy store kept from being sent. */
+const LATER = "they are sent by a later agent run, the gateway or `agent metrics send`";
+
+/** An error as the sentence it carries (`String(error)` would start with its class name). */
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -44,6 +44,7 @@ import { currentResource } from "./resource.ts";
 import { validateMetricsPackage } from "./schema.ts";
 import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
 import {
+  DEFAULT_BUSY_TIMEOUT_MS,
   MetricsStore,
   MetricsStoreBusyError,
   MetricsStoreDamagedError,
@@ -121,6 +122,13 @@ export interface UsageMetricsOptions {
    * function that adds them to its runs' warnings (`agent run --json` shows them there).
    */
   onWarning?: (message: string) => void;
+  /**
+   * How long each store operation waits for another process's lock, in ms, opening the store
+   * included. Default: 250 (recording must never hold an agent run or the gateway) for
+   * {@linkcode openUsageMetrics} without `onStoreUnavailable`; 15 000 for the metrics commands
+   * (`openUsageMetrics` with `onStoreUnavailable`, and {@linkcode openExistingUsageMetrics}).
+   */
+  busyTimeoutMs?: number;
 }
 
 /** Warnings already printed in this process (warn once, not once per run). */
@@ -164,6 +172,11 @@ export class UsageMetrics {
         onWarning: this.#warn,
       })
       : disabledRecorder;
+  }
+
+  /** The store file of this `<home>` (whether or not it exists). */
+  get storePath(): string {
+    return this.#paths.metricsDb;
   }
 
   /** Whether facts are being recorded (consent given and the store open). */
@@ -393,8 +406,10 @@ export function openUsageMetrics(
 ): UsageMetrics {
   let store: MetricsStore | undefined;
   if (config.telemetry.enabled) {
+    const busyTimeoutMs = options.busyTimeoutMs ??
+      (options.onStoreUnavailable ? DEFAULT_BUSY_TIMEOUT_MS : RECORD_BUSY_TIMEOUT_MS);
     try {
-      store = MetricsStore.open(config.paths.metricsDb);
+      store = MetricsStore.open(config.paths.metricsDb, { busyTimeoutMs });
     } catch (error) {
       if (error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError) {
         // Busy while opening (a migration waiting for a lock) or damaged: run without metrics.
@@ -420,7 +435,9 @@ export function openExistingUsageMetrics(
   return new UsageMetrics(
     config.telemetry,
     config.paths,
-    MetricsStore.open(config.paths.metricsDb),
+    MetricsStore.open(config.paths.metricsDb, {
+      busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+    }),
     options,
   );
 }

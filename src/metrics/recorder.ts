@@ -7,8 +7,9 @@
  * Recording never throws for the store: a store another process holds (busy) or a damaged one
  * is reported once through `onWarning`, the counts stay in memory and the next flush tries again.
  * A write waits at most 250 ms for another process's lock (1 s for the last flush on close), so
- * a run is never held; counts that still cannot be written on close are dropped, with a warning
- * that says how many.
+ * a run is never held; counts that still cannot be written on close are kept in a file of the
+ * store's folder (`unwritten/`), which the next process that records moves into the store. Only
+ * when that file cannot be written either are they dropped, with a warning that says how many.
  *
  * @module
  */
@@ -16,6 +17,7 @@ import type { MetricsResource } from "./contract.ts";
 import { counterRowOf, type MetricsEvent } from "./events.ts";
 import { canonicalJson } from "./resource.ts";
 import { type CounterIncrement, isBusyError, type MetricsStore } from "./store.ts";
+import { importUnwritten, keepUnwritten } from "./unwritten.ts";
 
 /** How long a recording write waits for another process's lock. */
 export const RECORD_BUSY_TIMEOUT_MS = 250;
@@ -36,7 +38,10 @@ export interface MetricsRecorder {
    * now in the store (`false`: the store was busy or damaged, the counts stay buffered).
    */
   flush(): boolean;
-  /** Flushes and releases the store; counts that still cannot be written are dropped. */
+  /**
+   * Flushes and releases the store; counts that still cannot be written are kept in the store
+   * folder's `unwritten/` for the next process (dropped only when that fails too).
+   */
   close(): void;
 }
 
@@ -121,6 +126,8 @@ export class StoreRecorder implements MetricsRecorder {
   /** After a failed write: the wait before the next try (doubles up to 8 s), else 0. */
   #retryDelayMs = 0;
   #closed = false;
+  /** Whether the counts other processes left unwritten were moved into the store yet. */
+  #adoptedUnwritten = false;
   readonly #onUnload = () => this.close();
 
   constructor(store: MetricsStore, resource: MetricsResource, options: StoreRecorderOptions = {}) {
@@ -187,6 +194,19 @@ export class StoreRecorder implements MetricsRecorder {
     if (this.#write(this.#closeBusyTimeoutMs, false)) return;
     const lost = [...this.#pending.values()].reduce((sum, row) => sum + row.count, 0) +
       this.#pendingLatches.length;
+    try {
+      const file = keepUnwritten(this.#store.path, {
+        counters: [...this.#pending.values()],
+        latches: [...this.#pendingLatches],
+      }, this.#now());
+      this.#warnOnce(
+        "kept",
+        `usage metrics: the store ${this.#store.path} was busy when this process ended: ${lost} ` +
+          `count${lost === 1 ? " is" : "s are"} kept in ${file} and written to the store by the ` +
+          "next agent process that records",
+      );
+      return;
+    } catch { /* the folder cannot be written either: the counts are lost, said below */ }
     this.#pending.clear();
     this.#pendingLatches.length = 0;
     this.#bufferedEvents = 0;
@@ -199,9 +219,15 @@ export class StoreRecorder implements MetricsRecorder {
 
   /** Writes the latches and buffered counts; on failure keeps them and warns once. */
   #write(busyTimeoutMs: number, warn = true): boolean {
-    if (this.#pending.size === 0 && this.#pendingLatches.length === 0) return true;
+    if (
+      this.#pending.size === 0 && this.#pendingLatches.length === 0 && this.#adoptedUnwritten
+    ) return true;
     try {
       this.#store.withBusyTimeout(busyTimeoutMs, () => {
+        if (!this.#adoptedUnwritten) {
+          importUnwritten(this.#store, this.#now());
+          this.#adoptedUnwritten = true;
+        }
         while (this.#pendingLatches.length > 0) {
           const { nowMs, increment } = this.#pendingLatches[0];
           this.#store.latchClientActive(nowMs, increment);

@@ -5,7 +5,9 @@
  *
  * @module
  */
+import { hostname } from "node:os";
 import { dirname } from "node:path";
+import process from "node:process";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
@@ -47,7 +49,10 @@ export interface PackageRecord {
 }
 
 const SCHEMA_VERSION = 1;
-/** `last_result` of a package a sender has claimed. */
+/**
+ * `last_result` of a package a sender has claimed: `sending` alone (older versions), or
+ * `sending <host> <pid>`, so a claim whose process is gone can be taken over at once.
+ */
 const SENDING = "sending";
 
 /** How long a write waits for another process's lock by default (CLI commands). */
@@ -155,10 +160,13 @@ export class MetricsStore implements Disposable {
   readonly path: string;
   readonly #db: DatabaseSync;
   readonly #upsert: StatementSync;
+  readonly #busyTimeoutMs: number;
+  #inTransaction = false;
 
-  private constructor(path: string, db: DatabaseSync) {
+  private constructor(path: string, db: DatabaseSync, busyTimeoutMs: number) {
     this.path = path;
     this.#db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
     this.#upsert = db.prepare(
       `INSERT INTO counters (day, name, resource, dimensions, total) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (day, name, resource, dimensions) DO UPDATE SET total = total + excluded.total`,
@@ -168,20 +176,26 @@ export class MetricsStore implements Disposable {
   /**
    * Opens (creating when missing) the store at `path`; its folder is made 0700, files 0600.
    * Throws {@linkcode MetricsStoreUnavailableError} when the file cannot be used (damaged, not a
-   * database, from a newer version, unreadable).
+   * database, from a newer version, unreadable), {@linkcode MetricsStoreBusyError} when another
+   * process held it longer than `busyTimeoutMs`.
+   *
+   * `busyTimeoutMs` is how long every statement waits for another process's lock, opening
+   * included (default {@linkcode DEFAULT_BUSY_TIMEOUT_MS}); {@linkcode withBusyTimeout} changes
+   * it for one piece of work.
    */
-  static open(path: string): MetricsStore {
+  static open(path: string, options: { busyTimeoutMs?: number } = {}): MetricsStore {
     const folderProblem = notAFolder(dirname(path));
     if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+    const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS));
     let db: DatabaseSync;
     try {
-      db = openPrivateDatabase(path, SCHEMA);
+      db = openPrivateDatabase(path, SCHEMA, { busyTimeoutMs });
     } catch (error) {
       if (isBusyError(error)) throw new MetricsStoreBusyError(path, { cause: error });
       throw new MetricsStoreUnavailableError(path, error);
     }
     try {
-      return new MetricsStore(path, db);
+      return new MetricsStore(path, db, busyTimeoutMs);
     } catch (error) {
       db.close();
       throw new MetricsStoreDamagedError(path, describe(error), { cause: error });
@@ -204,16 +218,21 @@ export class MetricsStore implements Disposable {
     }
   }
 
+  /** How long a statement waits for another process's lock, unless {@linkcode withBusyTimeout}. */
+  get busyTimeoutMs(): number {
+    return this.#busyTimeoutMs;
+  }
+
   /**
-   * Runs `work` waiting at most `ms` for another process's lock (instead of
-   * {@linkcode DEFAULT_BUSY_TIMEOUT_MS}): recording and automatic packaging must not hold a run.
+   * Runs `work` waiting at most `ms` for another process's lock (instead of the store's
+   * {@linkcode busyTimeoutMs}): recording and automatic packaging must not hold a run.
    */
   withBusyTimeout<T>(ms: number, work: () => T): T {
     this.#db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
     try {
       return work();
     } finally {
-      if (this.#db.isOpen) this.#db.exec(`PRAGMA busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`);
+      if (this.#db.isOpen) this.#db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);
     }
   }
 
@@ -223,7 +242,18 @@ export class MetricsStore implements Disposable {
    * does not write throws {@linkcode MetricsStoreDamagedError}.
    */
   transaction<T>(work: () => T): T {
-    return this.#guard(() => immediateTransaction(this.#db, work));
+    // Nested calls join the transaction under way (they commit or roll back with it).
+    if (this.#inTransaction) return work();
+    return this.#guard(() =>
+      immediateTransaction(this.#db, () => {
+        this.#inTransaction = true;
+        try {
+          return work();
+        } finally {
+          this.#inTransaction = false;
+        }
+      })
+    );
   }
 
   /** Adds increments in one transaction. */
@@ -304,18 +334,19 @@ export class MetricsStore implements Disposable {
 
   /**
    * Claims the packages due at `nowMs` for one sender: in one write transaction they are marked
-   * as being sent and not due again for `leaseMs`, so a second sender (another process, the
-   * gateway's hourly pass) does not post them too. Recording an outcome ends the claim; a sender
-   * that crashed leaves them to be sent again once the lease is over.
+   * as being sent by this process and not due again for `leaseMs`, so a second sender (another
+   * process, the gateway's hourly pass) does not post them too. Recording an outcome ends the
+   * claim. A claim whose process is gone (killed by a signal, crashed) is taken over at once;
+   * one whose process cannot be checked (another host, no permission) lasts until the lease ends.
    */
   claimDuePackages(nowMs: number, leaseMs: number): PackageRecord[] {
     return this.transaction(() => {
-      const due = this.duePackages(nowMs);
+      const due = [...this.duePackages(nowMs), ...this.#abandonedClaims(nowMs)];
       const claim = this.#db.prepare(
-        `UPDATE packages SET next_attempt_at = ?, last_result = '${SENDING}' WHERE package_id = ?`,
+        "UPDATE packages SET next_attempt_at = ?, last_result = ? WHERE package_id = ?",
       );
-      for (const record of due) claim.run(nowMs + leaseMs, record.packageId);
-      return due;
+      for (const record of due) claim.run(nowMs + leaseMs, CLAIM_MARK, record.packageId);
+      return due.sort((a, b) => a.createdAt - b.createdAt || (a.packageId < b.packageId ? -1 : 1));
     });
   }
 
@@ -326,21 +357,35 @@ export class MetricsStore implements Disposable {
     this.transaction(() => {
       const release = this.#db.prepare(
         `UPDATE packages SET next_attempt_at = ?, last_result = NULL
-         WHERE package_id = ? AND state = 'pending' AND last_result = '${SENDING}'`,
+         WHERE package_id = ? AND state = 'pending' AND last_result = ?`,
       );
-      for (const id of ids) release.run(nowMs, id);
+      for (const id of ids) release.run(nowMs, id, CLAIM_MARK);
     });
   }
 
-  /** How many packages another sender has claimed and not finished at `nowMs`. */
+  /**
+   * How many packages another sender has claimed and not finished at `nowMs` (claims of a
+   * process that is gone do not count: the next sender takes them over).
+   */
   packagesBeingSent(nowMs: number): number {
-    return this.#guard(() => {
-      const row = this.#db.prepare(
-        `SELECT COUNT(*) AS n FROM packages
-         WHERE state = 'pending' AND last_result = '${SENDING}' AND next_attempt_at > ?`,
-      ).get(nowMs) as { n: number };
-      return Number(row.n);
-    });
+    return this.#guard(() =>
+      this.#claims(nowMs).filter((claim) => claimOwnerAlive(claim.owner) !== false).length
+    );
+  }
+
+  /** Pending packages claimed until after `nowMs`, with the claim's mark. */
+  #claims(nowMs: number): (PackageRecord & { owner: string })[] {
+    return this.#db.prepare(
+      `SELECT package_id, day, created_at, state, attempts, next_attempt_at, last_result
+       FROM packages WHERE state = 'pending' AND next_attempt_at > ?
+       AND (last_result = '${SENDING}' OR last_result LIKE '${SENDING} %')`,
+    ).all(nowMs).map((row) => ({ ...toPackageRecord(row), owner: String(row.last_result) }));
+  }
+
+  /** Claimed packages whose sender process is known to be gone. */
+  #abandonedClaims(nowMs: number): PackageRecord[] {
+    return this.#claims(nowMs).filter((claim) => claimOwnerAlive(claim.owner) === false)
+      .map(({ owner: _, ...record }) => record);
   }
 
   /** Records the outcome of a send attempt. */
@@ -417,6 +462,21 @@ export class MetricsStore implements Disposable {
     });
   }
 
+  /** Deletes a value of the meta table. */
+  deleteMeta(key: string): void {
+    this.#guard(() => this.#db.prepare("DELETE FROM meta WHERE key = ?").run(key));
+  }
+
+  /** The meta keys that start with `prefix`, with their values. */
+  metaWithPrefix(prefix: string): { key: string; value: string }[] {
+    return this.#guard(() =>
+      this.#db.prepare("SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?").all(
+        prefix.length,
+        prefix,
+      ).map((row) => ({ key: String(row.key), value: String(row.value) }))
+    );
+  }
+
   /** Sets a value of the meta table. */
   setMeta(key: string, value: string): void {
     this.#guard(() =>
@@ -455,6 +515,30 @@ export class MetricsStore implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** This process's claim mark: `sending <host> <pid>`. */
+const CLAIM_MARK = `${SENDING} ${hostname().replace(/\s/g, "_")} ${Deno.pid}`;
+
+/**
+ * Whether the process that made a claim still runs: `false` only when it is known to be gone
+ * (same host, no such process); `undefined` when it cannot be told (an older version's mark,
+ * another host, no permission to ask), so the claim lasts until its lease ends.
+ */
+function claimOwnerAlive(mark: string): boolean | undefined {
+  const [, host, pidText] = mark.split(" ");
+  const pid = Number(pidText);
+  if (!host || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  if (host !== hostname().replace(/\s/g, "_")) return undefined;
+  if (pid === Deno.pid) return true;
+  try {
+    process.kill(pid, 0); // signal 0: only asks whether the process exists
+    return true;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === "ESRCH") return false;
+    return code === "EPERM" ? true : undefined;
   }
 }
 

@@ -78,7 +78,7 @@ Deno.test("a busy store: record() never throws, warns once, keeps the counts for
   recorder.close();
 });
 
-Deno.test("a busy store on close: the counts are dropped with a warning saying how many", async () => {
+Deno.test("a busy store on close: the counts are kept in unwritten/ and the next recorder writes them", async () => {
   await using t = await tempStore();
   const w = warnings();
   const recorder = new StoreRecorder(t.store, RESOURCE, {
@@ -91,6 +91,32 @@ Deno.test("a busy store on close: the counts are dropped with a warning saying h
   recorder.record(STARTED);
   recorder.record(STARTED);
   recorder.close(); // must not throw
+  assert.equal(w.seen.length, 1);
+  assert.match(w.seen[0], /was busy when this process ended: 2 counts are kept in .*unwritten/);
+  held.release();
+  assert.deepEqual(t.store.pendingDeltas({}), []);
+  const next = new StoreRecorder(t.store, RESOURCE, { flushDelayMs: 60_000 });
+  assert.equal(next.flush(), true);
+  next.close();
+  assert.deepEqual(t.store.pendingDeltas({}).map((d) => [d.name, d.delta]), [
+    ["agent.task_run.started", 2],
+  ]);
+});
+
+Deno.test("a busy store on close and no folder to keep the counts in: dropped, saying how many", async () => {
+  await using t = await tempStore();
+  Deno.writeTextFileSync(`${t.dir}/unwritten`, "a file where the folder would be");
+  const w = warnings();
+  const recorder = new StoreRecorder(t.store, RESOURCE, {
+    flushDelayMs: 60_000,
+    busyTimeoutMs: 0,
+    closeBusyTimeoutMs: 0,
+    onWarning: w.onWarning,
+  });
+  using held = lock(t.store.path);
+  recorder.record(STARTED);
+  recorder.record(STARTED);
+  recorder.close();
   assert.equal(w.seen.length, 1);
   assert.match(w.seen[0], /2 counts were dropped: the store .* could not be written/);
   held.release();
