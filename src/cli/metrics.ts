@@ -120,6 +120,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   ).option("--out <dir>", "also copy the new packages to this folder")
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadMetricsConfig(io);
+      if (options.out?.trim() === "") {
+        throw new UsageError("--out needs a folder, e.g. --out ./metrics (it got an empty value)");
+      }
       // Check the copy target before anything is exported, so a bad --out loses nothing.
       const outDir = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
       const service = openExisting(config, io);
@@ -129,6 +132,18 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         const { copies, failed } = outDir
           ? copyPackages(built, outDir)
           : { copies: [], failed: undefined };
+        if (!options.json) {
+          // Said before the send pass, which may wait on a slow endpoint (or be stopped).
+          if (built.length === 0) {
+            io.out("Nothing to export: no counts recorded since the last export.\n");
+          }
+          for (const [i, entry] of built.entries()) {
+            io.out(
+              `Exported ${entry.package.package_id} (${entry.package.period_start.slice(0, 10)}, ` +
+                `${entry.package.metrics.length} counters) to ${copies[i] ?? entry.path}\n`,
+            );
+          }
+        }
         const sent = service ? await storeGuardAsync(() => sendWithProgress(io, service)) : [];
         if (!allSent(sent)) state.exitCode = ExitCode.failed;
         if (options.json) {
@@ -144,15 +159,6 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           });
           if (failed) throw copyFailure(failed, outDir!, built);
           return;
-        }
-        if (built.length === 0) {
-          io.out("Nothing to export: no counts recorded since the last export.\n");
-        }
-        for (const [i, entry] of built.entries()) {
-          io.out(
-            `Exported ${entry.package.package_id} (${entry.package.period_start.slice(0, 10)}, ` +
-              `${entry.package.metrics.length} counters) to ${copies[i] ?? entry.path}\n`,
-          );
         }
         reportSent(io, sent);
         if (failed) throw copyFailure(failed, outDir!, built);
@@ -377,10 +383,33 @@ function describePackage(pkg: MetricsPackage): string {
   return text;
 }
 
+/**
+ * The send pass of `export` and `send`. Ctrl-C, SIGTERM or SIGHUP stop it: a package whose answer
+ * had not come is due again at once, and the command ends saying so.
+ */
 async function sendWithProgress(io: CliIo, service: UsageMetrics) {
   if (!service.settings.send) return [];
   if (io.stderrIsTerminal) io.err(`Sending packages to ${service.settings.endpoint} …\n`);
-  return await service.sendDue();
+  const stop = new AbortController();
+  const stopped = (how: string) => {
+    if (stop.signal.aborted) return;
+    stop.abort(
+      new CliError(
+        `stopped by ${how} while sending; a package the endpoint had not answered is sent ` +
+          "again by the next `agent metrics send`",
+      ),
+    );
+  };
+  const stopInterrupt = io.onInterrupt?.(() => stopped("Ctrl-C"));
+  const stopTerminate = io.onTerminate?.((signal) => stopped(signal));
+  try {
+    const sent = await service.sendDue({ signal: stop.signal });
+    stop.signal.throwIfAborted();
+    return sent;
+  } finally {
+    stopInterrupt?.();
+    stopTerminate?.();
+  }
 }
 
 /** Whether every package of this pass went out (none deferred, rejected, invalid or unreadable). */

@@ -73,13 +73,29 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       clearEnv: true,
       env: childEnv(h.home),
       stdin: "null",
-      stdout: "null",
-      stderr: "null",
+      stdout: "piped",
+      stderr: "piped",
     }).spawn();
+    const output = child.output();
     await slow.first; // the package is claimed and its POST is under way
     child.kill(signal);
-    const status = await child.status;
-    assert.equal(status.success, false);
+    const { code, stdout, stderr } = await output;
+    // The command stops the pass itself: the package was exported (said before the send), and
+    // the message says it goes out with the next send.
+    const err = new TextDecoder().decode(stderr);
+    assert.equal(code, 1, err);
+    assert.match(
+      new TextDecoder().decode(stdout),
+      /^Exported \S+ \(\d{4}-\d\d-\d\d, \d+ counters\)/,
+    );
+    const how = signal === "SIGINT" ? "Ctrl-C" : signal;
+    assert.match(
+      err,
+      new RegExp(
+        `^agent: stopped by ${how} while sending; a package the endpoint had not answered is sent again by the next \`agent metrics send\`$`,
+        "m",
+      ),
+    );
 
     await using collector = startCollector(202);
     await enable(h.home, "--send", "--endpoint", collector.endpoint);
@@ -264,4 +280,20 @@ Deno.test("B3: no canary of a model path, URL or e-mail reaches a package", asyn
     { model: "meta-llama/llama-3.1-8b-instruct", provider: "openrouter" },
   );
   assert.ok(text.includes("meta-llama/llama-3.1-8b-instruct"));
+});
+
+Deno.test("metrics export --out '' is a usage error naming the option; nothing is exported", async () => {
+  await using h = await tempHome();
+  await enable(h.home);
+  recordEvents(h.home, SAMPLE_EVENTS);
+  for (const out of ["", "  "]) {
+    const result = await cli(h.home, ["metrics", "export", "--out", out]);
+    assert.equal(result.code, 2, result.stderr);
+    assert.equal(
+      result.stderr,
+      "agent: --out needs a folder, e.g. --out ./metrics (it got an empty value)\n",
+    );
+  }
+  const preview = await cliJson(h.home, ["metrics", "preview", "--json"], 0);
+  assert.ok(JSON.stringify(preview).includes("agent."), "the counts are still waiting");
 });
