@@ -197,7 +197,9 @@ Deno.test("tools shadowed within a server or by another server are warned of, an
     ),
     ["mcp__odd__dup", "mcp__odd__list_resources", "mcp__odd__a_b", "mcp__odd__read_resource"],
   );
-  assert.equal(doc.warnings.length, 6, doc.warnings);
+  // Six about tools, and the config warning about the name "my server" (a space in it).
+  assert.equal(doc.warnings.length, 7, doc.warnings);
+  assert.match(doc.warnings[0], /mcp_servers\.my server: the server name "my server" is not/);
 
   const listed = await cliJson(home.home, ["mcp", "list", "--json"], 0, { env });
   for (const server of listed.servers) {

@@ -271,9 +271,10 @@ Deno.test("mcp tools: registered names next to the servers' original names", asy
 
   const all = await fx.json(["mcp", "tools", "--json"]);
   assert.equal(all.tools.length, 8);
+  // The broken server, and the invalid entry (its config error).
   assert.deepEqual(
     all.errors.map((error: { server: string }) => error.server),
-    ["broken"],
+    ["broken", "invalid"],
   );
   const one = await fx.json(["mcp", "tools", "local", "--json"]);
   assert.deepEqual(Object.keys(one), ["tools", "errors", "warnings"]);
