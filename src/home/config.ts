@@ -18,6 +18,7 @@ import {
 import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { ConfigError } from "./errors.ts";
 import { readTextIfExists } from "./files.ts";
+import { firstInvalidUtf8 } from "./utf8.ts";
 import { type EnvReader, type HomePaths, homePaths, resolveHome } from "./paths.ts";
 import { SecretScope } from "./secrets.ts";
 
@@ -437,40 +438,6 @@ export function readUtf8IfExists(file: string): string | undefined {
       "Windows-1252 text?)",
     "save the file as UTF-8 (most editors offer the encoding when saving)",
   );
-}
-
-/**
- * The offset of the lead byte of the first sequence in `bytes` that is not valid UTF-8 (a stray
- * continuation byte, a lead byte without its continuation, an overlong form, a surrogate, beyond
- * U+10FFFF), or `undefined` when all of it is valid.
- */
-function firstInvalidUtf8(bytes: Uint8Array): number | undefined {
-  let i = 0;
-  while (i < bytes.length) {
-    const lead = bytes[i];
-    if (lead < 0x80) {
-      i++;
-      continue;
-    }
-    const more = lead >= 0xc2 && lead <= 0xdf
-      ? 1
-      : lead >= 0xe0 && lead <= 0xef
-      ? 2
-      : lead >= 0xf0 && lead <= 0xf4
-      ? 3
-      : 0;
-    if (more === 0 || i + more >= bytes.length) return i;
-    for (let k = 1; k <= more; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return i;
-    const second = bytes[i + 1];
-    if (
-      (lead === 0xe0 && second < 0xa0) || (lead === 0xed && second > 0x9f) ||
-      (lead === 0xf0 && second < 0x90) || (lead === 0xf4 && second > 0x8f)
-    ) {
-      return i;
-    }
-    i += more + 1;
-  }
-  return undefined;
 }
 
 /** A `<home>` that exists but is not a folder (`AGENT_HOME` names a file) is refused. */

@@ -21,6 +21,7 @@
  */
 import { Document } from "yaml";
 import { ConfigSource, isPlainObject } from "../home/config.ts";
+import { firstInvalidUtf8 } from "../home/utf8.ts";
 import {
   type McpConfigIssue,
   type McpTransportKind,
@@ -343,7 +344,7 @@ function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
     throw new InstallLinkError(
       "utf8",
       `config is not valid UTF-8 (at byte ${
-        firstInvalidUtf8(bytes) + 1
+        (firstInvalidUtf8(bytes) ?? bytes.length) + 1
       }); encode the JSON text as UTF-8 before base64`,
     );
   }
@@ -387,36 +388,6 @@ function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
     );
   }
   return value;
-}
-
-/** The 0-based offset of the first byte sequence that is not well-formed UTF-8. */
-function firstInvalidUtf8(bytes: Uint8Array): number {
-  let i = 0;
-  while (i < bytes.length) {
-    const lead = bytes[i];
-    if (lead < 0x80) {
-      i++;
-      continue;
-    }
-    const trailing = lead >= 0xc2 && lead <= 0xdf
-      ? 1
-      : lead >= 0xe0 && lead <= 0xef
-      ? 2
-      : lead >= 0xf0 && lead <= 0xf4
-      ? 3
-      : 0;
-    if (trailing === 0) return i;
-    // The second byte is narrower after E0, ED, F0 and F4 (no overlongs, surrogates, > U+10FFFF).
-    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
-    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
-    for (let k = 1; k <= trailing; k++) {
-      const byte = bytes[i + k];
-      const [min, max] = k === 1 ? [low, high] : [0x80, 0xbf];
-      if (byte === undefined || byte < min || byte > max) return i;
-    }
-    i += trailing + 1;
-  }
-  return bytes.length;
 }
 
 interface Frame {
