@@ -1,23 +1,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { matchFilter } from "../../src/webhook/filters.ts";
-import { type Route, routeFromRaw, type SubscriptionRecord } from "../../src/webhook/routes.ts";
+import { type Route, routeFromRaw } from "../../src/webhook/routes.ts";
+import { record } from "./_records.ts";
 import { RouteTable } from "../../src/webhook/route_table.ts";
 import { writeSubscriptions } from "../../src/webhook/subscriptions.ts";
-
-/** A valid subscription record. */
-function record(overrides: Record<string, unknown> = {}): SubscriptionRecord {
-  return {
-    description: "CI",
-    events: [],
-    secret: "0123456789abcdef0123",
-    prompt: "hello",
-    skills: [],
-    deliver: "log",
-    created_at: "2026-03-10T12:00:00Z",
-    ...overrides,
-  } as SubscriptionRecord;
-}
 
 function staticRoute(name: string, raw: Record<string, unknown>): Route {
   const { route, problems } = routeFromRaw(name, raw, "static", `routes.${name}`);

@@ -1,26 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { SubscriptionRecord } from "../../src/webhook/routes.ts";
+import { record } from "./_records.ts";
 import {
   dynamicRoutes,
   readSubscriptions,
   SubscriptionFileError,
   updateSubscriptions,
 } from "../../src/webhook/subscriptions.ts";
-
-/** A valid subscription record. */
-function record(overrides: Record<string, unknown> = {}): SubscriptionRecord {
-  return {
-    description: "CI",
-    events: [],
-    secret: "0123456789abcdef0123",
-    prompt: "hello",
-    skills: [],
-    deliver: "log",
-    created_at: "2026-03-10T12:00:00Z",
-    ...overrides,
-  } as SubscriptionRecord;
-}
 
 async function withFile(body: (file: string) => void | Promise<void>) {
   const home = await Deno.makeTempDir({ prefix: "subscriptions-" });
