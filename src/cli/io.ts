@@ -268,13 +268,15 @@ function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Arra
 
 /**
  * Prints a warning for each key of `config.yaml` that nothing reads (a misspelled section or
- * option is otherwise silently ignored). A config that does not load is left to the command,
- * which reports it with its own exit code.
+ * option is otherwise silently ignored), and for each line of `.env` that gives no variable (a
+ * secret written there would otherwise be "not set" with no word why). A config that does not
+ * load is left to the command, which reports it with its own exit code.
  */
 export function warnAboutUnknownKeys(io: CliIo): void {
   let warnings: string[];
   try {
-    warnings = unknownConfigKeyWarnings(loadConfig({ env: io.env }).source);
+    const config = loadConfig({ env: io.env });
+    warnings = [...unknownConfigKeyWarnings(config.source), ...config.dotenvWarnings];
   } catch {
     return;
   }

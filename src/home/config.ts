@@ -16,6 +16,7 @@ import {
   visit,
 } from "yaml";
 import type { Document, Node, Pair, YAMLMap } from "yaml";
+import { dotenvWarnings } from "./dotenv_lines.ts";
 import { ConfigError } from "./errors.ts";
 import { readTextIfExists } from "./files.ts";
 import { firstInvalidUtf8 } from "./utf8.ts";
@@ -359,6 +360,11 @@ export interface ResolvedConfig {
   secrets: SecretScope;
   /** Usage-metrics consent. */
   telemetry: TelemetrySettings;
+  /**
+   * Lines of `.env` that dotenv reads nothing from, or reads otherwise than written, as
+   * `<file>:<line>: <problem>` (see {@linkcode dotenvWarnings}).
+   */
+  dotenvWarnings: string[];
 }
 
 /** Inputs of {@linkcode loadConfig}; all injectable for tests. */
@@ -388,8 +394,15 @@ export function loadConfig(options: LoadConfigOptions = {}): ResolvedConfig {
   const paths = homePaths(options.home ?? resolveHome(env));
   assertFolder(paths.home);
   const source = ConfigSource.read(paths.config);
-  const secrets = SecretScope.fromText(readUtf8IfExists(paths.dotenv), env);
-  return { paths, source, secrets, telemetry: resolveTelemetry(source, secrets) };
+  const dotenvText = readUtf8IfExists(paths.dotenv);
+  const secrets = SecretScope.fromText(dotenvText, env);
+  return {
+    paths,
+    source,
+    secrets,
+    telemetry: resolveTelemetry(source, secrets),
+    dotenvWarnings: dotenvWarnings(paths.dotenv, dotenvText),
+  };
 }
 
 /**

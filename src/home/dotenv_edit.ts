@@ -5,6 +5,7 @@
  * @module
  */
 import { parse } from "dotenv";
+import { assignmentsOf } from "./dotenv_lines.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
 /** Characters a value may hold without quotes. */
@@ -29,47 +30,6 @@ export function dotenvLine(name: string, value: string): string {
   throw new RangeError(
     `the value of ${name} cannot end with a backslash and also hold '#' or surrounding spaces`,
   );
-}
-
-/**
- * An assignment as dotenv's `parse()` finds it (its own expression, with indices): a quoted value
- * may span lines, and a later match starts after the end of the previous one, so a line inside a
- * multi-line value is never taken for an assignment.
- */
-const ASSIGNMENT =
-  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/dgm;
-
-/** Where one assignment is in the text: whole lines, from its name's line to its value's end. */
-interface AssignmentSpan {
-  name: string;
-  /** Start of the line holding the name. */
-  start: number;
-  /** End of the line where the value ends (before its line break). */
-  end: number;
-  /** `export ` when the assignment had it. */
-  prefix: string;
-  /** An inline `# comment` after the value, kept on a rewritten line. */
-  comment: string;
-}
-
-function assignmentsOf(text: string): AssignmentSpan[] {
-  const spans: AssignmentSpan[] = [];
-  for (const match of text.matchAll(ASSIGNMENT)) {
-    const [nameStart, nameEnd] = match.indices![1]!;
-    const valueEnd = match.indices![2]?.[1] ?? nameEnd;
-    const start = text.lastIndexOf("\n", nameStart - 1) + 1;
-    const lineEnd = text.indexOf("\n", valueEnd);
-    const end = lineEnd === -1 ? text.length : lineEnd;
-    const rest = text.slice(valueEnd, end).trim();
-    spans.push({
-      name: match[1],
-      start,
-      end,
-      prefix: /^\s*export\s/.test(text.slice(start, nameStart)) ? "export " : "",
-      comment: rest.startsWith("#") ? rest : "",
-    });
-  }
-  return spans;
 }
 
 /**

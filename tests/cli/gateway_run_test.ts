@@ -8,8 +8,10 @@ import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts"
 import { cli, tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
-Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a misspelled key are warned about on stderr", async () => {
+Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspelled key and a .env line that gives nothing are warned about on stderr", async () => {
   await using h = await tempHome();
+  const dotenv = join(h.home, ".env");
+  Deno.writeTextFileSync(dotenv, "# secrets\nTELEGRAM TOKEN=123:abc-secret\n");
   writeGatewayConfig(h.home, {
     webhook: {
       host: "127.0.0.1",
@@ -75,12 +77,19 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route and a mis
     "platforms.webhook.extra.rate_limt: unknown key `rate_limt` is ignored; did you mean " +
     "`rate_limit`?";
   assert.equal(lines.filter((line) => line === misspelled).length, 1, stderr);
+  const ignoredLine = `warning: ${dotenv}:2: nothing is read from this line: the text before ` +
+    "`=` is not a variable name (letters, digits, `_`, `.` and `-`, no spaces); write it as " +
+    "NAME=value";
+  assert.equal(lines.filter((line) => line === ignoredLine).length, 1, stderr);
+  assert.doesNotMatch(stderr, /abc-secret/);
   // Only warnings and errors, as plain text: no info lines, no JSON.
   assert.doesNotMatch(stderr, /gateway listening on|gateway stopped|"level"|@timestamp/i);
   // The log file still gets everything.
   const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
   assert.match(log, /INSECURE_NO_AUTH is on/);
   assert.match(log, /unknown key `rate_limt` is ignored/);
+  assert.match(log, /\.env:2: nothing is read from this line/);
+  assert.doesNotMatch(log, /abc-secret/);
   assert.match(log, /gateway listening on/);
 });
 
