@@ -125,6 +125,7 @@ export class Gateway {
     const settings = readWebhookSettings(config);
     const agent = readAgentSettings(config);
     for (const warning of unknownConfigKeyWarnings(config.source)) log.warn(warning);
+    for (const warning of config.dotenvWarnings) log.warn(warning);
     for (const problem of settings.routeProblems) log.error(problem);
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
