@@ -78,6 +78,18 @@ export class ConfigSource {
           `remove the \`---\` line and keep all keys in one document`,
         );
       }
+      const repeated = first.code === "DUPLICATE_KEY"
+        ? repeatedKey(document, first.pos[0])
+        : undefined;
+      if (repeated) {
+        const earlier = lines.linePos(repeated.firstOffset).line;
+        throw new ConfigError(
+          at,
+          `invalid YAML: the key \`${repeated.path}\` is written twice (lines ${earlier} and ${pos.line}); ` +
+            "YAML allows a key once per mapping",
+          `keep one of the two (merge their settings into it) and delete the other`,
+        );
+      }
       throw new ConfigError(
         at,
         `invalid YAML: ${firstLine(first.message)}`,
@@ -661,6 +673,53 @@ function errorOffset(text: string, code: string, message: string, offset: number
   if (!quote) return offset;
   const opening = text.lastIndexOf(quote, Math.min(offset, text.length) - 1);
   return opening >= 0 ? opening : offset;
+}
+
+/**
+ * The dotted path (`mcp_servers.fs`, `routes[2].name`) of the key written again at `offset`, and
+ * where its first writing is, when the document's mapping holding it can be found.
+ */
+function repeatedKey(
+  document: Document,
+  offset: number,
+): { path: string; firstOffset: number } | undefined {
+  let found: { path: string; firstOffset: number } | undefined;
+  visit(document, {
+    Pair(_index, pair, ancestors) {
+      if (!isNode(pair.key) || pair.key.range?.[0] !== offset) return undefined;
+      const map = ancestors.at(-1);
+      if (!isMap(map)) return visit.BREAK;
+      const key = keyText(pair.key);
+      const first = map.items.find((other) =>
+        other !== pair && isNode(other.key) && keyText(other.key) === key
+      );
+      const firstOffset = isNode(first?.key) ? first.key.range?.[0] : undefined;
+      if (key === undefined || firstOffset === undefined) return visit.BREAK;
+      found = { path: pathText([...ancestors, pair]), firstOffset };
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+/** A key as text, when it is a scalar (a mapping used as a key is not named). */
+function keyText(key: Node): string | undefined {
+  return isScalar(key) ? String(key.value) : undefined;
+}
+
+/** `a.b[0].c` for a chain of ancestors from the document down to a pair. */
+function pathText(chain: readonly unknown[]): string {
+  let path = "";
+  chain.forEach((node, index) => {
+    if (isPair(node)) {
+      const key = isNode(node.key) ? keyText(node.key) : String(node.key);
+      path += path === "" ? `${key}` : `.${key}`;
+    } else if (isSeq(node)) {
+      const item = chain[index + 1];
+      path += `[${node.items.indexOf(item as never)}]`;
+    }
+  });
+  return path;
 }
 
 function firstLine(text: string): string {

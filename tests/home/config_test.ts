@@ -166,13 +166,13 @@ const BROKEN: Array<{ name: string; text: string; line: number; problem: RegExp 
     name: "duplicate top-level key",
     text: "model:\n  default: a\ntelemetry: {}\nmodel:\n  default: b\n",
     line: 4,
-    problem: /unique|duplicate/i,
+    problem: /is written twice/,
   },
   {
     name: "duplicate nested key",
     text: "telemetry:\n  shared_metrics:\n    enabled: true\n    enabled: false\n",
     line: 4,
-    problem: /unique|duplicate/i,
+    problem: /is written twice/,
   },
 ];
 
@@ -206,6 +206,34 @@ Deno.test({
       );
     }
   },
+});
+
+Deno.test("ConfigSource.parse: a key written twice is named by its path, with both lines", () => {
+  const cases: Array<[string, string, number]> = [
+    ["model:\n  default: a\ntelemetry: {}\nmodel:\n  default: b\n", "model", 1],
+    ["mcp_servers:\n  fs:\n    command: x\n  'fs':\n    command: y\n", "mcp_servers.fs", 2],
+    [
+      "routes:\n  - name: a\n  - name: b\n    deliver: log\n    deliver: slack\n",
+      "routes[1].deliver",
+      4,
+    ],
+    ["a: {b: 1, c: 2, b: 3}\n", "a.b", 1],
+  ];
+  for (const [text, path, firstLine] of cases) {
+    const error = configError(() => ConfigSource.parse(FILE, text));
+    const line = error.location.line!;
+    assert.equal(
+      error.problem,
+      `invalid YAML: the key \`${path}\` is written twice (lines ${firstLine} and ${line}); ` +
+        "YAML allows a key once per mapping",
+      text,
+    );
+    assert.ok(line > firstLine || text.startsWith("a: {"), text);
+    assert.equal(
+      error.fix,
+      "keep one of the two (merge their settings into it) and delete the other",
+    );
+  }
 });
 
 Deno.test({
