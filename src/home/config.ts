@@ -470,8 +470,11 @@ function assertFolder(home: string): void {
   let info;
   try {
     info = Deno.statSync(home);
-  } catch {
-    return; // missing (created when first written) or unreadable (reported by the first read)
+  } catch (error) {
+    // Missing: created when first written, unless a folder above it is a file. Unreadable:
+    // reported by the first read.
+    if (error instanceof Deno.errors.NotADirectory) throw underFile(home);
+    return;
   }
   if (!info.isDirectory) {
     throw new Deno.errors.NotADirectory(
@@ -479,6 +482,22 @@ function assertFolder(home: string): void {
         "or unset it to use ~/.agent",
     );
   }
+}
+
+/** The error for a `<home>` that cannot be created because a folder above it is a file. */
+function underFile(home: string): Error {
+  let above = dirname(home);
+  for (let next = dirname(above); next !== above; above = next, next = dirname(above)) {
+    try {
+      if (!Deno.statSync(above).isDirectory) break;
+    } catch {
+      // not there either: look further up
+    }
+  }
+  return new Deno.errors.NotADirectory(
+    `<home> ${home} cannot be created: ${above} is a file, not a folder. Set AGENT_HOME to a ` +
+      "folder (it is created when missing), or unset it to use ~/.agent",
+  );
 }
 
 /**

@@ -23,6 +23,24 @@ Deno.test("AGENT_HOME naming a file: one line saying it is not a folder, exit 1"
   assert.match(JSON.parse(json.stdout).error.message, /is not a folder/);
 });
 
+Deno.test("AGENT_HOME under a file: one line naming the file in the way, exit 1", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "not-a-folder");
+  await Deno.writeTextFile(file, "x");
+  for (const home of [join(file, "home"), join(file, "a", "b")]) {
+    for (const args of [["metrics", "status"], ["webhook", "subscribe", "x"], ["gateway", "run"]]) {
+      const result = await cli(home, args);
+      assert.equal(result.code, 1, args.join(" "));
+      assert.equal(
+        result.stderr,
+        `agent: <home> ${home} cannot be created: ${file} is a file, not a folder. Set ` +
+          "AGENT_HOME to a folder (it is created when missing), or unset it to use ~/.agent\n",
+      );
+    }
+  }
+  assert.equal(Deno.readTextFileSync(file), "x");
+});
+
 /** Whether bubblewrap can mount a folder read-only here (it needs user namespaces). */
 async function canMountReadOnly(dir: string): Promise<boolean> {
   try {
