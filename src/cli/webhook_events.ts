@@ -7,6 +7,7 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { existsSync } from "node:fs";
+import { gatewayRunning } from "../gateway/home_lock.ts";
 import { type EventState, type EventSummary, Inbox, type RequeueResult } from "../gateway/inbox.ts";
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import { loadConfig } from "../home/config.ts";
@@ -30,6 +31,9 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       "\nStates: queued (waiting for its run), running, delivering (the answer is being sent or\n" +
         "waits for a retry), done (delivered, or nothing to deliver), failed (delivery gave up;\n" +
         "`agent webhook redeliver <id>` sends it again). Finished events are kept for a week.\n" +
+        "While no gateway runs on this home, an event whose run or delivery it was doing when it\n" +
+        'stopped is shown as interrupted (in --json: its state and "interrupted": true); the\n' +
+        "next `agent gateway run` resumes it.\n" +
         "Direct deliveries (--deliver-only) are answered at once and are not listed.",
     )
     .action((options) => {
@@ -42,7 +46,11 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       const found = withInbox(io, (inbox) => inbox.list({ ...filter, limit: filter.limit + 1 }));
       const events = (found ?? []).slice(0, filter.limit);
       const more = (found ?? []).length > filter.limit;
-      if (options.json) return printJson(io, { events: events.map(eventJson) });
+      // Asked after reading: a gateway that stopped meanwhile left its events as they were.
+      const served = events.some(pending) ? gatewayServes(io) : undefined;
+      if (options.json) {
+        return printJson(io, { events: events.map((event) => eventJson(event, served)) });
+      }
       if (events.length === 0) {
         io.out(
           found === undefined
@@ -52,9 +60,15 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         return;
       }
       const now = io.now();
-      for (const event of events) io.out(eventText(event, now));
+      for (const event of events) io.out(eventText(event, now, served));
       if (more) {
         io.out(`(the newest ${filter.limit}; --limit shows more)\n`);
+      }
+      if (served === false) {
+        io.out(
+          "No gateway is running on this home: the events above that are not finished wait " +
+            "for the next `agent gateway run`.\n",
+        );
       }
     });
 
@@ -100,6 +114,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       }
       const outcomes = found ?? [];
       const failed = outcomes.filter(({ result }) => !result.ok);
+      const served = failed.length > 0 ? gatewayServes(io) : undefined;
       if (failed.length > 0) state.exitCode = 1;
       if (options.json) {
         return printJson(io, {
@@ -113,7 +128,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             id: event.id,
             route: event.route,
             delivery_id: event.deliveryId,
-            reason: refusal(event, result),
+            reason: refusal(event, result, served),
           })),
         });
       }
@@ -127,7 +142,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         const what = `event ${event.id} (${event.route}, ${event.event}, delivery ` +
           `${event.deliveryId})`;
         if (!result.ok) {
-          io.err(`${what}: not requeued: ${refusal(event, result)}\n`);
+          io.err(`${what}: not requeued: ${refusal(event, result, served)}\n`);
           continue;
         }
         io.out(
@@ -162,6 +177,29 @@ function withInbox<T>(io: CliIo, work: (inbox: Inbox) => T): T | undefined {
   return work(inbox);
 }
 
+/**
+ * Whether a gateway serves this `<home>` now (it holds the home's gateway lock), `undefined` when
+ * that cannot be told.
+ */
+function gatewayServes(io: CliIo): boolean | undefined {
+  return gatewayRunning(loadConfig({ env: io.env }).paths.gatewayLock);
+}
+
+/** Not finished: a gateway has yet to run or deliver it. */
+function pending(event: EventSummary): boolean {
+  return event.state === "queued" || event.state === "running" || event.state === "delivering";
+}
+
+/**
+ * Whether the gateway that was running or delivering `event` is gone (`served` is false): nothing
+ * works on it until the next `agent gateway run` resumes it. A delivery waiting for its retry
+ * was not cut off, and neither was anything while it cannot be told whether a gateway runs.
+ */
+function interrupted(event: EventSummary, served: boolean | undefined): boolean {
+  if (served !== false) return false;
+  return event.state === "running" || (event.state === "delivering" && event.leased);
+}
+
 /** The events `key` names: an event id, else a delivery id (which may reach several routes). */
 function resolveKey(inbox: Inbox, key: string): EventSummary[] {
   const found = inbox.find(key);
@@ -174,13 +212,20 @@ function resolveKey(inbox: Inbox, key: string): EventSummary[] {
   return found;
 }
 
-function refusal(event: EventSummary, result: RequeueResult): string {
+function refusal(
+  event: EventSummary,
+  result: RequeueResult,
+  served: boolean | undefined,
+): string {
   if (result.ok) return "";
   switch (result.problem) {
     case "unknown":
       return "it is no longer in the inbox";
     case "pending":
-      return `it is ${result.state} already; only done or failed events are requeued`;
+      return interrupted({ ...event, state: result.state }, served)
+        ? `it was ${result.state} when the gateway stopped; the next \`agent gateway run\` ` +
+          "resumes it (only done or failed events are requeued)"
+        : `it is ${result.state} already; only done or failed events are requeued`;
     case "silent":
       return `its answer was [SILENT], so there is nothing to deliver; --rerun runs the agent ` +
         `again (route ${event.route})`;
@@ -210,7 +255,7 @@ function describeFilter(filter: { route?: string; state?: EventState }): string 
     (filter.route ? ` of route '${filter.route}'` : "");
 }
 
-function eventJson(event: EventSummary) {
+function eventJson(event: EventSummary, served: boolean | undefined) {
   return {
     id: event.id,
     route: event.route,
@@ -228,11 +273,16 @@ function eventJson(event: EventSummary) {
     next_attempt_at: event.state === "queued" || event.state === "delivering"
       ? isoTime(event.nextAttemptAt)
       : null,
+    interrupted: interrupted(event, served),
   };
 }
 
-function eventText(event: EventSummary, now: number): string {
-  const lines = [`${event.id}  ${event.state}  ${event.route} (${event.event})`];
+function eventText(event: EventSummary, now: number, served: boolean | undefined): string {
+  const cut = interrupted(event, served);
+  const state = cut
+    ? `interrupted (was ${event.state}; the next \`agent gateway run\` resumes it)`
+    : event.state;
+  const lines = [`${event.id}  ${state}  ${event.route} (${event.event})`];
   lines.push(`  delivery id: ${event.deliveryId}`);
   lines.push(`  received:    ${isoTime(event.createdAt)}`);
   const progress = [
@@ -246,8 +296,11 @@ function eventText(event: EventSummary, now: number): string {
   lines.push(
     `  deliver:     ${event.deliver}${progress.length ? ` (${progress.join(", ")})` : ""}`,
   );
-  if (event.state === "delivering" && event.nextAttemptAt > now) {
-    lines.push(`  next try:    in ${Math.ceil((event.nextAttemptAt - now) / 1000)} s`);
+  if (event.state === "delivering" && !cut && event.nextAttemptAt > now) {
+    lines.push(
+      `  next try:    in ${Math.ceil((event.nextAttemptAt - now) / 1000)} s` +
+        (served === false ? ", if a gateway runs then" : ""),
+    );
   }
   if (event.error) lines.push(`  error:       ${event.error.replace(/\s+/g, " ")}`);
   return `${lines.join("\n")}\n`;

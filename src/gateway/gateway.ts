@@ -9,10 +9,8 @@ import type { RunResult } from "../agent/run.ts";
 import { AgentSession } from "../agent/session.ts";
 import { readAgentSettings } from "../agent/settings.ts";
 import { defaultApiBaseUrl, deliver, type DeliveryContext, missingToken } from "../delivery/mod.ts";
-import { dirname } from "node:path";
 import type { ResolvedConfig } from "../home/config.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
-import { ensurePrivateDir } from "../home/files.ts";
 import { logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import { MetricsFlusher } from "../metrics/flusher.ts";
@@ -22,6 +20,7 @@ import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
 import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
+import { lockGatewayHome } from "./home_lock.ts";
 import { Inbox } from "./inbox.ts";
 import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
@@ -40,35 +39,14 @@ export interface GatewayOptions {
   signal?: AbortSignal;
 }
 
+export { GatewayBusyError } from "./home_lock.ts";
+
 const log = logger("gateway");
 
 /** How long finished events stay in the inbox (for inspection). */
 const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
 /** How often the inbox is pruned and the usage metrics flushed, unless told otherwise. */
 const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
-
-/** Another gateway already serves this `<home>`. */
-export class GatewayBusyError extends Error {
-  override name = "GatewayBusyError";
-}
-
-/**
- * Takes the lock that makes a gateway the only one on its `<home>`: two would take each other's
- * runs and claims for those of a crashed process at start, and run and deliver them twice.
- * Held until the returned file is closed (or the process ends, however it ends).
- */
-function lockHome(path: string): Deno.FsFile {
-  ensurePrivateDir(dirname(path));
-  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
-  if (!file.tryLockSync(true)) {
-    file.close();
-    throw new GatewayBusyError(
-      `another gateway is running on this home (it holds the lock ${path}). Stop it first, or ` +
-        "give this one a home of its own (AGENT_HOME)",
-    );
-  }
-  return file;
-}
 
 /**
  * A running gateway.
@@ -190,7 +168,7 @@ export class Gateway {
     let lock: Deno.FsFile | undefined;
     let inbox: Inbox;
     try {
-      lock = lockHome(`${config.paths.gatewayInbox}.lock`);
+      lock = await lockGatewayHome(config.paths.gatewayLock);
       // Events are committed on a thread of their own, while this one serves requests.
       inbox = Inbox.open(config.paths.gatewayInbox, {
         writerThread: true,

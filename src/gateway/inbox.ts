@@ -166,6 +166,11 @@ export interface EventSummary {
   updatedAt: number;
   /** When a queued event or a delivery retry is due. */
   nextAttemptAt: number;
+  /**
+   * A `delivering` event a gateway's worker took (its delivery under way, or cut off by the
+   * gateway's end), as opposed to one waiting for its retry.
+   */
+  leased: boolean;
 }
 
 /** What {@linkcode Inbox.requeue} did: requeued (and how), or why not. */
@@ -176,7 +181,8 @@ export type RequeueResult =
 
 /** The columns an {@linkcode EventSummary} is read from (no payload, prompt or answer). */
 const SUMMARY_COLUMNS = "id, route, event, delivery_id, plan, state, run_attempts, " +
-  "delivery_attempts, parts_sent, end_reason, error, created_at, updated_at, next_attempt_at";
+  "delivery_attempts, parts_sent, end_reason, error, created_at, updated_at, next_attempt_at, " +
+  "leased";
 
 /** What {@linkcode Inbox.recover} did. */
 export interface Recovery {
@@ -922,7 +928,12 @@ function toSummary(row: Record<string, unknown>): EventSummary {
   try {
     deliver = String(JSON.parse(String(row.plan)).deliver ?? "");
   } catch { /* written by this code: always JSON */ }
-  return { ...progressOf(row), deliver, updatedAt: Number(row.updated_at) };
+  return {
+    ...progressOf(row),
+    deliver,
+    updatedAt: Number(row.updated_at),
+    leased: Number(row.leased) === 1,
+  };
 }
 
 /** What an event and its summary both tell: which event it is and how far it got. */

@@ -37,6 +37,8 @@ export interface HomePaths {
   metricsOutbox: string;
   /** `gateway/inbox.sqlite3`: the gateway's durable event queue. */
   gatewayInbox: string;
+  /** `gateway/inbox.sqlite3.lock`: held by the gateway serving this home, while it runs. */
+  gatewayLock: string;
   /** `chat_history`: `agent chat`'s messages, for Up/Down recall in later sessions. */
   chatHistory: string;
 }
@@ -106,6 +108,7 @@ export function homePaths(home: string): HomePaths {
     metricsDb: join(metrics, "metrics.sqlite3"),
     metricsOutbox: join(metrics, "outbox"),
     gatewayInbox: join(home, "gateway", "inbox.sqlite3"),
+    gatewayLock: join(home, "gateway", "inbox.sqlite3.lock"),
     chatHistory: join(home, "chat_history"),
   };
 }

@@ -112,3 +112,22 @@ Deno.test("a second gateway on the same home refuses to start while the first ru
   const again = await Gateway.start({ config: loadConfig({ env }), env });
   await again.stop();
 });
+
+Deno.test("a gateway starting while `agent webhook events` looks at its lock waits for that instead of refusing", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
+  );
+  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  const config = loadConfig({ env });
+  Deno.mkdirSync(join(h.home, "gateway"));
+  // What gatewayRunning() does for a moment: the lock taken shared.
+  const probe = Deno.openSync(config.paths.gatewayLock, { read: true, create: true, write: true });
+  assert.ok(probe.tryLockSync(false));
+  // No model is configured: the start reaches the lock before its first await.
+  const starting = Gateway.start({ config, env });
+  probe.close();
+  const gateway = await starting;
+  await gateway.stop();
+});

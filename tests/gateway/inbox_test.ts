@@ -490,6 +490,7 @@ Deno.test("list: newest first, by state and route, at most limit; find by event 
         createdAt: 10,
         updatedAt: 40,
         nextAttemptAt: 40,
+        leased: false,
       },
     );
     assert.deepEqual(inbox.find(a).map((e) => e.id), [a]);

@@ -93,6 +93,7 @@ Deno.test("homePaths: layout matches decisions.md §2", () => {
     metricsDb: "telemetry/shared_metrics/metrics.sqlite3",
     metricsOutbox: "telemetry/shared_metrics/outbox",
     gatewayInbox: "gateway/inbox.sqlite3",
+    gatewayLock: "gateway/inbox.sqlite3.lock",
     chatHistory: "chat_history",
   };
   assert.deepEqual(Object.keys(paths).sort(), Object.keys(expected).sort());

@@ -1,0 +1,87 @@
+/**
+ * The lock that makes a gateway the only one serving its `<home>` (`<home>/gateway/inbox.sqlite3.lock`,
+ * an `flock` held for as long as the gateway runs, released by the system however the process
+ * ends), and the question other commands ask of it: does a gateway serve this home now?
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { ensurePrivateDir } from "../home/files.ts";
+
+/** Another gateway already serves this `<home>`. */
+export class GatewayBusyError extends Error {
+  override name = "GatewayBusyError";
+}
+
+/**
+ * How long a starting gateway retries a lock held by someone else: {@linkcode gatewayRunning}
+ * holds it for a moment only, and must not make a gateway starting then refuse to run.
+ */
+const PROBE_GRACE_MS = 250;
+const RETRY_EVERY_MS = 10;
+
+/**
+ * Takes the lock that makes a gateway the only one on its `<home>`: two would take each other's
+ * runs and claims for those of a crashed process at start, and run and deliver them twice.
+ * Held until the returned file is closed (or the process ends, however it ends). Rejects with a
+ * {@linkcode GatewayBusyError} while another gateway holds it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { gatewayRunning, lockGatewayHome } from "./home_lock.ts";
+ * const path = `${await Deno.makeTempDir()}/gateway/inbox.sqlite3.lock`;
+ * const lock = await lockGatewayHome(path);
+ * assert.equal(gatewayRunning(path), true);
+ * lock.close();
+ * assert.equal(gatewayRunning(path), false);
+ * ```
+ */
+export async function lockGatewayHome(
+  path: string,
+  graceMs: number = PROBE_GRACE_MS,
+): Promise<Deno.FsFile> {
+  ensurePrivateDir(dirname(path));
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  const deadline = Date.now() + graceMs;
+  while (!file.tryLockSync(true)) {
+    if (Date.now() >= deadline) {
+      file.close();
+      throw new GatewayBusyError(
+        `another gateway is running on this home (it holds the lock ${path}). Stop it first, or ` +
+          "give this one a home of its own (AGENT_HOME)",
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, RETRY_EVERY_MS));
+  }
+  return file;
+}
+
+/**
+ * Whether a gateway holds the lock at `path` now (see {@linkcode lockGatewayHome}): `false` when
+ * the lock is free or was never created, `undefined` when it cannot be told (the file cannot be
+ * opened, e.g. it belongs to another user). Never creates anything. The lock is tried shared and
+ * let go at once; a gateway starting meanwhile waits for that.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { gatewayRunning } from "./home_lock.ts";
+ * assert.equal(gatewayRunning(`${await Deno.makeTempDir()}/gateway/inbox.sqlite3.lock`), false);
+ * ```
+ */
+export function gatewayRunning(path: string): boolean | undefined {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path, { read: true });
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound ? false : undefined;
+  }
+  try {
+    return !file.tryLockSync(false);
+  } catch {
+    return undefined;
+  } finally {
+    file.close(); // closing releases a lock taken
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * `agent webhook events` and `redeliver` while no gateway serves the home: an event whose run or
+ * delivery the gone gateway was doing is shown as interrupted (not as running), a delivery
+ * waiting for its retry as waiting for a gateway; while a gateway holds the home's lock, as stored.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { lockGatewayHome } from "../../src/gateway/home_lock.ts";
+import { Inbox } from "../../src/gateway/inbox.ts";
+import { cli, NOW, parseOneJson, tempHome } from "./_helpers.ts";
+
+const PLAN = { deliver: "slack", deliverExtra: { chat_id: "C1" }, skills: [] };
+
+/**
+ * An inbox with one event in each unfinished shape, oldest first: running, delivering (taken by
+ * a worker), delivering (waiting for its retry in 90 s), queued, and a done one.
+ */
+function pendingInbox(home: string): Record<string, string> {
+  using inbox = Inbox.open(join(home, "gateway", "inbox.sqlite3"));
+  const add = (deliveryId: string) =>
+    inbox.enqueue(
+      { route: "ci", event: "push", deliveryId, payload: {}, prompt: "p", plan: PLAN },
+      NOW - 60_000,
+    );
+  const ids: Record<string, string> = {};
+  ids.running = add("d-running");
+  inbox.take(NOW - 60_000);
+  ids.delivering = add("d-delivering");
+  inbox.take(NOW - 60_000);
+  inbox.finishRun(ids.delivering, { answer: "a", endReason: "completed", deliver: true }, NOW);
+  ids.retry = add("d-retry");
+  inbox.take(NOW - 60_000);
+  inbox.finishRun(ids.retry, { answer: "a", endReason: "completed", deliver: true }, NOW);
+  inbox.recordDelivery(ids.retry, { ok: false, error: "HTTP 503", retryAt: NOW + 90_000 }, NOW);
+  ids.done = add("d-done");
+  inbox.take(NOW - 60_000);
+  inbox.finishRun(ids.done, { answer: "[SILENT]", endReason: "completed", deliver: false }, NOW);
+  ids.queued = add("d-queued");
+  return ids;
+}
+
+interface EventJson {
+  id: string;
+  state: string;
+  interrupted: boolean;
+  [key: string]: unknown;
+}
+
+async function eventsJson(home: string): Promise<Record<string, EventJson>> {
+  const result = await cli(home, ["webhook", "events", "--json"]);
+  assert.equal(result.code, 0, result.stderr);
+  const { events } = parseOneJson(result.stdout) as { events: EventJson[] };
+  return Object.fromEntries(events.map((event) => [event.id, event]));
+}
+
+/** The first line of the event's block in the text listing. */
+function headLine(stdout: string, id: string): string {
+  const line = stdout.split("\n").find((line) => line.startsWith(`${id}  `));
+  assert.ok(line, `no line for ${id} in:\n${stdout}`);
+  return line;
+}
+
+/** The lines of the event's block in the text listing. */
+function block(stdout: string, id: string): string {
+  const start = stdout.indexOf(`${id}  `);
+  assert.ok(start >= 0, `no block for ${id} in:\n${stdout}`);
+  const next = stdout.slice(start + 1).search(/\n\S/);
+  return next < 0 ? stdout.slice(start) : stdout.slice(start, start + 1 + next + 1);
+}
+
+for (
+  const [name, setUp] of [
+    ["never ran (no lock file)", (_home: string) => {}],
+    ["stopped (lock file left, free)", async (home: string) => {
+      const lock = await lockGatewayHome(join(home, "gateway", "inbox.sqlite3.lock"));
+      lock.close();
+    }],
+  ] as const
+) {
+  Deno.test(`events with no gateway running (${name}): running and taken deliveries are interrupted`, async () => {
+    await using h = await tempHome();
+    const ids = pendingInbox(h.home);
+    await setUp(h.home);
+
+    const text = await cli(h.home, ["webhook", "events"]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.equal(
+      headLine(text.stdout, ids.running),
+      `${ids.running}  interrupted (was running; the next \`agent gateway run\` resumes it)  ` +
+        "ci (push)",
+    );
+    assert.equal(
+      headLine(text.stdout, ids.delivering),
+      `${ids.delivering}  interrupted (was delivering; the next \`agent gateway run\` resumes ` +
+        "it)  ci (push)",
+    );
+    assert.doesNotMatch(block(text.stdout, ids.delivering), /next try/);
+    // Waiting for its retry: not cut off, but nothing tries it while no gateway runs.
+    assert.equal(headLine(text.stdout, ids.retry), `${ids.retry}  delivering  ci (push)`);
+    assert.match(block(text.stdout, ids.retry), /next try: {4}in 90 s, if a gateway runs then\n/);
+    assert.equal(headLine(text.stdout, ids.queued), `${ids.queued}  queued  ci (push)`);
+    assert.equal(headLine(text.stdout, ids.done), `${ids.done}  done  ci (push)`);
+    assert.match(
+      text.stdout,
+      /\nNo gateway is running on this home: the events above that are not finished wait for the next `agent gateway run`\.\n$/,
+    );
+
+    const json = await eventsJson(h.home);
+    assert.deepEqual(
+      Object.values(json).map((event) => [event.id, event.state, event.interrupted]),
+      [
+        [ids.queued, "queued", false],
+        [ids.done, "done", false],
+        [ids.retry, "delivering", false],
+        [ids.delivering, "delivering", true],
+        [ids.running, "running", true],
+      ],
+    );
+
+    const redo = await cli(h.home, ["webhook", "redeliver", ids.running]);
+    assert.equal(redo.code, 1);
+    assert.match(
+      redo.stderr,
+      /not requeued: it was running when the gateway stopped; the next `agent gateway run` resumes it \(only done or failed events are requeued\)/,
+    );
+  });
+}
+
+Deno.test("events while a gateway holds the home's lock: running and delivering as stored, not interrupted", async () => {
+  await using h = await tempHome();
+  const ids = pendingInbox(h.home);
+  const lock = await lockGatewayHome(join(h.home, "gateway", "inbox.sqlite3.lock"));
+  try {
+    const text = await cli(h.home, ["webhook", "events"]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.doesNotMatch(text.stdout, /interrupted|No gateway is running|if a gateway runs/);
+    assert.equal(headLine(text.stdout, ids.running), `${ids.running}  running  ci (push)`);
+    assert.equal(
+      headLine(text.stdout, ids.delivering),
+      `${ids.delivering}  delivering  ci (push)`,
+    );
+    assert.match(block(text.stdout, ids.retry), /next try: {4}in 90 s\n/);
+    const json = await eventsJson(h.home);
+    assert.deepEqual(Object.values(json).map((event) => event.interrupted), [
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    const redo = await cli(h.home, ["webhook", "redeliver", ids.running]);
+    assert.match(redo.stderr, /not requeued: it is running already/);
+  } finally {
+    lock.close();
+  }
+});
+
+Deno.test("events --json keeps every field it had, adding interrupted", async () => {
+  await using h = await tempHome();
+  pendingInbox(h.home);
+  const json = await eventsJson(h.home);
+  for (const event of Object.values(json)) {
+    assert.deepEqual(Object.keys(event), [
+      "id",
+      "route",
+      "event",
+      "delivery_id",
+      "deliver",
+      "state",
+      "run_attempts",
+      "delivery_attempts",
+      "parts_sent",
+      "end_reason",
+      "error",
+      "created_at",
+      "updated_at",
+      "next_attempt_at",
+      "interrupted",
+    ]);
+  }
+});
