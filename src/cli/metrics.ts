@@ -19,6 +19,7 @@ import {
   openExistingUsageMetrics,
   openUsageMetrics,
   type OutboxSendOutcome,
+  type SenderClaim,
   type UsageMetrics,
   type UsageMetricsOptions,
   validateEndpoint,
@@ -26,6 +27,7 @@ import {
 } from "../metrics/mod.ts";
 import { CliError, type CliIo, ExitCode, printJson, UsageError } from "./io.ts";
 import type { CommandState } from "./mod.ts";
+import { clockTime, comingTime } from "./time_words.ts";
 
 /** Adds the `metrics` group to `program`. */
 export function addMetricsCommands(program: Command, io: CliIo, state: CommandState): void {
@@ -303,6 +305,7 @@ function showStatus(
 ) {
   const t = config.telemetry;
   const summary = service?.summary();
+  const queue = service?.sendQueue() ?? { sending: [], deferred: { packages: 0 }, due: 0 };
   if (json) {
     return printJson(io, {
       enabled: t.enabled,
@@ -315,6 +318,19 @@ function showStatus(
       pending_counters: summary?.pendingRows ?? 0,
       pending_events: summary?.pendingEvents ?? 0,
       packages: summary?.packages ?? { pending: 0, sent: 0, rejected: 0 },
+      sending_now: queue.sending.map((sender) => ({
+        pid: sender.pid ?? null,
+        host: sender.host ?? null,
+        this_host: sender.thisHost,
+        since: isoOrNull(sender.since),
+        packages: sender.packages,
+      })),
+      deferred: {
+        packages: queue.deferred.packages,
+        next_attempt_at: isoOrNull(queue.deferred.nextAttemptAt),
+        reason: queue.deferred.reason ?? null,
+      },
+      due_now: queue.due,
       warnings: t.warnings,
     });
   }
@@ -331,7 +347,42 @@ function showStatus(
         `(${p.sent} sent, ${p.pending} unsent, ${p.rejected} rejected)\n`,
     );
   }
+  const nowMs = io.now();
+  for (const sender of queue.sending) io.out(`Sending now:   ${senderLine(sender, nowMs)}\n`);
+  const deferred = queue.deferred;
+  if (deferred.packages > 0) {
+    const when = !t.send
+      ? "none is tried while sending is off"
+      : `next attempt at ${comingTime(deferred.nextAttemptAt!, nowMs)}`;
+    const why = deferred.reason ? `; last attempt: ${escapeControls(deferred.reason)}` : "";
+    io.out(`Waiting:       ${plural(deferred.packages, "package")} to send; ${when}${why}\n`);
+  }
+  if (queue.due > 0 && t.send) {
+    io.out(
+      `Due now:       ${plural(queue.due, "package")}; the next \`agent metrics send\`, agent ` +
+        "run or gateway pass sends them\n",
+    );
+  }
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+}
+
+/** `process 1234 on this host since 12:01:05 UTC (2 packages)`, for a live send claim. */
+function senderLine(sender: SenderClaim, nowMs: number): string {
+  const who = sender.pid === undefined
+    ? "an agent process of an older version"
+    : `process ${sender.pid} on ${
+      sender.thisHost ? "this host" : `host ${escapeControls(sender.host ?? "")}`
+    }`;
+  const since = sender.since === undefined ? "" : ` since ${clockTime(sender.since, nowMs)}`;
+  return `${who}${since} (${plural(sender.packages, "package")})`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function isoOrNull(ms: number | undefined): string | null {
+  return ms === undefined ? null : new Date(ms).toISOString();
 }
 
 function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): void {

@@ -49,6 +49,7 @@ import {
   MetricsStoreBusyError,
   MetricsStoreDamagedError,
   MetricsStoreUnavailableError,
+  type SendQueue,
 } from "./store.ts";
 
 export * from "./contract.ts";
@@ -66,6 +67,8 @@ export {
   MetricsStoreBusyError,
   MetricsStoreDamagedError,
   MetricsStoreUnavailableError,
+  type SenderClaim,
+  type SendQueue,
 } from "./store.ts";
 export { escapeControls } from "./printable.ts";
 
@@ -244,6 +247,16 @@ export class UsageMetrics {
         store.releaseClaims(unfinished, this.#now());
       } catch { /* the lease ends on its own */ }
     }
+  }
+
+  /**
+   * Who is sending packages right now (process, host, since when) and the unsent packages that
+   * wait after a failed attempt, with when the first is due: what `agent metrics status` shows.
+   * Empty without a store.
+   */
+  sendQueue(): SendQueue {
+    return this.#store?.sendQueue(this.#now()) ??
+      { sending: [], deferred: { packages: 0 }, due: 0 };
   }
 
   /** How many due packages another sender is sending right now (none without a store). */

@@ -35,6 +35,36 @@ export interface PendingDelta {
   delta: number;
 }
 
+/** A sender process that holds claims on packages right now. */
+export interface SenderClaim {
+  /** Its host name (spaces as `_`); absent in the claims of older versions. */
+  host?: string;
+  /** Whether `host` is this machine. */
+  thisHost: boolean;
+  /** Its process id; absent in the claims of older versions. */
+  pid?: number;
+  /** When it claimed its first package (ms since the epoch); absent in older claims. */
+  since?: number;
+  /** How many packages it is sending. */
+  packages: number;
+}
+
+/** The unsent packages in the user's terms: who sends now, and what waits until when. */
+export interface SendQueue {
+  /** Live senders (claims of a process known to be gone are due, not listed). */
+  sending: SenderClaim[];
+  /** Unsent packages waiting after a failed attempt or a `Retry-After`, not due yet. */
+  deferred: {
+    packages: number;
+    /** When the first of them is due (ms since the epoch). */
+    nextAttemptAt?: number;
+    /** Why that one waits, as its last attempt ended (`HTTP 503 (after 3 tries)`). */
+    reason?: string;
+  };
+  /** Unsent packages the next send pass takes (never tried, or their wait is over). */
+  due: number;
+}
+
 /** Delivery state of a built package. */
 export type PackageState = "pending" | "sent" | "rejected";
 
@@ -50,8 +80,9 @@ export interface PackageRecord {
 
 const SCHEMA_VERSION = 1;
 /**
- * `last_result` of a package a sender has claimed: `sending` alone (older versions), or
- * `sending <host> <pid>`, so a claim whose process is gone can be taken over at once.
+ * `last_result` of a package a sender has claimed: `sending` alone (older versions),
+ * `sending <host> <pid>`, or `sending <host> <pid> <since-ms>`, so a claim whose process is gone
+ * can be taken over at once and `agent metrics status` can say who sends since when.
  */
 const SENDING = "sending";
 
@@ -345,7 +376,8 @@ export class MetricsStore implements Disposable {
       const claim = this.#db.prepare(
         "UPDATE packages SET next_attempt_at = ?, last_result = ? WHERE package_id = ?",
       );
-      for (const record of due) claim.run(nowMs + leaseMs, CLAIM_MARK, record.packageId);
+      const mark = `${CLAIM_MARK} ${nowMs}`;
+      for (const record of due) claim.run(nowMs + leaseMs, mark, record.packageId);
       return due.sort((a, b) => a.createdAt - b.createdAt || (a.packageId < b.packageId ? -1 : 1));
     });
   }
@@ -355,11 +387,14 @@ export class MetricsStore implements Disposable {
     const ids = [...packageIds];
     if (ids.length === 0) return;
     this.transaction(() => {
+      // This process's marks, with or without the claim's time.
       const release = this.#db.prepare(
         `UPDATE packages SET next_attempt_at = ?, last_result = NULL
-         WHERE package_id = ? AND state = 'pending' AND last_result = ?`,
+         WHERE package_id = ? AND state = 'pending'
+         AND (last_result = ? OR substr(last_result, 1, ?) = ?)`,
       );
-      for (const id of ids) release.run(nowMs, id, CLAIM_MARK);
+      const prefix = `${CLAIM_MARK} `;
+      for (const id of ids) release.run(nowMs, id, CLAIM_MARK, prefix.length, prefix);
     });
   }
 
@@ -371,6 +406,48 @@ export class MetricsStore implements Disposable {
     return this.#guard(() =>
       this.#claims(nowMs).filter((claim) => claimOwnerAlive(claim.owner) !== false).length
     );
+  }
+
+  /**
+   * Who is sending right now (live claims, one entry per process, earliest claim first) and the
+   * unsent packages that wait, not due before a later time, for `agent metrics status`.
+   */
+  sendQueue(nowMs: number): SendQueue {
+    return this.#guard(() => {
+      const senders = new Map<string, SenderClaim>();
+      for (const claim of this.#claims(nowMs)) {
+        if (claimOwnerAlive(claim.owner) === false) continue;
+        const { host, pid, since } = parseClaimMark(claim.owner);
+        const key = `${host} ${pid}`;
+        const sender = senders.get(key) ??
+          { host, thisHost: host === THIS_HOST, pid, since, packages: 0 };
+        sender.packages++;
+        if (since !== undefined && (sender.since === undefined || since < sender.since)) {
+          sender.since = since;
+        }
+        senders.set(key, sender);
+      }
+      const waiting = this.#db.prepare(
+        `SELECT next_attempt_at, last_result FROM packages
+         WHERE state = 'pending' AND next_attempt_at > ?
+         AND (last_result IS NULL
+           OR (last_result <> '${SENDING}' AND last_result NOT LIKE '${SENDING} %'))
+         ORDER BY next_attempt_at, created_at, package_id`,
+      ).all(nowMs);
+      const next = waiting[0];
+      const { due } = this.#db.prepare(
+        "SELECT COUNT(*) AS due FROM packages WHERE state = 'pending' AND next_attempt_at <= ?",
+      ).get(nowMs) as { due: number };
+      return {
+        due: Number(due) + this.#abandonedClaims(nowMs).length,
+        sending: [...senders.values()].sort((a, b) => (a.since ?? 0) - (b.since ?? 0)),
+        deferred: {
+          packages: waiting.length,
+          nextAttemptAt: next === undefined ? undefined : Number(next.next_attempt_at),
+          reason: next?.last_result == null ? undefined : String(next.last_result),
+        },
+      };
+    });
   }
 
   /** Pending packages claimed until after `nowMs`, with the claim's mark. */
@@ -518,8 +595,23 @@ export class MetricsStore implements Disposable {
   }
 }
 
-/** This process's claim mark: `sending <host> <pid>`. */
-const CLAIM_MARK = `${SENDING} ${hostname().replace(/\s/g, "_")} ${Deno.pid}`;
+/** This machine's name as claim marks write it (spaces as `_`). */
+const THIS_HOST = hostname().replace(/\s/g, "_");
+
+/** This process's claim mark: `sending <host> <pid>`, followed by the claim's time. */
+const CLAIM_MARK = `${SENDING} ${THIS_HOST} ${Deno.pid}`;
+
+/** The host, pid and claim time of a claim mark; each absent when the mark does not hold it. */
+function parseClaimMark(mark: string): { host?: string; pid?: number; since?: number } {
+  const [, host, pidText, sinceText] = mark.split(" ");
+  const pid = Number(pidText);
+  const since = Number(sinceText);
+  return {
+    host: host || undefined,
+    pid: Number.isSafeInteger(pid) && pid > 0 ? pid : undefined,
+    since: sinceText !== undefined && Number.isSafeInteger(since) && since > 0 ? since : undefined,
+  };
+}
 
 /**
  * Whether the process that made a claim still runs: `false` only when it is known to be gone
@@ -527,10 +619,9 @@ const CLAIM_MARK = `${SENDING} ${hostname().replace(/\s/g, "_")} ${Deno.pid}`;
  * another host, no permission to ask), so the claim lasts until its lease ends.
  */
 function claimOwnerAlive(mark: string): boolean | undefined {
-  const [, host, pidText] = mark.split(" ");
-  const pid = Number(pidText);
-  if (!host || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  if (host !== hostname().replace(/\s/g, "_")) return undefined;
+  const { host, pid } = parseClaimMark(mark);
+  if (host === undefined || pid === undefined) return undefined;
+  if (host !== THIS_HOST) return undefined;
   if (pid === Deno.pid) return true;
   try {
     process.kill(pid, 0); // signal 0: only asks whether the process exists
