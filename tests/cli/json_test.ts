@@ -46,6 +46,9 @@ const STATUS_KEYS = [
   "pending_counters",
   "pending_events",
   "packages",
+  "sending_now",
+  "deferred",
+  "due_now",
   "warnings",
 ];
 const CONSENT_KEYS = ["enabled", "decided_by", "send", "endpoint", "config", "warnings"];
