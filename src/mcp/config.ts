@@ -60,6 +60,8 @@ export interface ToolFilter {
 export interface McpServerConfig {
   /** The key as written in `config.yaml`. */
   name: string;
+  /** The file the entry was read from, named where an error says what to change in it. */
+  configFile?: string;
   /** `url` → `http` (or `sse` with `transport: sse`); otherwise `command` → `stdio`. */
   transport: McpTransportKind;
   /** Executable of a stdio server. */
@@ -509,6 +511,7 @@ function parseEntry(
 
   const server: McpServerConfig = {
     name,
+    configFile: source.file,
     transport,
     ...(command === undefined ? {} : { command }),
     args: applies("args") ? read.args() : [],

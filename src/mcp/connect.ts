@@ -33,6 +33,7 @@ import {
   preflight,
   redirectInUserTerms,
   unreachable,
+  wrongScheme,
 } from "./http.ts";
 import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
 import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
@@ -141,7 +142,9 @@ export async function connectServer(
     try {
       attempt = await negotiate(config, options, access, transportKind, signal, deadline);
     } catch (error) {
-      const status = error instanceof McpServerError && error.cause instanceof SdkHttpError
+      // A config error (a TLS server's page for a plain HTTP request) is not SSE's to fix.
+      const status = error instanceof McpServerError && error.cause instanceof SdkHttpError &&
+          error.kind !== "config"
         ? error.cause.status
         : undefined;
       // A JSON-RPC error in the 400 body means the server speaks MCP: no SSE fallback. A 404 is
@@ -166,7 +169,7 @@ export async function connectServer(
     );
   } catch (error) {
     access?.[Symbol.dispose]();
-    throw error;
+    throw await wrongScheme(config, error, signal) ?? error;
   }
 }
 

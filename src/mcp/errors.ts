@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { McpServerConfig } from "./config.ts";
 import { maskSubstitutions, type Substitution } from "./substitute.ts";
 
 /** Why a server could not be used. */
@@ -82,6 +83,56 @@ export class McpServerError extends Error {
   get permanent(): boolean {
     return PERMANENT.has(this.kind);
   }
+}
+
+/**
+ * The `Fix: …` end of a message that says what to change in a server's entry: `change` with every
+ * `<key>` written as `mcp_servers.<server>.<key>`, in the file the entry was read from when that
+ * is known.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { entryFix } from "./errors.ts";
+ * assert.equal(
+ *   entryFix({ name: "api", configFile: "/h/config.yaml" }, "remove <transport>"),
+ *   "Fix: in /h/config.yaml, remove mcp_servers.api.transport",
+ * );
+ * assert.equal(entryFix({ name: "api" }, "remove <transport>"), "Fix: remove mcp_servers.api.transport");
+ * ```
+ */
+export function entryFix(
+  config: Pick<McpServerConfig, "name" | "configFile">,
+  change: string,
+): string {
+  const keyed = change.replace(
+    /<([a-z_]+)>/g,
+    (_, key: string) => `mcp_servers.${config.name}.${key}`,
+  );
+  return config.configFile === undefined
+    ? `Fix: ${keyed}`
+    : `Fix: in ${config.configFile}, ${keyed}`;
+}
+
+/**
+ * The messages of `error` and of its causes, outermost first, joined by `: `.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { causeChainText } from "./errors.ts";
+ * const error = new TypeError("fetch failed", { cause: new Error("connection refused") });
+ * assert.equal(causeChainText(error), "fetch failed: connection refused");
+ * ```
+ */
+export function causeChainText(error: unknown): string {
+  const messages: string[] = [];
+  let current = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    messages.push(messageOf(current));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return messages.join(": ");
 }
 
 /** The message of any thrown value, without a stack. */

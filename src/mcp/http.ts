@@ -8,7 +8,7 @@ import { createPrivateKey } from "node:crypto";
 import https from "node:https";
 import { Readable } from "node:stream";
 import type { McpServerConfig } from "./config.ts";
-import { bodySummary, McpServerError, messageOf } from "./errors.ts";
+import { bodySummary, causeChainText, entryFix, McpServerError, messageOf } from "./errors.ts";
 
 /** A fetch function as the SDK transports take it. */
 export type FetchFunction = (
@@ -371,6 +371,102 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
   });
 }
 
+/** What a TLS client says when the peer answered in plain text (rustls; OpenSSL). */
+const NOT_TLS = /received corrupt message(?: of type \w+)?|wrong version number/i;
+/** What the HTTP client says when the answer does not start like HTTP (a TLS server's alert). */
+const NOT_HTTP = /invalid HTTP version parsed/i;
+/** A handshake failure only a TLS server causes (its certificate, its alert). */
+const TLS_SPOKEN = /certificate|UnknownIssuer|NotValidForName|alert/i;
+/** A certificate signed by a CA that is not trusted here. */
+const UNTRUSTED_CA = /UnknownIssuer|unable to get local issuer|self[- ]signed/i;
+/** What nginx and Go's TLS servers answer a plain HTTP request with. */
+const PLAIN_TO_TLS_PAGE =
+  /plain HTTP request was sent to HTTPS port|HTTP request to an HTTPS server/i;
+
+/**
+ * A failure to reach the url explained as its scheme not matching the server, or `undefined`.
+ * `https://` to a server that answers plain HTTP fails the TLS handshake (it reads the HTTP answer
+ * as a corrupt TLS record); `http://` to a TLS server gets a TLS alert where the HTTP answer should
+ * be. Either suspicion is confirmed by one HEAD to the url's origin (no path or query, none of the
+ * entry's headers: nothing of the request is sent in plain text) over the other scheme; only an
+ * answer there makes the failure a config error whose fix is the scheme. A certificate error is
+ * never this: the server speaks TLS.
+ */
+export async function wrongScheme(
+  config: McpServerConfig,
+  error: unknown,
+  signal: AbortSignal,
+): Promise<McpServerError | undefined> {
+  if (!(error instanceof McpServerError) || !["unreachable", "tls"].includes(error.kind)) {
+    return undefined;
+  }
+  if (config.url === undefined) return undefined;
+  const url = new URL(config.url);
+  const said = causeChainText(error.cause);
+  const stepMs = Math.min(PREFLIGHT_STEP_MS, config.connectTimeoutSeconds * 250);
+  if (url.protocol === "https:") {
+    const notTls = said.match(NOT_TLS)?.[0];
+    if (notTls === undefined || (await originAnswers(url, "http:", stepMs, signal)) !== "answers") {
+      return undefined;
+    }
+    return new McpServerError(
+      config.name,
+      "config",
+      `cannot reach ${config.url}: the server at that address answers plain HTTP, not HTTPS ` +
+        `(the TLS handshake failed: ${notTls}). ${
+          entryFix(config, "make <url> start with http:// instead of https://")
+        }`,
+      { cause: error.cause },
+    );
+  }
+  const notHttp = said.match(NOT_HTTP)?.[0];
+  if (notHttp === undefined) return undefined;
+  const tls = await originAnswers(url, "https:", stepMs, signal);
+  if (tls === undefined) return undefined;
+  // The probe trusts the system CAs only: a CA bundle or ssl_verify: false may be set already.
+  const untrusted = tls !== "answers" && config.sslVerify === true &&
+      UNTRUSTED_CA.test(tls.handshake)
+    ? `, and set <ssl_verify> to the PEM file of the CA that signed its certificate (not trusted ` +
+      `here: ${tls.handshake})`
+    : "";
+  return new McpServerError(
+    config.name,
+    "config",
+    `cannot reach ${config.url}: the server at that address answers HTTPS, not plain HTTP (its ` +
+      `answer to plain HTTP was not HTTP: ${notHttp}). ${
+        entryFix(config, `make <url> start with https:// instead of http://${untrusted}`)
+      }`,
+    { cause: error.cause },
+  );
+}
+
+/**
+ * Whether the origin of `url` answers over `scheme`: `"answers"` for any HTTP answer, a TLS
+ * handshake failure that only a TLS server causes (a certificate error, an alert), or `undefined`
+ * for anything else.
+ */
+async function originAnswers(
+  url: URL,
+  scheme: "http:" | "https:",
+  stepMs: number,
+  signal: AbortSignal,
+): Promise<"answers" | { handshake: string } | undefined> {
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  try {
+    const response = await fetch(`${scheme}//${url.hostname}:${port}/`, {
+      method: "HEAD",
+      redirect: "manual",
+      signal: AbortSignal.any([signal, AbortSignal.timeout(stepMs)]),
+    });
+    await response.body?.cancel().catch(() => {});
+    return "answers";
+  } catch (error) {
+    const parts = causeChainText(error).split(": ");
+    const at = parts.findIndex((part) => TLS_SPOKEN.test(part));
+    return at < 0 ? undefined : { handshake: parts.slice(at).join(": ") };
+  }
+}
+
 /**
  * The connection error for an HTTP error answer, the same over Streamable HTTP and SSE: 401/403
  * are credential problems, anything else names the status, the URL and a one-line summary of the
@@ -407,6 +503,15 @@ export function httpStatusFailure(
   const summary = status >= 300 && status < 400
     ? redirectInUserTerms(body ?? "")
     : bodySummary(body ?? "");
+  if (status === 400 && config.url?.startsWith("http:") && PLAIN_TO_TLS_PAGE.test(summary)) {
+    return new McpServerError(
+      config.name,
+      "config",
+      `HTTP 400 from ${config.url}: ${summary}: the server at that address answers HTTPS, not ` +
+        `plain HTTP. ${entryFix(config, "make <url> start with https:// instead of http://")}`,
+      options,
+    );
+  }
   let hint = "";
   if (status === 404) {
     const path = config.url ? new URL(config.url).pathname : "";

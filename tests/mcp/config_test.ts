@@ -141,6 +141,7 @@ Deno.test("parseMcpServers: a stdio entry gets every default", () => {
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "files")), {
     name: "files",
+    configFile: FILE,
     transport: "stdio",
     command: "npx",
     args: [],
@@ -175,6 +176,7 @@ Deno.test("parseMcpServers: an HTTP entry gets every default (keepalive 180)", (
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "remote")), {
     name: "remote",
+    configFile: FILE,
     transport: "http",
     args: [],
     env: {},
@@ -252,6 +254,7 @@ Deno.test("parseMcpServers: a stdio entry with every applicable key", () => {
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "files")), {
     name: "files",
+    configFile: FILE,
     transport: "stdio",
     command: "npx",
     args: ["-y", "@mcp/files", "8080", "1.5"],
@@ -310,6 +313,7 @@ Deno.test("parseMcpServers: an HTTP entry with every applicable key", () => {
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "remote")), {
     name: "remote",
+    configFile: FILE,
     transport: "sse",
     args: [],
     env: {},
