@@ -5,8 +5,22 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { dirname, join, resolve } from "node:path";
-import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { editConfigFile, prepareSections } from "../home/config_edit.ts";
+import type { Document } from "yaml";
+import {
+  type ConfigSource,
+  isPlainObject,
+  loadConfig,
+  parseBoolish,
+  type ResolvedConfig,
+} from "../home/config.ts";
+import {
+  editConfigFile,
+  type ReplacedValue,
+  setConfigValue,
+  type ValueRule,
+} from "../home/config_edit.ts";
+import { ConfigError } from "../home/errors.ts";
+import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
   escapeControls,
@@ -56,42 +70,44 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     .option("--endpoint <url>", "where packages are sent: https, or http on loopback")
     .option("--json", "print one JSON document")
     .action((options) => {
-      // A new --endpoint replaces a bad one in config.yaml; otherwise the configured one must pass.
-      const config = options.endpoint === undefined
-        ? loadMetricsConfig(io)
-        : loadConfig({ env: io.env });
-      const endpoint = options.endpoint ?? config.telemetry.endpoint;
       if (options.endpoint !== undefined) {
         const checked = validateEndpoint(options.endpoint);
         if (!checked.ok) throw new UsageError(`--endpoint: ${checked.reason}`);
       }
-      if (options.send && !endpoint) {
-        throw new UsageError(
-          "--send needs an endpoint: pass --endpoint <url> (https, or http on loopback)",
-        );
-      }
-      editConfigFile(config.paths.config, (doc, source) => {
-        prepareSections(doc, source, CONSENT_SECTION);
-        doc.setIn(["telemetry", "shared_metrics", "enabled"], true);
-        if (options.send) doc.setIn(["telemetry", "shared_metrics", "send"], true);
-        if (options.endpoint !== undefined) {
-          doc.setIn(["telemetry", "shared_metrics", "endpoint"], options.endpoint);
+      const replaced = editConsent(io, "enable", (doc, source) => {
+        // What this command keeps must be valid already (a new --endpoint replaces a bad one).
+        if (!options.send) keptValue(source, SEND_KEY, () => source.boolean(SEND_KEY));
+        const endpoint = options.endpoint ??
+          keptValue(source, ENDPOINT_KEY, () => configuredEndpoint(source));
+        if (options.send && !endpoint) {
+          throw new UsageError(
+            "--send needs an endpoint: pass --endpoint <url> (https, or http on loopback)",
+          );
         }
+        return [
+          ...setConfigValue(doc, source, keyPath(ENABLED_KEY), true, BOOLEAN_VALUE),
+          ...(options.send
+            ? setConfigValue(doc, source, keyPath(SEND_KEY), true, BOOLEAN_VALUE)
+            : []),
+          ...(options.endpoint === undefined
+            ? []
+            : setConfigValue(doc, source, keyPath(ENDPOINT_KEY), options.endpoint, URL_VALUE)),
+        ];
       });
-      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }));
+      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }), replaced);
     });
 
   metrics.command("disable").description("opt out: stop collecting and sending (data is kept)")
     .option("--json", "print one JSON document").action((options) => {
-      const config = loadConfig({ env: io.env });
-      editConfigFile(config.paths.config, (doc, source) => {
-        prepareSections(doc, source, CONSENT_SECTION);
-        doc.setIn(["telemetry", "shared_metrics", "enabled"], false);
-        if (doc.hasIn(["telemetry", "shared_metrics", "send"])) {
-          doc.setIn(["telemetry", "shared_metrics", "send"], false);
+      const replaced = editConsent(io, "disable", (doc, source) => {
+        keptValue(source, ENDPOINT_KEY, () => source.string(ENDPOINT_KEY));
+        const replaced = setConfigValue(doc, source, keyPath(ENABLED_KEY), false, BOOLEAN_VALUE);
+        if (doc.hasIn(keyPath(SEND_KEY))) {
+          replaced.push(...setConfigValue(doc, source, keyPath(SEND_KEY), false, BOOLEAN_VALUE));
         }
+        return replaced;
       });
-      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }));
+      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }), replaced);
     });
 
   metrics.command("preview").description(
@@ -385,7 +401,12 @@ function isoOrNull(ms: number | undefined): string | null {
   return ms === undefined ? null : new Date(ms).toISOString();
 }
 
-function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): void {
+function reportConsentChange(
+  io: CliIo,
+  json: boolean,
+  config: ResolvedConfig,
+  replaced: ReplacedValue[],
+): void {
   const t = config.telemetry;
   if (json) {
     return printJson(io, {
@@ -394,8 +415,21 @@ function reportConsentChange(io: CliIo, json: boolean, config: ResolvedConfig): 
       send: t.send,
       endpoint: t.endpoint ?? null,
       config: config.paths.config,
+      replaced: replaced.map((entry) => ({
+        key: entry.key,
+        line: entry.line ?? null,
+        was: entry.value ?? null,
+        expected: entry.expected,
+      })),
       warnings: t.warnings,
     });
+  }
+  for (const entry of replaced) {
+    const where = `${config.paths.config}${entry.line === undefined ? "" : `:${entry.line}`}`;
+    const was = entry.written === undefined
+      ? `it was not ${entry.expected} (not shown: it may hold credentials)`
+      : `it was ${escapeControls(entry.written)}, not ${entry.expected}`;
+    io.out(`Replaced the invalid value of ${entry.key} (${where}): ${was}.\n`);
   }
   const configured = config.source.boolean("telemetry.shared_metrics.enabled");
   io.out(`Usage metrics ${configured ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
@@ -632,24 +666,103 @@ function copyFailure(failed: { reason: string }, dir: string, built: Built): Cli
  */
 function loadMetricsConfig(io: CliIo): ResolvedConfig {
   const config = loadConfig({ env: io.env });
-  const endpoint = config.telemetry.endpoint;
-  if (endpoint !== undefined) {
-    const checked = validateEndpoint(endpoint);
-    if (!checked.ok) {
-      throw config.source.error(
-        ENDPOINT_KEY,
-        checked.reason.replace(/\.$/, ""),
-        "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
-          "`agent metrics enable --endpoint <url>`",
-      );
-    }
-  }
+  configuredEndpoint(config.source);
   return config;
 }
 
+/**
+ * The endpoint of `config.yaml`, which must pass the same check as `metrics enable --endpoint`
+ * (a ConfigError naming config.yaml, line and key); `undefined` when none is set.
+ */
+function configuredEndpoint(source: ConfigSource): string | undefined {
+  const endpoint = source.string(ENDPOINT_KEY)?.trim() || undefined;
+  if (endpoint === undefined) return undefined;
+  const checked = validateEndpoint(endpoint);
+  if (!checked.ok) {
+    throw source.error(
+      ENDPOINT_KEY,
+      checked.reason.replace(/\.$/, ""),
+      "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
+        "`agent metrics enable --endpoint <url>`",
+    );
+  }
+  return endpoint;
+}
+
+const ENABLED_KEY = "telemetry.shared_metrics.enabled";
+const SEND_KEY = "telemetry.shared_metrics.send";
 const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
-/** Where `enable` and `disable` write the consent keys. */
-const CONSENT_SECTION = ["telemetry", "shared_metrics"];
+
+function keyPath(key: string): string[] {
+  return key.split(".");
+}
+
+/** What `enabled` and `send` may hold: what the config reads as a boolean (`true`, `yes`, `1`). */
+const BOOLEAN_VALUE: ValueRule = {
+  accepts: (value) => parseBoolish(value) !== undefined,
+  expected: "true or false",
+};
+
+/** What `endpoint` may hold before a new one replaces it; a URL may carry credentials. */
+const URL_VALUE: ValueRule = {
+  accepts: (value) => typeof value === "string",
+  expected: "a URL",
+  secret: true,
+};
+
+/**
+ * Runs the consent edit of `agent metrics <command>` on `config.yaml` and returns the invalid
+ * values it replaced. A file that cannot be read as YAML is refused, naming the file, the line,
+ * and the key the command would set; so is a problem outside the consent keys.
+ */
+function editConsent(
+  io: CliIo,
+  command: "enable" | "disable",
+  edit: (doc: Document, source: ConfigSource) => ReplacedValue[],
+): ReplacedValue[] {
+  const file = homePaths(resolveHome(io.env)).config;
+  try {
+    loadConfig({ env: io.env });
+  } catch (error) {
+    // A bad consent value is what the edit repairs, or refuses naming the key it keeps.
+    const consent = error instanceof ConfigError && error.location.file === file &&
+      error.location.key?.startsWith("telemetry");
+    if (!consent) throw unparsable(error, command);
+  }
+  let replaced: ReplacedValue[] = [];
+  try {
+    editConfigFile(file, (doc, source) => {
+      replaced = edit(doc, source);
+    });
+  } catch (error) {
+    throw unparsable(error, command);
+  }
+  return replaced;
+}
+
+/** A file-level ConfigError (not YAML, not UTF-8) says that nothing changed and what to rerun. */
+function unparsable(error: unknown, command: "enable" | "disable"): unknown {
+  if (!(error instanceof ConfigError) || error.location.key !== undefined) return error;
+  return new ConfigError(
+    error.location,
+    `${error.problem}; nothing was changed`,
+    `${error.fix ?? "correct the file"}, then run \`agent metrics ${command}\` again to set ` +
+      ENABLED_KEY,
+  );
+}
+
+/**
+ * Reads a consent key the command keeps as it is (`read` refuses a bad value), or `undefined`
+ * when a section on its way is not a mapping: the edit replaces that section, so the key is gone.
+ */
+function keptValue<T>(source: ConfigSource, key: string, read: () => T): T | undefined {
+  const sections = keyPath(key).slice(0, -1);
+  for (let depth = 1; depth <= sections.length; depth++) {
+    const value = source.get(sections.slice(0, depth).join("."));
+    if (value === undefined || value === null || !isPlainObject(value)) return undefined;
+  }
+  return read();
+}
 
 /** Opens the existing store for a metrics command; a damaged file is exit 1 naming the fix. */
 function openExisting(config: ResolvedConfig, io: CliIo): UsageMetrics | undefined {

@@ -171,6 +171,118 @@ export function prepareSections(
   }
 }
 
+/** A value {@linkcode setConfigValue} replaced because its key cannot hold it. */
+export interface ReplacedValue {
+  /** The dotted key path that held it: the key set, or a section on its way. */
+  key: string;
+  /** The 1-based line of that key in the file as it was, when known. */
+  line?: number;
+  /** The value as it was, to quote (`"maybe"`, `the list [1,2]`); absent for a secret. */
+  written?: string;
+  /** The value itself, as the file gave it; absent for a secret. */
+  value?: unknown;
+  /** What the key holds instead: "true or false", "a mapping of settings". */
+  expected: string;
+}
+
+/** What {@linkcode setConfigValue} accepts as a key's current value, and how it says so. */
+export interface ValueRule {
+  /** Whether the current value (as YAML reads it; never null) is one the key may hold. */
+  accepts: (value: unknown) => boolean;
+  /** The values it may hold, in words: "true or false". */
+  expected: string;
+  /** The key may hold a secret: a replaced value is not quoted. */
+  secret?: boolean;
+}
+
+/**
+ * Sets `path` to `value` in `doc`, replacing what stands in the way: a section on the way that
+ * holds a scalar or a list (`shared_metrics: yes`) becomes a mapping, and a current value `rule`
+ * does not accept (`enabled: maybe`) is overwritten. Returns each value replaced, for the command
+ * to say so; comments elsewhere are kept, and the comments of a replaced section move above it.
+ * Sections are readied as {@linkcode prepareSections} does (an alias as a section stays a
+ * {@linkcode ConfigError}). `source` is the file as read, for the lines of the replaced keys.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "./config.ts";
+ * import { editConfigFile, setConfigValue } from "./config_edit.ts";
+ * const file = `${await Deno.makeTempDir()}/config.yaml`;
+ * Deno.writeTextFileSync(file, "# mine\ntelemetry:\n  shared_metrics:\n    enabled: maybe\n");
+ * const rule = { accepts: (v: unknown) => typeof v === "boolean", expected: "true or false" };
+ * let replaced;
+ * editConfigFile(file, (doc, source: ConfigSource) => {
+ *   replaced = setConfigValue(doc, source, ["telemetry", "shared_metrics", "enabled"], true, rule);
+ * });
+ * assert.deepEqual(replaced, [{
+ *   key: "telemetry.shared_metrics.enabled",
+ *   line: 4,
+ *   written: '"maybe"',
+ *   value: "maybe",
+ *   expected: "true or false",
+ * }]);
+ * assert.equal(Deno.readTextFileSync(file), "# mine\ntelemetry:\n  shared_metrics:\n    enabled: true\n");
+ * ```
+ */
+export function setConfigValue(
+  doc: Document,
+  source: ConfigSource,
+  path: readonly string[],
+  value: unknown,
+  rule: ValueRule,
+): ReplacedValue[] {
+  const replaced: ReplacedValue[] = [];
+  const section = path.slice(0, -1);
+  copyMergedSections(doc, section);
+  for (let depth = 1; depth <= section.length; depth++) {
+    const prefix = section.slice(0, depth);
+    const node = doc.getIn(prefix, true);
+    if (node === undefined || isMap(node) || isAlias(node)) continue;
+    if (isScalar(node) && node.value === null) continue;
+    replaced.push(replacement(source, prefix, node, { expected: "a mapping of settings" }));
+    const mapping = doc.createNode({});
+    if (isNode(node)) {
+      const comments = [node.commentBefore, node.comment].filter(Boolean).join("\n");
+      if (comments) mapping.commentBefore = comments;
+    }
+    doc.setIn(prefix, mapping);
+    break; // nothing was under it
+  }
+  prepareSections(doc, source, section);
+  const current = doc.getIn(path, true);
+  const resolved = isAlias(current) ? current.resolve(doc) : current;
+  const held = isNode(resolved) ? resolved.toJSON() : resolved;
+  if (held !== undefined && held !== null && !rule.accepts(held)) {
+    replaced.push(replacement(source, path, resolved, rule));
+  }
+  doc.setIn(path, value);
+  return replaced;
+}
+
+function replacement(
+  source: ConfigSource,
+  path: readonly string[],
+  node: unknown,
+  rule: { expected: string; secret?: boolean },
+): ReplacedValue {
+  const key = path.join(".");
+  const line = source.lineOf(key);
+  const where = line === undefined ? {} : { line };
+  if (rule.secret) return { key, ...where, expected: rule.expected };
+  const value = isNode(node) ? node.toJSON() : node;
+  return { key, ...where, written: writtenAs(node, value), value, expected: rule.expected };
+}
+
+/** A value as a user recognises it from the file: `"maybe"`, `the list ["a"]`, `2`. */
+function writtenAs(node: unknown, value: unknown): string {
+  const kind = isSeq(node) ? "the list " : isMap(node) ? "the mapping " : "";
+  const text = isScalar(node) && typeof value !== "string" && typeof node.source === "string"
+    ? node.source
+    : JSON.stringify(value) ?? String(value);
+  return kind + (text.length > 80 ? `${text.slice(0, 79)}…` : text);
+}
+
 /**
  * Copies in place each section on `path` that `doc` has only through a merge key (`<<: *defaults`),
  * so that a key set in it keeps the section's other merged keys: set in a new section, it would

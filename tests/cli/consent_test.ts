@@ -336,7 +336,7 @@ Deno.test({
   },
 });
 
-Deno.test("enabled: maybe is exit 2 naming the key and its line", async () => {
+Deno.test("enabled: maybe is exit 2 naming the key and its line; enable replaces it", async () => {
   await using h = await tempHome();
   const config = "# header\ntelemetry:\n  shared_metrics:\n    enabled: maybe\n";
   Deno.writeTextFileSync(h.config, config);
@@ -352,10 +352,10 @@ Deno.test("enabled: maybe is exit 2 naming the key and its line", async () => {
   assert.equal(doc.error.line, 4);
   assert.equal(doc.error.exit_code, 2);
 
-  // enable refuses to run on top of it too, and leaves the file alone.
+  // enable replaces it (metrics_consent_test.ts covers how it says so).
   const enable = await cli(h.home, ["metrics", "enable"]);
-  assert.equal(enable.code, 2);
-  assert.equal(Deno.readTextFileSync(h.config), config);
+  assert.equal(enable.code, 0, enable.stderr);
+  assert.equal(Deno.readTextFileSync(h.config), config.replace("maybe", "true"));
 });
 
 Deno.test("a non-string endpoint in config.yaml is exit 2 naming the key", async () => {

@@ -51,7 +51,15 @@ const STATUS_KEYS = [
   "due_now",
   "warnings",
 ];
-const CONSENT_KEYS = ["enabled", "decided_by", "send", "endpoint", "config", "warnings"];
+const CONSENT_KEYS = [
+  "enabled",
+  "decided_by",
+  "send",
+  "endpoint",
+  "config",
+  "replaced",
+  "warnings",
+];
 
 Deno.test("--json on a fresh home: one document per command", async () => {
   await using h = await tempHome();

@@ -188,7 +188,7 @@ Deno.test("validate reports every file, missing ones as errors, in one JSON shap
   assert.match(two.results[1].errors[0].message, /no such file/);
 });
 
-Deno.test("enable and disable on a telemetry section that is not a mapping: null becomes one, anything else is exit 2 naming the key (no stack)", async () => {
+Deno.test("enable and disable on a telemetry section that is not a mapping: null becomes one, a scalar or list is replaced and said so, an alias is exit 2 naming the key (no stack)", async () => {
   await using h = await tempHome();
   // A section whose keys are all commented out reads as null: it is filled in, comments kept.
   Deno.writeTextFileSync(h.config, "telemetry:\n  # shared_metrics: {enabled: false}\n");
@@ -196,27 +196,41 @@ Deno.test("enable and disable on a telemetry section that is not a mapping: null
   assert.equal((await status(h.home)).enabled, true);
   assert.match(Deno.readTextFileSync(h.config), /# shared_metrics: \{enabled: false\}/);
   for (
-    const [yaml, key, line, got] of [
-      ['telemetry: "x"\n', "telemetry", 1, 'got string "x"'],
-      ["telemetry:\n  shared_metrics: [1]\n", "telemetry.shared_metrics", 2, "got a list"],
-      [
-        "base: &b {enabled: true}\ntelemetry:\n  shared_metrics: *b\n",
-        "telemetry.shared_metrics",
-        3,
-        "it is an alias (*b)",
-      ],
+    const [yaml, key, line, was] of [
+      ['telemetry: "x"\n', "telemetry", 1, '"x"'],
+      ["telemetry:\n  shared_metrics: [1]\n", "telemetry.shared_metrics", 2, "the list [1]"],
     ] as const
   ) {
-    Deno.writeTextFileSync(h.config, yaml);
-    for (const command of ["enable", "disable"]) {
+    for (const [command, value] of [["enable", true], ["disable", false]] as const) {
+      Deno.writeTextFileSync(h.config, yaml);
       const result = await cli(h.home, ["metrics", command]);
-      assert.equal(result.code, 2, `${command} on ${yaml}: ${result.stderr}`);
-      assert.ok(result.stderr.includes(`${h.config}:${line} (key ${key}): `), result.stderr);
-      assert.ok(result.stderr.includes(got), result.stderr);
-      assert.match(result.stderr, /Fix: write .* as a mapping/);
-      assert.doesNotMatch(result.stderr, NO_STACK);
-      assert.equal(Deno.readTextFileSync(h.config), yaml, "nothing written");
+      assert.equal(result.code, 0, `${command} on ${yaml}: ${result.stderr}`);
+      assert.ok(
+        result.stdout.startsWith(
+          `Replaced the invalid value of ${key} (${h.config}:${line}): it was ${was}, not a ` +
+            "mapping of settings.\n",
+        ),
+        result.stdout,
+      );
+      assert.equal(
+        Deno.readTextFileSync(h.config),
+        `telemetry:\n  shared_metrics:\n    enabled: ${value}\n`,
+      );
     }
+  }
+  const alias = "base: &b {enabled: true}\ntelemetry:\n  shared_metrics: *b\n";
+  Deno.writeTextFileSync(h.config, alias);
+  for (const command of ["enable", "disable"]) {
+    const result = await cli(h.home, ["metrics", command]);
+    assert.equal(result.code, 2, `${command} on ${alias}: ${result.stderr}`);
+    assert.ok(
+      result.stderr.includes(`${h.config}:3 (key telemetry.shared_metrics): `),
+      result.stderr,
+    );
+    assert.ok(result.stderr.includes("it is an alias (*b)"), result.stderr);
+    assert.match(result.stderr, /Fix: write .* as a mapping/);
+    assert.doesNotMatch(result.stderr, NO_STACK);
+    assert.equal(Deno.readTextFileSync(h.config), alias, "nothing written");
   }
 });
 
