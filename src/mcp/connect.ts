@@ -25,7 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { elicitationCapability } from "./elicitation.ts";
 import { samplingCapability, type SamplingResult } from "./sampling.ts";
-import { McpServerError, messageOf } from "./errors.ts";
+import { bodySummary, entryFix, McpServerError, messageOf } from "./errors.ts";
 import {
   type HttpAccess,
   httpAccessFor,
@@ -570,6 +570,26 @@ function sseFailure(
     const body = failure?.status === status
       ? failure.body
       : (posted?.[2] ?? messageOf(error).replace(/^SSE error: /, ""));
+    // Only a Streamable HTTP endpoint answers the event-stream GET with a JSON-RPC error.
+    const refusedStream = error instanceof SseError && failure?.status === status &&
+      ![401, 403].includes(status) && isJsonRpcError(failure.body);
+    if (refusedStream) {
+      const summary = bodySummary(failure.body);
+      return new McpServerError(
+        config.name,
+        "config",
+        `HTTP ${status} from ${config.url}: ${summary}${/[.!?]$/.test(summary) ? "" : "."} ` +
+          "This url is a Streamable HTTP endpoint, not an SSE one: it answered the SSE request " +
+          `with a JSON-RPC error. ${
+            entryFix(
+              config,
+              `remove \`transport: sse\` from mcp_servers.${config.name} (Streamable HTTP is ` +
+                "the default), or set <transport> to http",
+            )
+          }`,
+        { cause: error },
+      );
+    }
     const detail = status >= 300 && status < 400
       ? redirectInUserTerms(messageOf(error).replace(/^SSE error: |^Error POSTing[^:]*: /, ""))
       : body;
@@ -587,6 +607,16 @@ function sseFailure(
     );
   }
   return undefined;
+}
+
+/** Whether `body` is a JSON-RPC error response (`{"jsonrpc": "2.0", "error": {…}}`). */
+function isJsonRpcError(body: string): boolean {
+  try {
+    const value = JSON.parse(body);
+    return value?.jsonrpc === "2.0" && typeof value.error === "object" && value.error !== null;
+  } catch {
+    return false;
+  }
 }
 
 /** Rejects as soon as `signal` aborts, even if `work` never settles. */

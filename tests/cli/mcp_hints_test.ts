@@ -1,5 +1,5 @@
 /**
- * `agent mcp test` on common connection mistakes: the error (stderr, and `error` of
+ * `agent mcp test` on the two common connection mistakes: the error (stderr, and `error` of
  * `--json`) names config.yaml, the entry's key and the fix, with substituted secrets shown as
  * their placeholders.
  */
@@ -38,4 +38,51 @@ Deno.test("mcp test: https:// to a plain HTTP server says to make mcp_servers.<n
   assert.equal(doc.ok, false);
   assert.equal(doc.error, message);
   assertNoSecret(text.stderr + JSON.stringify(doc));
+});
+
+Deno.test("mcp test: transport: sse for a Streamable HTTP endpoint says to remove it from mcp_servers.<name>", async () => {
+  await using home = await tempHome();
+  await using server = await startHttpFixture([
+    "--transport",
+    "http",
+    "--tools",
+    "echo",
+    "--require-header",
+    `Authorization=Bearer ${SECRET}`,
+  ]);
+  Deno.writeTextFileSync(join(home.home, ".env"), `MCP_TOKEN=${SECRET}\n`);
+  writeConfig(
+    home.home,
+    [
+      "mcp_servers:",
+      "  remote:",
+      `    url: ${yamlValue(server.url)}`,
+      "    transport: sse",
+      "    headers: { Authorization: 'Bearer ${MCP_TOKEN}' }",
+      "    connect_timeout: 8",
+      "",
+    ].join("\n"),
+  );
+  const message = `MCP server 'remote': HTTP 400 from ${server.url}: Bad Request: No valid ` +
+    "session ID provided. This url is a Streamable HTTP endpoint, not an SSE one: it answered " +
+    `the SSE request with a JSON-RPC error. Fix: in ${home.config}, remove \`transport: sse\` ` +
+    "from mcp_servers.remote (Streamable HTTP is the default), or set " +
+    "mcp_servers.remote.transport to http";
+
+  const text = await cli(home.home, ["mcp", "test", "remote"]);
+  assert.equal(text.code, 1, text.stderr);
+  assert.equal(text.stderr, `${message}\n`);
+  const doc = await cliJson(home.home, ["mcp", "test", "remote", "--json"], 1);
+  assert.equal(doc.ok, false);
+  assert.equal(doc.error, message);
+  assertNoSecret(text.stderr + JSON.stringify(doc));
+
+  // The fix works: without `transport: sse` the same entry connects.
+  writeConfig(
+    home.home,
+    Deno.readTextFileSync(home.config).replace("    transport: sse\n", ""),
+  );
+  const fixed = await cliJson(home.home, ["mcp", "test", "remote", "--json"], 0);
+  assert.equal(fixed.ok, true);
+  assert.equal(fixed.transport, "http");
 });

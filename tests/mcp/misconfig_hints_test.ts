@@ -1,13 +1,15 @@
 /**
- * Common connection mistakes get an error that says what is wrong and what to change in
+ * Two common connection mistakes get an error that says what is wrong and what to change in
  * config.yaml: a url whose scheme does not match the server (`https://` to a plain HTTP server,
- * `http://` to a TLS one). It is a config error (parked at once); a certificate error or a peer
- * that speaks neither TLS nor HTTP gets no such hint.
+ * `http://` to a TLS one), and `transport: sse` for a Streamable HTTP endpoint. Both are config
+ * errors (parked at once); a certificate error or a peer that speaks neither TLS nor HTTP gets no
+ * such hint.
  */
 import assert from "node:assert/strict";
 import { connectServer } from "../../src/mcp/connect.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
+import { startEverything } from "../cli/_mcp_helpers.ts";
 import { makeTestCertificates } from "../fixtures/mcp/certs.ts";
 import { startHttpFixture } from "../fixtures/mcp/spawn.ts";
 import { CLIENT, failure, serverEntry } from "./_helpers.ts";
@@ -231,4 +233,41 @@ Deno.test("http:// to an HTTPS server: the url should start with https://, with 
       await peer.close();
     }
   });
+});
+
+Deno.test("transport: sse for a Streamable HTTP endpoint: remove it, naming the key", async (t) => {
+  const hint = (name: string) =>
+    "This url is a Streamable HTTP endpoint, not an SSE one: it answered the SSE request with a " +
+    `JSON-RPC error. Fix: in ${FILE}, remove \`transport: sse\` from mcp_servers.${name} ` +
+    `(Streamable HTTP is the default), or set mcp_servers.${name}.transport to http`;
+  const sessions = "HTTP 400 from {url}: Bad Request: No valid session ID provided.";
+  const sessionless = "HTTP 405 from {url}: Method not allowed.";
+  const cases: [string, () => Promise<{ url: string } & AsyncDisposable>, string][] = [
+    ["sessions", () => startHttpFixture(["--transport", "http", "--tools", "echo"]), sessions],
+    [
+      "modern",
+      () => startHttpFixture(["--transport", "http", "--tools", "echo", "--era", "modern"]),
+      sessionless,
+    ],
+    [
+      "stateless",
+      () => startHttpFixture(["--transport", "http", "--tools", "echo", "--stateless"]),
+      sessionless,
+    ],
+    // The reference server (SDK v1 on Express) answers like the v2 fixture with sessions.
+    ["everything", () => startEverything("streamableHttp"), sessions],
+  ];
+  for (const [name, start, status] of cases) {
+    await t.step(name, async () => {
+      await using server = await start();
+      const config = serverEntry(name, { url: server.url, transport: "sse", connect_timeout: 30 });
+      const { error } = await failure(config);
+      const message = `MCP server '${name}': ${status.replace("{url}", server.url)} ${hint(name)}`;
+      assert.equal(error.message, message);
+      assert.equal(error.kind, "config");
+      if (name === "everything") return;
+      await connects({ ...config, transport: "http" });
+      if (name === "sessions") await parkedAtOnce(config, message);
+    });
+  }
 });
