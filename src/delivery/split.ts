@@ -57,31 +57,36 @@ interface FenceMap {
 type Place = { fence?: Fence };
 
 /**
- * Splits `text` into parts of at most `limit` UTF-16 code units (the unit JavaScript's
+ * Splits `message` into parts of at most `limit` UTF-16 code units (the unit JavaScript's
  * `length` counts; Telegram counts the same, and it is never fewer than the code points Discord
  * and Slack count).
  *
  * A part ends after the last blank line (`\n\n`) in reach, else after the last line break, else
- * after the last space — each only when that keeps the part at least half the limit long, so a
- * boundary near the start never makes a tiny part. Otherwise the part is cut as near the limit as
- * fits, never between the halves of a surrogate pair. A text within the limit (also `""`) is
- * returned as the only part; no part is empty.
+ * after the last space — each only when that keeps the part (with the whitespace it ends with)
+ * at least half the limit long, so a boundary near the start never makes a tiny part. Otherwise
+ * the part is cut as near the limit as fits, never between the halves of a surrogate pair.
  *
- * Nothing is dropped, and outside Markdown code blocks nothing is added: separators stay at the
- * end of the part they close. When a part ends inside a fenced code block (opened by a line of up
- * to 3 spaces, then 3 or more backticks or tildes and an optional info string such as `ts`; a
- * block never closed runs to the end), the part gets a closing fence on a line of its own (after
- * an added line break when the part ends mid-line), and the next part starts with the block's
- * opening line and a line break, so each part renders on its own; the added fences count toward
- * the limit. A cut never goes inside a fence line, right after an opening or right before a
- * closing one, nor cuts a line where its first piece would read as a fence or its second piece
- * would start (after up to 3 spaces) with three backticks or tildes. When the fences
- * leave no room for a part (limits of a few units), the text is split as if it had no fences.
+ * The whitespace around a cut outside a code block is dropped, and so are the message's leading
+ * lines of whitespace only and its trailing whitespace: no part starts with a blank line (its
+ * first line keeps its indentation) or ends with whitespace, and none is blank unless the message
+ * is (then the only part is `""`). A message that fits the limit once trimmed is the only part.
+ * Nothing else is dropped, nothing is reordered, and outside Markdown code blocks nothing is
+ * added.
+ *
+ * When a part ends inside a fenced code block (opened by a line of up to 3 spaces, then 3 or more
+ * backticks or tildes and an optional info string such as `ts`; a block never closed runs to the
+ * end), the part gets a closing fence on a line of its own (after an added line break when the
+ * part ends mid-line), and the next part starts with the block's opening line and a line break,
+ * so each part renders on its own; the added fences count toward the limit; the code's own
+ * whitespace is kept. A cut never goes inside a fence line, right after an opening or right
+ * before a closing one, nor cuts a line where its first piece would read as a fence or its second
+ * piece would start (after up to 3 spaces) with three backticks or tildes. When the fences leave
+ * no room for a part (limits of a few units), the text is split as if it had no fences.
  * The same text and limit always give the same parts, so a retry can resume at any part.
  *
- * @param text The message.
+ * @param message The message.
  * @param limit The platform's limit; an integer of at least 2 (one character may take two units).
- * @returns The parts, in order; each is non-empty unless `text` is `""`.
+ * @returns The parts, in order; each has some non-whitespace text unless `message` has none.
  * @throws {RangeError} When `limit` is not an integer of at least 2.
  *
  * @example
@@ -90,22 +95,24 @@ type Place = { fence?: Fence };
  * import { splitMessage } from "./split.ts";
  *
  * assert.deepEqual(splitMessage("short", 10), ["short"]);
- * assert.deepEqual(splitMessage("one two\n\nthree four", 12), ["one two\n\n", "three four"]);
+ * assert.deepEqual(splitMessage("one two\n\nthree four", 12), ["one two", "three four"]);
+ * assert.deepEqual(splitMessage("one two\n\n\n\nthree four", 9), ["one two", "three", "four"]);
  * assert.deepEqual(splitMessage("abcdefghij", 4), ["abcd", "efgh", "ij"]);
  * const text = "word ".repeat(1000);
- * assert.equal(splitMessage(text, 2000).join(""), text);
+ * assert.equal(splitMessage(text, 2000).join(" "), text.trimEnd());
  *
  * // A code block split across parts is closed and reopened.
  * assert.deepEqual(splitMessage("~~~ts\nlet a;\nlet b;\n~~~\n", 18), [
  *   "~~~ts\nlet a;\n~~~",
- *   "~~~ts\nlet b;\n~~~\n",
+ *   "~~~ts\nlet b;\n~~~",
  * ]);
  * ```
  */
-export function splitMessage(text: string, limit: number): string[] {
+export function splitMessage(message: string, limit: number): string[] {
   if (!Number.isInteger(limit) || limit < 2) {
     throw new RangeError(`splitMessage: limit must be an integer of at least 2, got ${limit}`);
   }
+  const text = message.slice(afterBlankLines(message, 0)).trimEnd();
   if (text.length <= limit) return [text];
   const fenced = text.includes("```") || text.includes("~~~")
     ? splitParts(text, limit, findFences(text))
@@ -123,12 +130,34 @@ function splitParts(text: string, limit: number, map: FenceMap | undefined): str
     const cut = partEnd(text, start, limit, reopening, map);
     if (cut === undefined) return undefined;
     const { fence } = placeOf(text, cut, map)!;
-    parts.push(reopening + text.slice(start, cut) + closingAt(text, cut, fence));
-    reopening = fence === undefined ? "" : `${fence.opener}\n`;
-    start = cut;
+    if (fence === undefined) {
+      // Outside a block, the whitespace around a cut is dropped: it would only pad the parts.
+      const body = text.slice(start, cut).trimEnd();
+      // Blanks only (a long indentation cut hard): nothing to send.
+      if (reopening !== "" || body !== "") parts.push(reopening + body);
+      reopening = "";
+      start = afterBlankLines(text, cut);
+    } else {
+      parts.push(reopening + text.slice(start, cut) + closingAt(text, cut, fence));
+      reopening = `${fence.opener}\n`;
+      start = cut;
+    }
   }
   parts.push(reopening + text.slice(start));
   return parts;
+}
+
+/** Lines of whitespace only, each with its line break. */
+const BLANK_LINES = /(?:[^\S\n]*\n)*/y;
+
+/**
+ * Where `text` goes on after the lines of whitespace only at `start` (the rest of a line counts
+ * when it is blank); `start` itself when there are none.
+ */
+function afterBlankLines(text: string, start: number): number {
+  BLANK_LINES.lastIndex = start;
+  BLANK_LINES.exec(text);
+  return BLANK_LINES.lastIndex;
 }
 
 /**

@@ -54,9 +54,11 @@ function insideAt(blocks: Block[], offset: number): Block | undefined {
 }
 
 /**
- * The text the parts were split from, with the added fences taken out; asserts they are exactly
- * a closing fence where a part ends inside a block of `text` and its opening line where the next
- * part resumes it, and that each part takes a non-empty piece of `text`.
+ * The text the parts were split from: the parts with the added fences taken out and the
+ * whitespace the split dropped put back from `text`. Asserts that the added fences are exactly a
+ * closing fence where a part ends inside a block of `text` and its opening line where the next
+ * part resumes it, that each part takes a non-empty piece of `text`, and that nothing but
+ * whitespace outside blocks was dropped: before a part, after one, and at the text's end.
  */
 function unsplit(text: string, parts: string[]): string {
   const { blocks } = codeBlocks(text);
@@ -64,14 +66,22 @@ function unsplit(text: string, parts: string[]): string {
   let joined = "";
   for (const [index, part] of parts.entries()) {
     let body = part;
-    const resumed = insideAt(blocks, offset);
-    if (index > 0 && resumed !== undefined) {
+    const resumed = index > 0 ? insideAt(blocks, offset) : undefined;
+    if (resumed !== undefined) {
       assert.ok(body.startsWith(`${resumed.opener}\n`), `part ${index} reopens ${resumed.opener}`);
       body = body.slice(resumed.opener.length + 1);
+    } else {
+      // Whitespace dropped before the part: the part keeps the indentation it starts with.
+      const blanks = /^\s*/.exec(text.slice(offset))![0].length;
+      const indent = /^\s*/.exec(body)![0].length;
+      assert.ok(indent <= blanks, `part ${index} ${JSON.stringify(part)} starts in the text`);
+      joined += text.slice(offset, offset + blanks - indent);
+      offset += blanks - indent;
     }
     if (index === parts.length - 1) {
-      assert.equal(body, text.slice(offset), "the last part is the rest of the text");
-      return joined + body;
+      const rest = text.slice(offset);
+      assert.equal(body, rest.trimEnd(), "the last part is the rest of the text");
+      return joined + rest;
     }
     const lastLine = body.slice(body.lastIndexOf("\n") + 1);
     const beforeLastLine = body.slice(0, body.length - lastLine.length);
@@ -83,6 +93,7 @@ function unsplit(text: string, parts: string[]): string {
       if (piece === "" || !text.startsWith(piece, offset)) return false;
       const cut = offset + piece.length;
       const inside = insideAt(blocks, cut);
+      // Whitespace dropped after it is taken up before the next part.
       if (closing === undefined) return inside === undefined;
       // A line break is added before the closing fence only when the piece ends mid-line, and
       // then not right before the line's own break (the cut would go after that).
@@ -103,7 +114,13 @@ function checkedSplit(text: string, limit: number): string[] {
   for (const part of parts) {
     assert.ok(part.length <= limit, `part of ${part.length} > ${limit}: ${JSON.stringify(part)}`);
     assert.ok(part.isWellFormed(), `lone surrogate in ${JSON.stringify(part)}`);
-    assert.ok(text === "" || part !== "", "no empty part");
+    assert.ok(text.trim() === "" || part.trim() !== "", "no blank part");
+    assert.doesNotMatch(
+      part,
+      /^[^\S\n]*\n/,
+      `a part starts with a blank line: ${JSON.stringify(part)}`,
+    );
+    assert.doesNotMatch(part, /\s$/, `a part ends with whitespace: ${JSON.stringify(part)}`);
   }
   return parts;
 }
@@ -119,10 +136,16 @@ function assertBalanced(text: string, parts: string[]): void {
   }
 }
 
-/** splitMessage as it was before it knew fences: what a text without fences still gets. */
+/** Lines of whitespace only at the start of a text. */
+const BLANK_LINES = /^(?:[^\S\n]*\n)*/;
+
+/**
+ * splitMessage as it was before it knew fences (with the whitespace around cuts dropped): what a
+ * text without fences still gets.
+ */
 function plainSplit(text: string, limit: number): string[] {
   const parts: string[] = [];
-  let rest = text;
+  let rest = text.replace(BLANK_LINES, "").trimEnd();
   while (rest.length > limit) {
     const window = rest.slice(0, limit);
     const pairCut = /^[\ud800-\udbff][\udc00-\udfff]$/.test(rest.slice(limit - 1, limit + 1));
@@ -134,8 +157,9 @@ function plainSplit(text: string, limit: number): string[] {
         break;
       }
     }
-    parts.push(rest.slice(0, cut));
-    rest = rest.slice(cut);
+    const part = rest.slice(0, cut).trimEnd();
+    if (part !== "") parts.push(part);
+    rest = rest.slice(cut).replace(BLANK_LINES, "");
   }
   parts.push(rest);
   return parts;
@@ -178,13 +202,13 @@ Deno.test("splitMessage: tilde fences and longer fences are closed with the same
   assert.deepEqual(checkedSplit("Text\n~~~~ sh\nline one\nline two\nline three\n~~~~\n", 28), [
     "Text\n~~~~ sh\nline one\n~~~~",
     "~~~~ sh\nline two\n~~~~",
-    "~~~~ sh\nline three\n~~~~\n",
+    "~~~~ sh\nline three\n~~~~",
   ]);
   // A shorter run of the fence's character, or the other character, is code.
   const text = "````md\n```js\n~~~\nx = 1\n```\n````\n";
   assert.deepEqual(checkedSplit(text, 22), [
     "````md\n```js\n~~~\n````",
-    "````md\nx = 1\n```\n````\n",
+    "````md\nx = 1\n```\n````",
   ]);
 });
 
@@ -192,10 +216,10 @@ Deno.test("splitMessage: each of several blocks is reopened only where it was cu
   const text = "~~~\naaaaa\n~~~\nbbbbb bbbbb\n```js\nccccc ccccc\n```\n";
 
   assert.deepEqual(checkedSplit(text, 17), [
-    "~~~\naaaaa\n~~~\n",
-    "bbbbb bbbbb\n",
+    "~~~\naaaaa\n~~~",
+    "bbbbb bbbbb",
     "```js\nccccc \n```",
-    "```js\nccccc\n```\n",
+    "```js\nccccc\n```",
   ]);
 });
 
@@ -206,7 +230,7 @@ Deno.test("splitMessage: a block never closed runs to the end, and its last part
   assert.deepEqual(parts, [
     "Output:\n```\nline 1\n```",
     "```\nline 2\nline 3\n```",
-    "```\nline 4\n",
+    "```\nline 4",
   ]);
   assertBalanced(text, parts);
 });
@@ -217,11 +241,14 @@ Deno.test("splitMessage: a fence indented up to 3 spaces (in a list) is reopened
 
   assert.deepEqual(parts, [
     "1. Install:\n   ```sh\n   npm install\n   ```",
-    "   ```sh\n   npm test\n   ```\n2. Run it.\n",
+    "   ```sh\n   npm test\n   ```\n2. Run it.",
   ]);
   // Indented 4 spaces, it is an indented code block, not a fence: nothing is added.
   const indented = text.replaceAll("   ```", "    ```");
-  assert.equal(checkedSplit(indented, 42).join(""), indented);
+  assert.deepEqual(checkedSplit(indented, 42), [
+    "1. Install:\n    ```sh\n   npm install",
+    "   npm test\n    ```\n2. Run it.",
+  ]);
 });
 
 Deno.test("splitMessage: a code line longer than a part is cut hard and still fenced", () => {
@@ -231,8 +258,7 @@ Deno.test("splitMessage: a code line longer than a part is cut hard and still fe
   assert.deepEqual(parts, [
     "```py\nxxxxxxxxxx\n```",
     "```py\nxxxxxxxxxx\n```",
-    "```py\nxxxxxxxxx\n```",
-    "```py\nx\n```\n",
+    "```py\nxxxxxxxxxx\n```",
   ]);
   // Never between the halves of a surrogate pair either.
   const emoji = "```\n" + "😀".repeat(12) + "\n```";
@@ -263,7 +289,7 @@ Deno.test("splitMessage: fences that barely fit still go in; when they cannot, p
   assert.deepEqual(parts.slice(0, 2), ["```\na\n```", "```\nb\n```"]);
   assert.equal(parts.at(-1), "```\nj\n```");
   // No room for code between the fences: split as if there were none.
-  assert.deepEqual(checkedSplit(text, 8), ["```\n", "abcdefgh", "ij\n```"]);
+  assert.deepEqual(checkedSplit(text, 8), ["```", "abcdefgh", "ij\n```"]);
   for (let limit = 2; limit <= 8; limit++) {
     assert.deepEqual(checkedSplit(text, limit), plainSplit(text, limit), String(limit));
   }
@@ -338,7 +364,7 @@ Deno.test("splitMessage (property): any limit ends, fits, and either fences or s
   assert.ok(fenced >= 200, `only ${fenced} texts were split with fences`);
 });
 
-Deno.test("splitMessage (property): a text without fences is split as it always was", () => {
+Deno.test("splitMessage (property): a text without fences is split plainly", () => {
   const text = fc.string({
     unit: fc.constantFrom("a", "`", "``", "~~", " ", "\n", "\n\n", "\r\n", "😀", "👍🏽", "\t"),
     maxLength: 300,

@@ -534,19 +534,21 @@ Deno.test("splitting: parts end at paragraph breaks when there are some", async 
   const texts = fake.requests.map((sent) => (sent.body as { content: string }).content);
   assert.equal(result.ok && result.parts, texts.length);
   assert.ok(texts.length > 1);
-  assert.equal(texts.join(""), message);
+  // The blank lines between the parts are dropped with the cut.
+  assert.equal(texts.join("\n\n"), message);
   for (const [i, text] of texts.entries()) {
     assert.ok(text.length <= MESSAGE_LIMITS.discord);
     assert.match(text, /^Paragraph \d+: /, `part ${i} starts a paragraph`);
-    if (i < texts.length - 1) assert.ok(text.endsWith(".\n\n"), `part ${i} ends a paragraph`);
+    assert.ok(text.endsWith("."), `part ${i} ends a paragraph`);
   }
 });
 
 Deno.test("splitMessage: a blank line is preferred to a line break, a line break to a space", () => {
-  assert.deepEqual(splitMessage("aaaaaa\n\nbbb\ncccccc", 14), ["aaaaaa\n\n", "bbb\ncccccc"]);
-  assert.deepEqual(splitMessage("aaaaaaaa\nbb\n\ncccccc", 11), ["aaaaaaaa\n", "bb\n\ncccccc"]);
-  assert.deepEqual(splitMessage("aaaa bbbb\ncccc dddd", 12), ["aaaa bbbb\n", "cccc dddd"]);
-  assert.deepEqual(splitMessage("aaaa bbbb cccc dddd", 12), ["aaaa bbbb ", "cccc dddd"]);
+  // The separator where a part ends is dropped with the cut.
+  assert.deepEqual(splitMessage("aaaaaa\n\nbbb\ncccccc", 14), ["aaaaaa", "bbb\ncccccc"]);
+  assert.deepEqual(splitMessage("aaaaaaaa\nbb\n\ncccccc", 11), ["aaaaaaaa", "bb\n\ncccccc"]);
+  assert.deepEqual(splitMessage("aaaaaa\nbb cc dd", 12), ["aaaaaa", "bb cc dd"]);
+  assert.deepEqual(splitMessage("aaaa bbbb cccc dddd", 12), ["aaaa bbbb", "cccc dddd"]);
 });
 
 Deno.test("splitMessage: a boundary in the first half is not used; the part is cut at the limit", () => {
@@ -578,19 +580,45 @@ const messageText = fc.string({
   maxLength: 300,
 });
 
-Deno.test("splitMessage (property): parts fit, join back to the text exactly, and stay well-formed", () => {
+/**
+ * Where each part (of a text without fences) starts in `text`; asserts that the parts are the
+ * text's own pieces, in order, with only whitespace left out between them and at both ends.
+ */
+function partStarts(text: string, parts: string[]): number[] {
+  const starts: number[] = [];
+  let offset = 0;
+  for (const part of parts) {
+    const blanks = /^\s*/.exec(text.slice(offset))![0].length;
+    const indent = /^\s*/.exec(part)![0].length;
+    assert.ok(indent <= blanks, `${JSON.stringify(part)} starts in ${JSON.stringify(text)}`);
+    const start = offset + blanks - indent;
+    assert.ok(text.startsWith(part, start), `${JSON.stringify(part)} of ${JSON.stringify(text)}`);
+    starts.push(start);
+    offset = start + part.length;
+  }
+  assert.equal(text.slice(offset).trim(), "", "only whitespace after the last part");
+  return starts;
+}
+
+Deno.test("splitMessage (property): parts fit, are the text's pieces in order with only whitespace left out, and stay well-formed", () => {
   fc.assert(
     fc.property(messageText, fc.integer({ min: 2, max: 60 }), (text, limit) => {
       const parts = splitMessage(text, limit);
-      // Nothing is dropped or added: separators stay at the end of the part they close.
-      assert.equal(parts.join(""), text);
+      const starts = partStarts(text, parts);
+      assert.equal(parts.join("").replace(/\s/g, ""), text.replace(/\s/g, ""));
       for (const part of parts) {
         assert.ok(part.length <= limit, `part of ${part.length} > ${limit}`);
         assert.ok(part.isWellFormed(), `lone surrogate in ${JSON.stringify(part)}`);
+        assert.doesNotMatch(part, /^[^\S\n]*\n|\s$/, `blank line or whitespace at an end`);
       }
-      // No tiny parts: each part but the last is at least half the limit.
-      for (const part of parts.slice(0, -1)) assert.ok(part.length >= Math.ceil(limit / 2));
-      assert.ok(text === "" ? parts.length === 1 : parts.every((part) => part !== ""));
+      // No tiny parts: each part but the last takes at least half the limit of the text (the
+      // whitespace after it that was dropped included).
+      for (let i = 0; i + 1 < starts.length; i++) {
+        assert.ok(starts[i + 1] - starts[i] >= Math.ceil(limit / 2));
+      }
+      assert.ok(
+        text.trim() === "" ? parts.length === 1 && parts[0] === "" : parts.every((p) => p.trim()),
+      );
     }),
     { numRuns: 500 },
   );
@@ -600,17 +628,18 @@ Deno.test("splitMessage (property): a part ends at a boundary whenever one is in
   fc.assert(
     fc.property(messageText, fc.integer({ min: 2, max: 60 }), (text, limit) => {
       const parts = splitMessage(text, limit);
-      let offset = 0;
-      for (const part of parts.slice(0, -1)) {
-        const window = text.slice(offset, offset + limit);
+      const starts = partStarts(text, parts);
+      for (const [i, part] of parts.slice(0, -1).entries()) {
+        const window = text.slice(starts[i], starts[i] + limit);
         const reachable = ["\n\n", "\n", " "].some((boundary) => {
           const at = window.lastIndexOf(boundary);
           return at >= 0 && at + boundary.length >= Math.ceil(limit / 2);
         });
         if (reachable) {
-          assert.match(part, /[\n ]$/, `${JSON.stringify(part)} of ${JSON.stringify(text)}`);
+          // The boundary itself was dropped with the cut: whitespace follows the part.
+          const after = text.slice(starts[i] + part.length);
+          assert.match(after, /^\s/, `${JSON.stringify(part)} of ${JSON.stringify(text)}`);
         }
-        offset += part.length;
       }
     }),
     { numRuns: 500 },
