@@ -175,6 +175,9 @@ export class AgentSession {
     this.#flusher = new MetricsFlusher(
       this.metrics,
       (what, error) => log.warn("{what}: {error}", { what, error: String(error) }),
+      // Unsent packages dropped by the retention are said where the user looks: `agent metrics`
+      // commands (stderr) and the gateway (its log).
+      { reportDropped: false },
     );
     this.#redact = redactor(options.config, settings);
   }

@@ -23,6 +23,7 @@ import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
+  droppedUnsentWarning,
   escapeControls,
   InvalidStoredCountsError,
   type MetricsPackage,
@@ -147,6 +148,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       try {
         // Packages are validated before they are written: a failure writes and sends nothing.
         const built = storeGuard(() => service?.exportNow() ?? []);
+        const dropped = storeGuard(() => reportDropped(io, service));
         const { copies, failed } = outDir
           ? copyPackages(built, outDir)
           : { copies: [], failed: undefined };
@@ -174,6 +176,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
               copy: copies[i],
             })),
             sent: sent.map(sentJson),
+            ...(dropped ? { dropped_unsent: dropped } : {}),
           });
           if (failed) throw copyFailure(failed, outDir!, built);
           return;
@@ -211,6 +214,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure })
       );
       try {
+        const dropped = storeGuard(() => reportDropped(io, service));
         const sent = await storeGuardAsync(() => sendWithProgress(io, service));
         // Another process (a second `metrics send`, the gateway) claimed the due packages.
         const elsewhere = sent.length === 0 ? storeGuard(() => service.packagesBeingSent()) : 0;
@@ -219,6 +223,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           return printJson(io, {
             sent: sent.map(sentJson),
             ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
+            ...(dropped ? { dropped_unsent: dropped } : {}),
           });
         }
         if (elsewhere > 0) {
@@ -320,6 +325,7 @@ function showStatus(
   json: boolean,
 ) {
   const t = config.telemetry;
+  const dropped = reportDropped(io, service);
   const summary = service?.summary();
   const queue = service?.sendQueue() ?? { sending: [], deferred: { packages: 0 }, due: 0 };
   if (json) {
@@ -347,6 +353,7 @@ function showStatus(
         reason: queue.deferred.reason ?? null,
       },
       due_now: queue.due,
+      ...(dropped ? { dropped_unsent: dropped } : {}),
       warnings: t.warnings,
     });
   }
@@ -380,6 +387,21 @@ function showStatus(
     );
   }
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+}
+
+/**
+ * Says once, as a warning on stderr, which unsent packages the 30-day retention dropped (in this
+ * command or, unreported, in another process); returns them for the command's `--json` document.
+ */
+function reportDropped(
+  io: CliIo,
+  service: UsageMetrics | undefined,
+): { packages: number; reason: string; days: { day: string; packages: number }[] } | undefined {
+  const dropped = service?.takeDroppedUnsent();
+  if (!dropped) return undefined;
+  const { what, why } = droppedUnsentWarning(dropped);
+  io.err(`warning: ${what}: ${why}\n`);
+  return { packages: dropped.packages, reason: dropped.reason, days: dropped.days };
 }
 
 /** `process 1234 on this host since 12:01:05 UTC (2 packages)`, for a live send claim. */

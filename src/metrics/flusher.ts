@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { droppedUnsentWarning } from "./packager.ts";
 import type { UsageMetrics } from "./mod.ts";
 import { escapeControls } from "./printable.ts";
 import { isBusyError } from "./store.ts";
@@ -34,11 +35,22 @@ const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
 export class MetricsFlusher {
   readonly #metrics: UsageMetrics;
   readonly #warn: (what: string, error: unknown) => void;
+  readonly #reportDropped: boolean;
   readonly #abort = new AbortController();
 
-  constructor(metrics: UsageMetrics, warn: (what: string, error: unknown) => void) {
+  /**
+   * `options.reportDropped` (default true): after packaging, unsent packages the 30-day retention
+   * dropped (here or in another process) and not reported yet go to `warn`, once; false leaves
+   * them to the next process that reports them (the gateway, `agent metrics status`).
+   */
+  constructor(
+    metrics: UsageMetrics,
+    warn: (what: string, error: unknown) => void,
+    options: { reportDropped?: boolean } = {},
+  ) {
     this.#metrics = metrics;
     this.#warn = warn;
+    this.#reportDropped = options.reportDropped ?? true;
   }
 
   /** Packages finished days now (at most once a UTC day); with `send: true` queues a send. */
@@ -82,12 +94,22 @@ export class MetricsFlusher {
     );
   }
 
-  /** Packages finished days now. */
+  /** Packages finished days now (pruning old packages), and reports unsent ones dropped. */
   packageDue(): void {
     try {
       this.#metrics.packageDue();
     } catch (error) {
       this.#warn("packaging usage metrics failed", message(error));
+    }
+    if (!this.#reportDropped) return;
+    try {
+      const dropped = this.#metrics.takeDroppedUnsent();
+      if (dropped) {
+        const { what, why } = droppedUnsentWarning(dropped);
+        this.#warn(what, why);
+      }
+    } catch (error) {
+      this.#warn("reading the usage-metrics store failed", message(error));
     }
   }
 

@@ -27,6 +27,8 @@ import type { MetricsPackage, MetricsResource, SkillProvenance } from "./contrac
 import { dirname } from "node:path";
 import { ensurePrivateDir } from "../home/files.ts";
 import {
+  DROPPED_UNSENT_REASON,
+  type DroppedUnsent,
   outboxFile,
   packageDueDays,
   previewPackages,
@@ -45,6 +47,7 @@ import { validateMetricsPackage } from "./schema.ts";
 import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
+  isBusyError,
   MetricsStore,
   MetricsStoreBusyError,
   MetricsStoreDamagedError,
@@ -62,7 +65,7 @@ export {
   validateMetricsPackage,
 } from "./schema.ts";
 export { type SendOutcome, validateEndpoint } from "./sender.ts";
-export { InvalidStoredCountsError } from "./packager.ts";
+export { type DroppedUnsent, droppedUnsentWarning, InvalidStoredCountsError } from "./packager.ts";
 export {
   MetricsStoreBusyError,
   MetricsStoreDamagedError,
@@ -257,6 +260,26 @@ export class UsageMetrics {
   sendQueue(): SendQueue {
     return this.#store?.sendQueue(this.#now()) ??
       { sending: [], deferred: { packages: 0 }, due: 0 };
+  }
+
+  /**
+   * The unsent packages the 30-day retention dropped (by this process or another) that nobody
+   * has reported yet; taking them marks them reported, so each drop is said once. `undefined`
+   * when there are none, or when the store is busy (they are reported later).
+   */
+  takeDroppedUnsent(): DroppedUnsent | undefined {
+    const store = this.#store;
+    if (!store) return undefined;
+    let days: DroppedUnsent["days"];
+    try {
+      days = store.withBusyTimeout(RECORD_BUSY_TIMEOUT_MS, () => store.takeDroppedUnsent());
+    } catch (error) {
+      if (isBusyError(error)) return undefined;
+      throw error;
+    }
+    if (days.length === 0) return undefined;
+    const packages = days.reduce((sum, entry) => sum + entry.packages, 0);
+    return { packages, days, reason: DROPPED_UNSENT_REASON };
   }
 
   /** How many due packages another sender is sending right now (none without a store). */

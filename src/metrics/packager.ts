@@ -21,6 +21,52 @@ import { DAY_MS, type MetricsStore, MetricsStoreDamagedError, type PendingDelta 
 /** Exported packages older than this are pruned. */
 export const RETENTION_DAYS = 30;
 
+/** Unsent packages the retention dropped, reported once, by the first command that looks. */
+export interface DroppedUnsent {
+  /** How many packages, over all days. */
+  packages: number;
+  /** Per UTC day of their counts, oldest first. */
+  days: { day: string; packages: number }[];
+  /** Why, in the user's words. */
+  reason: string;
+}
+
+/** Why the retention drops a package that was never sent. */
+export const DROPPED_UNSENT_REASON = `older than ${RETENTION_DAYS} days, never sent`;
+
+/**
+ * The warning for dropped packages, as `what` (the count) and `why` (the reason and the days),
+ * which read as one line joined by `: `.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { droppedUnsentWarning } from "./packager.ts";
+ * const { what, why } = droppedUnsentWarning({
+ *   packages: 3,
+ *   days: [{ day: "2026-10-01", packages: 2 }, { day: "2026-10-02", packages: 1 }],
+ *   reason: "older than 30 days, never sent",
+ * });
+ * assert.equal(
+ *   `${what}: ${why}`,
+ *   "usage metrics: dropped 3 unsent packages: older than 30 days, never sent " +
+ *     "(2 for 2026-10-01, 1 for 2026-10-02)",
+ * );
+ * ```
+ */
+export function droppedUnsentWarning(dropped: DroppedUnsent): { what: string; why: string } {
+  const { days } = dropped;
+  const which = days.length <= 5
+    ? days.map((entry) => `${entry.packages} for ${entry.day}`).join(", ")
+    : `for ${days.length} days from ${days[0].day} to ${days[days.length - 1].day}`;
+  return {
+    what: `usage metrics: dropped ${dropped.packages} unsent package${
+      dropped.packages === 1 ? "" : "s"
+    }`,
+    why: `${dropped.reason} (${which})`,
+  };
+}
+
 /** Which deltas a packaging run takes. */
 export interface PackagingOptions {
   /** Current time (ms since epoch). */
@@ -144,7 +190,9 @@ export function packageDueDays(
 
 /**
  * Deletes packages (ledger rows and outbox files) created more than {@linkcode RETENTION_DAYS}
- * ago, and fully packaged counters of days before that. Unpackaged deltas are kept.
+ * ago, and fully packaged counters of days before that. Unpackaged deltas are kept. The unsent
+ * packages among them are noted in the store until one process reports them
+ * (`UsageMetrics.takeDroppedUnsent`, {@linkcode droppedUnsentWarning}).
  */
 export function pruneExports(store: MetricsStore, outbox: string, nowMs: number): string[] {
   const cutoff = nowMs - RETENTION_DAYS * DAY_MS;

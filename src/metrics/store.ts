@@ -490,17 +490,40 @@ export class MetricsStore implements Disposable {
   /**
    * Deletes ledger rows of packages created before `cutoffMs` and fully packaged counters of days
    * before `cutoffDay`; returns the package ids removed (their outbox files go too). Unpackaged
-   * deltas are never deleted.
+   * deltas are never deleted. The unsent ones among the packages are noted, per day, in the same
+   * transaction, until {@linkcode takeDroppedUnsent} reports them.
    */
   prune(cutoffMs: number, cutoffDay: string): string[] {
     return this.transaction(() => {
-      const old = this.#db.prepare("SELECT package_id FROM packages WHERE created_at < ?").all(
-        cutoffMs,
-      )
-        .map((row) => String(row.package_id));
+      const old = this.#db.prepare(
+        "SELECT package_id, day, state FROM packages WHERE created_at < ?",
+      ).all(cutoffMs);
+      const dropped = parseDroppedUnsent(this.getMeta(DROPPED_UNSENT));
+      const before = JSON.stringify(dropped);
+      for (const row of old) {
+        if (row.state !== "pending") continue;
+        const day = String(row.day);
+        dropped[day] = (dropped[day] ?? 0) + 1;
+      }
+      if (JSON.stringify(dropped) !== before) {
+        this.setMeta(DROPPED_UNSENT, JSON.stringify(dropped));
+      }
       this.#db.prepare("DELETE FROM packages WHERE created_at < ?").run(cutoffMs);
       this.#db.prepare("DELETE FROM counters WHERE total = packaged AND day < ?").run(cutoffDay);
-      return old;
+      return old.map((row) => String(row.package_id));
+    });
+  }
+
+  /**
+   * The unsent packages {@linkcode prune} dropped and nobody has reported yet, per day of their
+   * counts (oldest first); taking them marks them reported, for every process.
+   */
+  takeDroppedUnsent(): { day: string; packages: number }[] {
+    if (this.getMeta(DROPPED_UNSENT) === undefined) return [];
+    return this.transaction(() => {
+      const dropped = parseDroppedUnsent(this.getMeta(DROPPED_UNSENT));
+      this.deleteMeta(DROPPED_UNSENT);
+      return Object.keys(dropped).sort().map((day) => ({ day, packages: dropped[day] }));
     });
   }
 
@@ -592,6 +615,25 @@ export class MetricsStore implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** Meta key of the unsent packages pruned and not reported yet: `{"<day>": count}`. */
+const DROPPED_UNSENT = "dropped_unsent";
+
+/** The note under {@linkcode DROPPED_UNSENT}; one that is not what this version writes is empty. */
+function parseDroppedUnsent(text: string | undefined): Record<string, number> {
+  if (text === undefined) return {};
+  try {
+    const value = JSON.parse(text);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return {};
+    return Object.fromEntries(
+      Object.entries(value).filter(([day, count]) =>
+        /^\d{4}-\d\d-\d\d$/.test(day) && Number.isSafeInteger(count) && (count as number) > 0
+      ),
+    ) as Record<string, number>;
+  } catch {
+    return {};
   }
 }
 
