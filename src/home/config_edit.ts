@@ -15,6 +15,7 @@ import {
   visit,
 } from "yaml";
 import type { Document, Node, Pair, YAMLMap } from "yaml";
+import { keepInlineComments } from "./_comment_spacing.ts";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 
@@ -27,7 +28,8 @@ export const NEW_CONFIG_HEADER =
  * the edit lock of its folder ({@linkcode withEditLock}), so that two commands editing it at once (`agent
  * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created. A file that does not parse is left untouched and the
  * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown. The file keeps its
- * line ends: when its lines end in CRLF, every line written does.
+ * line ends: when its lines end in CRLF, every line written does. Inline comments keep the blanks
+ * before them, and stay at their column on a line whose value changed when it leaves room.
  *
  * @example
  * ```ts
@@ -124,7 +126,7 @@ function print(text: string, document: Document): string {
     flowCollectionPadding: usesFlowPadding(text), // `[a, b]` or `[ a, b ]`, as the file does
     indentSeq: !usesUnindentedSequences(text),
   });
-  return keepTrailingCommentSpacing(text, printed);
+  return keepTrailingCommentSpacing(text, keepInlineComments(text, printed));
 }
 
 /**
