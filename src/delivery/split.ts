@@ -112,7 +112,7 @@ export function splitMessage(message: string, limit: number): string[] {
   if (!Number.isInteger(limit) || limit < 2) {
     throw new RangeError(`splitMessage: limit must be an integer of at least 2, got ${limit}`);
   }
-  const text = message.slice(afterBlankLines(message, 0)).trimEnd();
+  const text = message.slice(new BlankLines(message).after(0)).trimEnd();
   if (text.length <= limit) return [text];
   const fenced = text.includes("```") || text.includes("~~~")
     ? splitParts(text, limit, findFences(text))
@@ -124,6 +124,7 @@ export function splitMessage(message: string, limit: number): string[] {
 /** The parts of `text` (longer than `limit`), or `undefined` when the fences leave no room. */
 function splitParts(text: string, limit: number, map: FenceMap | undefined): string[] | undefined {
   const parts: string[] = [];
+  const blankLines = new BlankLines(text);
   let start = 0;
   let reopening = "";
   while (reopening.length + text.length - start > limit) {
@@ -136,7 +137,7 @@ function splitParts(text: string, limit: number, map: FenceMap | undefined): str
       // Blanks only (a long indentation cut hard): nothing to send.
       if (reopening !== "" || body !== "") parts.push(reopening + body);
       reopening = "";
-      start = afterBlankLines(text, cut);
+      start = blankLines.after(cut);
     } else {
       parts.push(reopening + text.slice(start, cut) + closingAt(text, cut, fence));
       reopening = `${fence.opener}\n`;
@@ -147,17 +148,44 @@ function splitParts(text: string, limit: number, map: FenceMap | undefined): str
   return parts;
 }
 
-/** Lines of whitespace only, each with its line break. */
-const BLANK_LINES = /(?:[^\S\n]*\n)*/y;
-
 /**
- * Where `text` goes on after the lines of whitespace only at `start` (the rest of a line counts
- * when it is blank); `start` itself when there are none.
+ * Where `text` goes on after the lines of whitespace only at a position (the rest of a line counts
+ * when it is blank). The whitespace run last scanned is remembered: cutting a long run of blanks
+ * into many parts asks about many positions in it, and each answer must not scan it again.
  */
-function afterBlankLines(text: string, start: number): number {
-  BLANK_LINES.lastIndex = start;
-  BLANK_LINES.exec(text);
-  return BLANK_LINES.lastIndex;
+class BlankLines {
+  readonly #text: string;
+  /** The last run of whitespace scanned: [start, end), and the last line break in it (or -1). */
+  #run = { start: 0, end: 0, lastBreak: -1 };
+
+  constructor(text: string) {
+    this.#text = text;
+  }
+
+  /** The position after the blank lines at `at`; `at` itself when there are none. */
+  after(at: number): number {
+    if (at < this.#run.start || at >= this.#run.end) this.#scan(at);
+    const { lastBreak } = this.#run;
+    return lastBreak >= at ? lastBreak + 1 : at;
+  }
+
+  #scan(at: number): void {
+    const text = this.#text;
+    let end = at;
+    let lastBreak = -1;
+    for (; end < text.length; end++) {
+      const code = text.charCodeAt(end);
+      if (code === 0x0a) lastBreak = end;
+      else if (!isBlank(code)) break;
+    }
+    this.#run = { start: at, end, lastBreak };
+  }
+}
+
+/** Whitespace other than a line break, as `\s` in a regular expression means it. */
+function isBlank(code: number): boolean {
+  if (code === 0x20 || code === 0x09 || code === 0x0d) return true;
+  return code !== 0x0a && code > 0x0a && /\s/.test(String.fromCharCode(code));
 }
 
 /**
@@ -179,15 +207,18 @@ function partEnd(
     if (place === undefined) return undefined;
     return reopening.length + cut - start + closingAt(text, cut, place.fence).length;
   };
+  // Searched in the part's own text: a search of the whole text from its end would go on to its
+  // start whenever the boundary is missing, once for every part.
+  const window = text.slice(start, Math.max(start, furthest));
   for (const boundary of BOUNDARIES) {
-    let at = text.lastIndexOf(boundary, furthest - boundary.length);
-    while (at >= start) {
-      const length = lengthAt(at + boundary.length);
+    let at = window.lastIndexOf(boundary, window.length - boundary.length);
+    while (at >= 0) {
+      const length = lengthAt(start + at + boundary.length);
       if (length !== undefined && length <= limit) {
         if (length < shortest) break;
-        return at + boundary.length;
+        return start + at + boundary.length;
       }
-      at = at > 0 ? text.lastIndexOf(boundary, at - 1) : -1;
+      at = at > 0 ? window.lastIndexOf(boundary, at - 1) : -1;
     }
   }
   for (let cut = furthest; cut > start; cut--) {
