@@ -18,17 +18,24 @@ import {
 } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
 
+/** A gateway section on 127.0.0.1 and a free port, appended to `yaml`. */
+function gatewayYaml(yaml = ""): string {
+  return `${yaml}platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`;
+}
+
+/** The environment of a gateway on `home`: the home and a global secret. */
+function gatewayEnv(home: string): (name: string) => string | undefined {
+  return (name) => ({ AGENT_HOME: home, WEBHOOK_SECRET: "s" })[name];
+}
+
 Deno.test("a quiet gateway packages finished days and sends them at start (send: true)", async () => {
   await using h = await tempHome();
   await using collector = startCollector(202);
   await enable(h.home, "--send", "--endpoint", collector.endpoint);
   recordEvents(h.home, SAMPLE_EVENTS); // a day long past: due for packaging
   const config = Deno.readTextFileSync(h.config);
-  Deno.writeTextFileSync(
-    h.config,
-    `${config}platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
-  );
-  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  Deno.writeTextFileSync(h.config, gatewayYaml(config));
+  const env = gatewayEnv(h.home);
   const gateway = await Gateway.start({ config: loadConfig({ env }), env });
   try {
     const deadline = Date.now() + 10_000;
@@ -47,11 +54,8 @@ Deno.test("a quiet gateway packages finished days and sends them at start (send:
 
 Deno.test("housekeeping runs again on its interval: a claim that expired after the start is pruned", async () => {
   await using h = await tempHome();
-  Deno.writeTextFileSync(
-    h.config,
-    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
-  );
-  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const env = gatewayEnv(h.home);
   const config = loadConfig({ env });
   const gateway = await Gateway.start({ config, env, housekeepingIntervalMs: 50 });
   const db = new DatabaseSync(config.paths.gatewayInbox);
@@ -87,14 +91,12 @@ Deno.test("housekeeping runs again on its interval: a claim that expired after t
 
 Deno.test("a second gateway on the same home refuses to start while the first runs; after its stop it may", async () => {
   await using h = await tempHome();
-  const yaml = (port: number) =>
-    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n`;
-  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
-  Deno.writeTextFileSync(h.config, yaml(freePort()));
+  const env = gatewayEnv(h.home);
+  Deno.writeTextFileSync(h.config, gatewayYaml());
   const first = await Gateway.start({ config: loadConfig({ env }), env });
   try {
     // Another port, so only the home is shared: it would take the first one's runs as crashed.
-    Deno.writeTextFileSync(h.config, yaml(freePort()));
+    Deno.writeTextFileSync(h.config, gatewayYaml());
     const second = Gateway.start({ config: loadConfig({ env }), env });
     await assert.rejects(second, (error) => {
       assert.ok(error instanceof GatewayBusyError);
@@ -115,11 +117,8 @@ Deno.test("a second gateway on the same home refuses to start while the first ru
 
 Deno.test("a gateway starting while `agent webhook events` looks at its lock waits for that instead of refusing", async () => {
   await using h = await tempHome();
-  Deno.writeTextFileSync(
-    h.config,
-    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${freePort()}\n`,
-  );
-  const env = (name: string) => ({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" })[name];
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const env = gatewayEnv(h.home);
   const config = loadConfig({ env });
   Deno.mkdirSync(join(h.home, "gateway"));
   // What gatewayRunning() does for a moment: the lock taken shared.
