@@ -139,9 +139,18 @@ export class Gateway {
       const problem = secret === undefined ? true : checkSecret(secret, hint);
       if (problem !== true) log.warn(`${what} is weak: {problem}`, { problem });
     }
-    const metrics = openUsageMetrics(config, {
-      onWarning: (message) => log.warn("{message}", { message }),
-    });
+    // Before anything starts (MCP servers, a writer thread): a second gateway on this home stops
+    // here, and `agent webhook events` knows from the first moment that a gateway serves it.
+    const lock = await lockGatewayHome(config.paths.gatewayLock);
+    let metrics: UsageMetrics;
+    try {
+      metrics = openUsageMetrics(config, {
+        onWarning: (message) => log.warn("{message}", { message }),
+      });
+    } catch (error) {
+      lock.close();
+      throw error;
+    }
     // Without a model, direct-delivery routes still work; agent runs end with the reason.
     let session: AgentSession | undefined;
     try {
@@ -158,6 +167,7 @@ export class Gateway {
         : undefined;
     } catch (error) {
       metrics.close();
+      lock.close();
       throw error;
     }
     if (!session) {
@@ -165,10 +175,8 @@ export class Gateway {
         problem: agent.modelProblem?.message,
       });
     }
-    let lock: Deno.FsFile | undefined;
     let inbox: Inbox;
     try {
-      lock = await lockGatewayHome(config.paths.gatewayLock);
       // Events are committed on a thread of their own, while this one serves requests.
       inbox = Inbox.open(config.paths.gatewayInbox, {
         writerThread: true,
@@ -178,7 +186,7 @@ export class Gateway {
           }),
       });
     } catch (error) {
-      lock?.close();
+      lock.close();
       await session?.close();
       metrics.close();
       throw error;

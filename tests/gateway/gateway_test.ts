@@ -16,7 +16,7 @@ import {
   startCollector,
   tempHome,
 } from "../cli/_helpers.ts";
-import { freePort } from "../cli/_mcp_helpers.ts";
+import { DENO_CONFIG, denoEnv, freePort } from "../cli/_mcp_helpers.ts";
 
 /** A gateway section on 127.0.0.1 and a free port, appended to `yaml`. */
 function gatewayYaml(yaml = ""): string {
@@ -129,4 +129,26 @@ Deno.test("a gateway starting while `agent webhook events` looks at its lock wai
   probe.close();
   const gateway = await starting;
   await gateway.stop();
+});
+
+Deno.test("a second gateway on the same home is refused before it starts any MCP server", async () => {
+  await using h = await tempHome();
+  const starts = join(h.home, "starts.log");
+  const server = new URL("../fixtures/mcp/server.ts", import.meta.url).pathname;
+  const launch =
+    `echo started >> '${starts}'; exec deno run -A --config '${DENO_CONFIG}' '${server}'`;
+  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
+    `mcp_servers:\n  notes:\n    command: sh\n    args: ["-c", ${JSON.stringify(launch)}]\n`;
+  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const vars = denoEnv({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" });
+  const env = (name: string) => vars[name];
+  const first = await Gateway.start({ config: loadConfig({ env }), env });
+  try {
+    assert.equal(Deno.readTextFileSync(starts), "started\n", "the first gateway started it");
+    Deno.writeTextFileSync(h.config, gatewayYaml(yaml)); // another port: only the home is shared
+    await assert.rejects(Gateway.start({ config: loadConfig({ env }), env }), GatewayBusyError);
+    assert.equal(Deno.readTextFileSync(starts), "started\n", "the second one started nothing");
+  } finally {
+    await first.stop();
+  }
 });
