@@ -78,15 +78,23 @@ Deno.test("a busy store: record() never throws, warns once, keeps the counts for
   recorder.close();
 });
 
-Deno.test("a busy store on close: the counts are kept in unwritten/ and the next recorder writes them", async () => {
-  await using t = await tempStore();
-  const w = warnings();
-  const recorder = new StoreRecorder(t.store, RESOURCE, {
+/** A recorder that gives up at once on a busy store, at close too, warning through `onWarning`. */
+function busyRecorder(
+  store: ConstructorParameters<typeof StoreRecorder>[0],
+  onWarning: (message: string) => void,
+): StoreRecorder {
+  return new StoreRecorder(store, RESOURCE, {
     flushDelayMs: 60_000,
     busyTimeoutMs: 0,
     closeBusyTimeoutMs: 0,
-    onWarning: w.onWarning,
+    onWarning,
   });
+}
+
+Deno.test("a busy store on close: the counts are kept in unwritten/ and the next recorder writes them", async () => {
+  await using t = await tempStore();
+  const w = warnings();
+  const recorder = busyRecorder(t.store, w.onWarning);
   using held = lock(t.store.path);
   recorder.record(STARTED);
   recorder.record(STARTED);
@@ -107,12 +115,7 @@ Deno.test("a busy store on close and no folder to keep the counts in: dropped, s
   await using t = await tempStore();
   Deno.writeTextFileSync(`${t.dir}/unwritten`, "a file where the folder would be");
   const w = warnings();
-  const recorder = new StoreRecorder(t.store, RESOURCE, {
-    flushDelayMs: 60_000,
-    busyTimeoutMs: 0,
-    closeBusyTimeoutMs: 0,
-    onWarning: w.onWarning,
-  });
+  const recorder = busyRecorder(t.store, w.onWarning);
   using held = lock(t.store.path);
   recorder.record(STARTED);
   recorder.record(STARTED);
