@@ -12,6 +12,7 @@ import {
   loadConfig,
   parseBoolish,
   type ResolvedConfig,
+  unusedWhileOff,
 } from "../home/config.ts";
 import {
   editConfigFile,
@@ -95,20 +96,19 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             : setConfigValue(doc, source, keyPath(ENDPOINT_KEY), options.endpoint, URL_VALUE)),
         ];
       });
-      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }), replaced);
+      reportConsentChange(io, options.json === true, loadMetricsConfig(io), replaced);
     });
 
   metrics.command("disable").description("opt out: stop collecting and sending (data is kept)")
     .option("--json", "print one JSON document").action((options) => {
       const replaced = editConsent(io, "disable", (doc, source) => {
-        keptValue(source, ENDPOINT_KEY, () => source.string(ENDPOINT_KEY));
         const replaced = setConfigValue(doc, source, keyPath(ENABLED_KEY), false, BOOLEAN_VALUE);
         if (doc.hasIn(keyPath(SEND_KEY))) {
           replaced.push(...setConfigValue(doc, source, keyPath(SEND_KEY), false, BOOLEAN_VALUE));
         }
         return replaced;
       });
-      reportConsentChange(io, options.json === true, loadConfig({ env: io.env }), replaced);
+      reportConsentChange(io, options.json === true, loadMetricsConfig(io), replaced);
     });
 
   metrics.command("preview").description(
@@ -685,10 +685,17 @@ function copyFailure(failed: { reason: string }, dir: string, built: Built): Cli
 /**
  * `loadConfig` plus the rules the metrics commands need at load: a configured endpoint must pass
  * the same check as `metrics enable --endpoint` (a ConfigError naming config.yaml, line and key).
+ * While usage metrics are off the endpoint is not used, so a bad one is only a warning.
  */
 function loadMetricsConfig(io: CliIo): ResolvedConfig {
   const config = loadConfig({ env: io.env });
-  configuredEndpoint(config.source);
+  try {
+    if (config.telemetry.endpoint !== undefined) configuredEndpoint(config.source);
+  } catch (error) {
+    if (config.telemetry.enabled || !(error instanceof ConfigError)) throw error;
+    config.telemetry.warnings.push(unusedWhileOff(error));
+    config.telemetry.endpoint = undefined; // not shown either: it may hold credentials
+  }
   return config;
 }
 

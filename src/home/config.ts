@@ -519,7 +519,6 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
   const warnings: string[] = [];
   const configured = source.boolean("telemetry.shared_metrics.enabled");
   const sendConfigured = source.boolean("telemetry.shared_metrics.send") ?? false;
-  const endpoint = source.string("telemetry.shared_metrics.endpoint")?.trim() || undefined;
   const dotenvFile = join(dirname(source.file), ".env");
   // DO_NOT_TRACK set in either place forces off: a `DO_NOT_TRACK=0` in .env must not undo it.
   const dnt = scope.both("DO_NOT_TRACK");
@@ -554,6 +553,7 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
       ? "default (off until you opt in)"
       : `AGENT_SHARED_METRICS=${operatorDefault} ${operatorSource}`;
   }
+  const endpoint = metricsEndpoint(source, enabled, warnings);
   let send = enabled && sendConfigured;
   if (sendConfigured && !enabled) {
     warnings.push("telemetry.shared_metrics.send is true but collection is off; nothing is sent");
@@ -565,6 +565,34 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
     send = false;
   }
   return { enabled, send, endpoint, decidedBy, warnings };
+}
+
+/**
+ * `telemetry.shared_metrics.endpoint`, trimmed. A value that is not a string stops every command
+ * while usage metrics are on; while they are off it is not used, so it is only a warning: opting
+ * out (`agent metrics disable`) never waits for that line to be fixed.
+ */
+function metricsEndpoint(
+  source: ConfigSource,
+  enabled: boolean,
+  warnings: string[],
+): string | undefined {
+  try {
+    return source.string("telemetry.shared_metrics.endpoint")?.trim() || undefined;
+  } catch (error) {
+    if (enabled || !(error instanceof ConfigError)) throw error;
+    warnings.push(unusedWhileOff(error));
+    return undefined;
+  }
+}
+
+/** The warning for a bad usage-metrics setting that is not used because metrics are off. */
+export function unusedWhileOff(error: ConfigError): string {
+  return new ConfigError(
+    error.location,
+    `${error.problem}; not used while usage metrics are off`,
+    error.fix && `${error.fix} before enabling them`,
+  ).message;
 }
 
 /** Whether `key` is a merge key (`<<`, unquoted) of a document parsed with `merge: true`. */

@@ -143,6 +143,61 @@ Deno.test("enable without --send keeps send as it is, so a bad send is refused, 
   assert.equal(Deno.readTextFileSync(h.config), config);
 });
 
+Deno.test("disable with an endpoint that is not a string opts out and warns about its line", async () => {
+  await using h = await tempHome();
+  const endpoint = "    endpoint: [https://u:SECRET@x.example] # mine\n";
+  Deno.writeTextFileSync(h.config, `telemetry:\n  shared_metrics:\n    enabled: true\n${endpoint}`);
+  const warning = `warning: ${h.config}:4 (key telemetry.shared_metrics.endpoint): expected a ` +
+    "string, got a list; not used while usage metrics are off. Fix: quote the value before " +
+    "enabling them\n";
+  const result = await cli(h.home, ["metrics", "disable"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, `Usage metrics disabled in ${h.config}.\n`);
+  assert.equal(result.stderr, warning);
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    `telemetry:\n  shared_metrics:\n    enabled: false\n${endpoint}`,
+  );
+  const after = await cli(h.home, ["metrics", "status", "--json"]);
+  assert.equal(after.code, 0, after.stderr);
+  assert.equal(JSON.parse(after.stdout).enabled, false);
+  // Opting in again needs the line fixed: enable without --endpoint refuses, naming it.
+  const enable = await cli(h.home, ["metrics", "enable"]);
+  assert.equal(enable.code, 2, enable.stdout);
+  assert.match(enable.stderr, /:4 \(key telemetry\.shared_metrics\.endpoint\): expected a string/);
+  assert.doesNotMatch(result.stderr + after.stderr + enable.stderr, /SECRET/);
+});
+
+Deno.test("a bad endpoint URL is a warning while metrics are off and an error while on", async () => {
+  await using h = await tempHome();
+  const write = (enabled: boolean) =>
+    Deno.writeTextFileSync(
+      h.config,
+      `telemetry:\n  shared_metrics:\n    enabled: ${enabled}\n` +
+        "    endpoint: http://u:SECRET@metrics.example.com/v2\n",
+    );
+  write(false);
+  const off = await cli(h.home, ["metrics", "status", "--json"]);
+  assert.equal(off.code, 0, off.stderr);
+  const [warning] = JSON.parse(off.stdout).warnings;
+  assert.match(
+    warning,
+    /:4 \(key telemetry\.shared_metrics\.endpoint\): .*user name or password.*; not used while usage metrics are off\. Fix: .* before enabling them$/,
+  );
+  write(true);
+  const on = await cli(h.home, ["metrics", "status"]);
+  assert.equal(on.code, 2, on.stdout);
+  assert.match(
+    on.stderr,
+    /:4 \(key telemetry\.shared_metrics\.endpoint\): .*user name or password/,
+  );
+  write(false);
+  const disable = await cli(h.home, ["metrics", "disable", "--json"]);
+  assert.equal(disable.code, 0, disable.stderr);
+  assert.equal(JSON.parse(disable.stdout).endpoint, null);
+  assert.doesNotMatch(off.stdout + off.stderr + on.stderr + disable.stdout, /SECRET/);
+});
+
 Deno.test("a config.yaml that is not YAML is refused by enable and disable: file, line, key, fix", async () => {
   await using h = await tempHome();
   const broken = "# mine\ntelemetry:\n  shared_metrics:\n    enabled: [true\n";
