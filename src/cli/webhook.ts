@@ -139,7 +139,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
   )
     .argument("<name>", "subscription name: lower-case letters, digits, '-', '_'")
     .option("--prompt <template>", "prompt template; {a.b.c} inserts payload fields")
-    .option("--events <list>", "comma-separated event names to accept (default: all)")
+    .option("--events <list>", "comma-separated event names to accept, any case (default: all)")
     .option("--description <text>", "free text")
     .option("--skills <list>", "comma-separated skills loaded for the run")
     .option("--deliver <target>", `where the answer goes: ${DELIVERY_TARGETS.join(", ")}`)

@@ -446,14 +446,20 @@ function parse(refused: RefusalLog): Step {
   };
 }
 
+/** `--events` names match whatever their case: GitLab's are `Merge Request Hook`, GitHub's `push`. */
 const matchEvents: Step = async (c, next) => {
   const { events } = c.get("route");
   const event = c.get("event");
-  if (events.length > 0 && !events.includes(event)) {
+  if (events.length > 0 && !events.includes(event) && !sameName(events, event)) {
     return c.json({ status: "ignored", event });
   }
   await next();
 };
+
+function sameName(names: readonly string[], event: string): boolean {
+  const wanted = event.toLowerCase();
+  return names.some((name) => name.toLowerCase() === wanted);
+}
 
 function applyFilters(deps: ListenerDeps): Step {
   return async (c, next) => {

@@ -491,6 +491,22 @@ Deno.test("events not listed → 200 ignored with the event; listed → accepted
   await issues.body?.cancel();
 });
 
+Deno.test("events match whatever their case: merge request hook accepts GitLab's Merge Request Hook", async () => {
+  await using h = await harness({
+    routes: { r: route({ events: ["merge request hook", "ISSUES"] }) },
+  });
+  const mr = await h.signed("r", { object_kind: "merge_request" }, {
+    "x-gitlab-event": "Merge Request Hook",
+  });
+  assert.equal(mr.status, 202);
+  await mr.body?.cancel();
+  const issues = await h.signed("r", { issue: { title: "x" } }, { "x-github-event": "issues" });
+  assert.equal(issues.status, 202);
+  await issues.body?.cancel();
+  const push = await h.signed("r", {}, { "x-gitlab-event": "Push Hook" });
+  assert.deepEqual(await push.json(), { status: "ignored", event: "Push Hook" });
+});
+
 Deno.test("filters that do not match → 200 ignored (filter)", async () => {
   await using h = await harness({
     routes: { r: route({ filters: [{ field: "action", equals: "opened" }] }) },
