@@ -145,7 +145,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   app.all("/webhooks/:name", (c) => {
     deps.routes.refresh();
     const name = c.req.param("name");
-    if (!deps.routes.get(name)) return c.json({ error: `Unknown route: ${name}` }, 404);
+    if (!routeNamed(deps.routes, name)) return c.json({ error: `Unknown route: ${name}` }, 404);
     c.header("Allow", "POST");
     return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
   });
@@ -161,7 +161,7 @@ function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
   return async (c, next) => {
     deps.routes.refresh();
     const name = c.req.param("name");
-    const route = deps.routes.get(name);
+    const route = routeNamed(deps.routes, name);
     if (!route) {
       // Often a sender set up with a mistyped or removed route. The name is the sender's text:
       // one line a minute for all unknown names, so no name can flood the log.
@@ -173,6 +173,17 @@ function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
     c.set("route", route);
     await next();
   };
+}
+
+/**
+ * The route `name` (a URL's path segment) names. Route names are lower-case, and the CLI takes a
+ * `<name>` in any ASCII case (`normaliseRouteName`): so does the URL, so that a sender set up with
+ * `/webhooks/GitHub` reaches `github`. Lower-cased only after a miss: no work on the usual path.
+ * ASCII only, as `normaliseRouteName`: `toLowerCase` would turn U+212A (Kelvin sign) into `k`.
+ */
+function routeNamed(routes: RouteTable, name: string): ServedRoute | undefined {
+  return routes.get(name) ??
+    (/[A-Z]/.test(name) ? routes.get(name.replace(/[A-Z]/g, (c) => c.toLowerCase())) : undefined);
 }
 
 /** Unknown route names are logged cut to this many characters. */

@@ -257,6 +257,21 @@ Deno.test("unknown route → 404 naming it; another method on a route → 405 wi
   await get.body?.cancel();
 });
 
+Deno.test("a route's URL names it in any ASCII case, as the CLI's <name> does", async () => {
+  await using h = await harness({ routes: { github: route(), kelvin: route() } });
+  const upper = await h.signed("GitHub", { issue: { title: "Bug" } });
+  assert.equal(upper.status, 202);
+  assert.equal((await upper.json()).route, "github");
+  const get = await h.app.fetch(new Request("http://localhost/webhooks/GITHUB"));
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST");
+  await get.body?.cancel();
+  // Only A-Z: U+212A KELVIN SIGN, which toLowerCase turns into `k`, is not `k`.
+  const lookAlike = await h.signed("%E2%84%AAelvin", {});
+  assert.equal(lookAlike.status, 404);
+  assert.deepEqual(await lookAlike.json(), { error: "Unknown route: \u212aelvin" });
+});
+
 Deno.test("a disabled route → 403", async () => {
   await using h = await harness({ routes: { github: route({ enabled: false }) } });
   const response = await h.signed("github", { a: 1 });
