@@ -1,14 +1,27 @@
 /**
  * `logs/mcp-stderr.log`: what stdio servers write to stderr, one line per line, prefixed with
- * the time and the server name, so a crash can be read after the fact.
+ * the time and the server name, so a crash can be read after the fact. The file rotates by size
+ * like `gateway.log` (`mcp-stderr.log.1` newest), so a chatty server cannot fill the disk.
  *
  * @module
  */
 import { dirname } from "node:path";
-import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../home/files.ts";
+import { ensurePrivateDir } from "../home/files.ts";
+import { RotatingLogFile } from "../home/log_file.ts";
+
+/** The longest unfinished line kept in memory; a longer one is written in pieces of this size. */
+export const MAX_PARTIAL_LINE = 64 * 1024;
+
+/** Rotation of `mcp-stderr.log`: the same defaults as `gateway.log`. */
+export interface StderrLogRotation {
+  /** Bytes before the file is rotated. Default 10 MiB. */
+  maxBytes?: number;
+  /** Rotated files kept (`mcp-stderr.log.1` …). Default 5. */
+  maxFiles?: number;
+}
 
 /**
- * An append-only log file, opened on first write (mode 0600).
+ * An append-only log file, opened on first write (mode 0600), rotated by size.
  *
  * @example
  * ```ts
@@ -23,31 +36,43 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../home/files.ts";
 export class StderrLog implements Disposable {
   readonly path: string;
   readonly #now: () => Date;
-  #file: Deno.FsFile | undefined;
+  readonly #rotation: Required<StderrLogRotation>;
+  #file: RotatingLogFile | undefined;
   readonly #partial = new Map<string, string>();
-  readonly #encoder = new TextEncoder();
 
-  constructor(path: string, now: () => Date = () => new Date()) {
+  constructor(path: string, now: () => Date = () => new Date(), rotation: StderrLogRotation = {}) {
     this.path = path;
     this.#now = now;
+    this.#rotation = {
+      maxBytes: rotation.maxBytes ?? 10 * 1024 * 1024,
+      maxFiles: rotation.maxFiles ?? 5,
+    };
   }
 
-  /** Appends `text` from `server`; an unfinished last line waits for its end. */
+  /**
+   * Appends `text` from `server`; an unfinished last line waits for its end, up to
+   * {@linkcode MAX_PARTIAL_LINE} characters (a server that never ends its line is written in pieces).
+   */
   write(server: string, text: string): void {
     const lines = ((this.#partial.get(server) ?? "") + text).split("\n");
-    this.#partial.set(server, lines.pop() ?? "");
+    let rest = lines.pop() ?? "";
+    while (rest.length > MAX_PARTIAL_LINE) {
+      lines.push(rest.slice(0, MAX_PARTIAL_LINE));
+      rest = rest.slice(MAX_PARTIAL_LINE);
+    }
+    this.#partial.set(server, rest);
     if (lines.length === 0) return;
     const stamp = this.#now().toISOString();
-    this.#append(lines.map((line) => `${stamp} [${server}] ${line}\n`).join(""));
+    this.#append(lines.map((line) => `${stamp} [${server}] ${line}\n`));
   }
 
   /** Writes unfinished lines and closes the file. */
   close(): void {
     const stamp = this.#now().toISOString();
-    for (const [server, rest] of this.#partial) {
-      if (rest) this.#append(`${stamp} [${server}] ${rest}\n`);
-    }
+    const rest = [...this.#partial].filter(([, line]) => line !== "")
+      .map(([server, line]) => `${stamp} [${server}] ${line}\n`);
     this.#partial.clear();
+    if (rest.length > 0) this.#append(rest);
     this.#file?.close();
     this.#file = undefined;
   }
@@ -56,17 +81,13 @@ export class StderrLog implements Disposable {
     this.close();
   }
 
-  #append(text: string): void {
+  #append(lines: string[]): void {
     if (!this.#file) {
       ensurePrivateDir(dirname(this.path));
-      this.#file = Deno.openSync(this.path, {
-        append: true,
-        create: true,
-        mode: PRIVATE_FILE_MODE,
-      });
+      this.#file = new RotatingLogFile(this.path, this.#rotation);
     }
-    const bytes = this.#encoder.encode(text);
-    let written = 0;
-    while (written < bytes.length) written += this.#file.writeSync(bytes.subarray(written));
+    for (const line of lines) this.#file.append(line);
+    // Written at once, not on the next turn: a server's last words must be there after a crash.
+    this.#file.flush();
   }
 }
