@@ -106,6 +106,12 @@ type Env = {
   };
 };
 
+/** A route's URL, with or without a trailing slash. */
+const WEBHOOK_PATHS: ["/webhooks/:name", "/webhooks/:name/"] = [
+  "/webhooks/:name",
+  "/webhooks/:name/",
+];
+
 type Step = MiddlewareHandler<Env, "/webhooks/:name">;
 
 /** `Retry-After` of a 409 for a delivery id whose first request is still being served. */
@@ -128,8 +134,10 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     c.header("Allow", "GET, HEAD");
     return c.json({ error: `Method ${c.req.method} not allowed; send GET` }, 405);
   });
-  app.post(
-    "/webhooks/:name",
+  // `/webhooks/<name>/` is the same URL: a trailing slash is an easy slip in a sender's form.
+  app.on(
+    "POST",
+    WEBHOOK_PATHS,
     findRoute(deps, refused),
     checkEnabled(refused),
     readBody(deps, refused),
@@ -142,7 +150,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     runScript(deps),
     dispatch(deps),
   );
-  app.all("/webhooks/:name", (c) => {
+  app.on("ALL", WEBHOOK_PATHS, (c) => {
     deps.routes.refresh();
     const name = c.req.param("name");
     if (!routeNamed(deps.routes, name)) return c.json({ error: `Unknown route: ${name}` }, 404);

@@ -272,6 +272,32 @@ Deno.test("a route's URL names it in any ASCII case, as the CLI's <name> does", 
   assert.deepEqual(await lookAlike.json(), { error: "Unknown route: \u212aelvin" });
 });
 
+Deno.test("a route's URL with a trailing slash is the route: same pipeline, same claims", async () => {
+  await using h = await harness({ routes: { github: route() }, rate: 2 });
+  const headers = { "x-github-delivery": "d-slash" };
+  const slashed = await h.signed("github/", { issue: { title: "Bug" } }, headers);
+  assert.equal(slashed.status, 202);
+  assert.equal((await slashed.json()).route, "github");
+  // The delivery id and the rate window are the route's, whichever URL was used.
+  const again = await h.signed("github", { issue: { title: "Bug" } }, headers);
+  assert.deepEqual(await again.json(), { status: "duplicate", delivery_id: "d-slash" });
+  const limited = await h.signed("github/", {});
+  assert.equal(limited.status, 429);
+  await limited.body?.cancel();
+  const get = await h.app.fetch(new Request("http://localhost/webhooks/github/"));
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST");
+  await get.body?.cancel();
+  const unknown = await h.signed("nope/", {});
+  assert.deepEqual(await unknown.json(), { error: "Unknown route: nope" });
+  // One slash only: another path segment is not a route.
+  for (const path of ["github//", "github/x"]) {
+    const response = await h.signed(path, {});
+    assert.equal(response.status, 404, path);
+    await response.body?.cancel();
+  }
+});
+
 Deno.test("a disabled route → 403", async () => {
   await using h = await harness({ routes: { github: route({ enabled: false }) } });
   const response = await h.signed("github", { a: 1 });
