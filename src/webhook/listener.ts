@@ -153,11 +153,15 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   app.on("ALL", WEBHOOK_PATHS, (c) => {
     deps.routes.refresh();
     const name = c.req.param("name");
-    if (!routeNamed(deps.routes, name)) return c.json({ error: `Unknown route: ${name}` }, 404);
+    if (!routeNamed(deps.routes, name)) {
+      return c.json({ error: `Unknown route: ${shortened(name)}` }, 404);
+    }
     c.header("Allow", "POST");
     return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
   });
-  app.notFound((c) => c.json({ error: `Not found: ${new URL(c.req.url).pathname}` }, 404));
+  app.notFound((c) =>
+    c.json({ error: `Not found: ${shortened(new URL(c.req.url).pathname)}` }, 404)
+  );
   app.onError((error, c) => {
     deps.log("error", "webhook request failed: {error}", { error: String(error) });
     return c.json({ error: "internal error; see logs/gateway.log" }, 500);
@@ -173,10 +177,11 @@ function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
     if (!route) {
       // Often a sender set up with a mistyped or removed route. The name is the sender's text:
       // one line a minute for all unknown names, so no name can flood the log.
+      const shown = shortened(name);
       refused("warning", "unknown route", "refused a POST to unknown route {name} (404)", {
-        name: name.length > MAX_LOGGED_NAME ? `${name.slice(0, MAX_LOGGED_NAME)}…` : name,
+        name: shown,
       });
-      return c.json({ error: `Unknown route: ${name}` }, 404);
+      return c.json({ error: `Unknown route: ${shown}` }, 404);
     }
     c.set("route", route);
     await next();
@@ -194,8 +199,15 @@ function routeNamed(routes: RouteTable, name: string): ServedRoute | undefined {
     (/[A-Z]/.test(name) ? routes.get(name.replace(/[A-Z]/g, (c) => c.toLowerCase())) : undefined);
 }
 
-/** Unknown route names are logged cut to this many characters. */
-const MAX_LOGGED_NAME = 100;
+/**
+ * An unknown route name or path as the log and the 404 quote it: the sender's text, up to ~100 KB
+ * of it, cut to {@linkcode MAX_QUOTED_NAME} characters.
+ */
+function shortened(name: string): string {
+  return name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}…` : name;
+}
+
+const MAX_QUOTED_NAME = 100;
 
 function checkEnabled(refused: RefusalLog): Step {
   return async (c, next) => {

@@ -298,6 +298,18 @@ Deno.test("a route's URL with a trailing slash is the route: same pipeline, same
   }
 });
 
+Deno.test("a 404 quotes at most 100 characters of the name or path the sender wrote", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const long = "x".repeat(5000);
+  const post = await h.signed(long, {});
+  assert.deepEqual(await post.json(), { error: `Unknown route: ${"x".repeat(100)}…` });
+  const get = await h.app.fetch(new Request(`http://localhost/webhooks/${long}`));
+  assert.deepEqual(await get.json(), { error: `Unknown route: ${"x".repeat(100)}…` });
+  const other = await h.app.fetch(new Request(`http://localhost/${long}`, { method: "POST" }));
+  assert.equal(other.status, 404);
+  assert.deepEqual(await other.json(), { error: `Not found: /${"x".repeat(99)}…` });
+});
+
 Deno.test("a disabled route → 403", async () => {
   await using h = await harness({ routes: { github: route({ enabled: false }) } });
   const response = await h.signed("github", { a: 1 });
