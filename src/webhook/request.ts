@@ -215,7 +215,8 @@ function mediaType(contentType: string | null): string {
 
 function parseJsonObject(text: string, what: string): PayloadResult {
   if (text.trim() === "") {
-    return { ok: false, error: `${what} is empty; expected a JSON object` };
+    const empty = text === "" ? "is empty" : "holds only whitespace";
+    return { ok: false, error: `${what} ${empty}; expected a JSON object` };
   }
   let value: unknown;
   try {

@@ -101,11 +101,15 @@ Deno.test("parsePayload: a body that is not a JSON object is refused, naming wha
   for (const [text, error] of cases) assert.deepEqual(parseText(text), { ok: false, error }, text);
 });
 
-Deno.test("parsePayload: an empty or whitespace-only body is refused", () => {
-  for (const text of ["", "   ", "\n\t\r\n"]) {
+Deno.test("parsePayload: an empty or whitespace-only body is refused, saying which", () => {
+  assert.deepEqual(parseText(""), {
+    ok: false,
+    error: "the body is empty; expected a JSON object",
+  });
+  for (const text of ["   ", "\n\t\r\n"]) {
     assert.deepEqual(
       parseText(text),
-      { ok: false, error: "the body is empty; expected a JSON object" },
+      { ok: false, error: "the body holds only whitespace; expected a JSON object" },
       JSON.stringify(text),
     );
   }
