@@ -25,7 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { elicitationCapability } from "./elicitation.ts";
 import { samplingCapability, type SamplingResult } from "./sampling.ts";
-import { bodySummary, entryFix, McpServerError, messageOf } from "./errors.ts";
+import { answerProblem, bodySummary, entryFix, McpServerError, messageOf } from "./errors.ts";
 import {
   type HttpAccess,
   httpAccessFor,
@@ -540,7 +540,50 @@ function classifyConnectError(
       },
     );
   }
-  return new McpServerError(name, "protocol", `connect failed: ${text}`, { cause: error });
+  const problem = answerProblem(error);
+  const notMcp = config.transport !== "stdio" && config.url !== undefined
+    ? notMcpAnswer(config, error, problem)
+    : undefined;
+  if (notMcp) return notMcp;
+  return new McpServerError(name, "protocol", `connect failed: ${problem ?? text}`, {
+    cause: error,
+  });
+}
+
+/**
+ * An HTTP answer to the initialize request that no MCP endpoint gives: a 2xx of another content
+ * type (a sign-in page, a proxy's page) or JSON that is not JSON-RPC (a health or REST endpoint).
+ * The preflight catches most of them first; these got past it (`skip_preflight`, a HEAD that
+ * said JSON).
+ */
+function notMcpAnswer(
+  config: McpServerConfig,
+  error: unknown,
+  problem: string | undefined,
+): McpServerError | undefined {
+  const fix = "Check the url (it usually ends in /mcp, or /sse with transport: sse)";
+  if (error instanceof SdkError && error.code === SdkErrorCode.ClientHttpUnexpectedContent) {
+    const type = (error.data as { contentType?: unknown } | undefined)?.contentType;
+    return new McpServerError(
+      config.name,
+      "not_mcp",
+      `${config.url} answered the MCP initialize request with Content-Type '${
+        typeof type === "string" && type !== "" ? type : "none"
+      }', not an MCP endpoint (a sign-in page or a proxy in front of the server answers like ` +
+        `this). ${fix}`,
+      { cause: error },
+    );
+  }
+  if (problem === "the server sent JSON that is not a JSON-RPC message") {
+    return new McpServerError(
+      config.name,
+      "not_mcp",
+      `${config.url} answered the MCP initialize request with JSON that is not a JSON-RPC ` +
+        `message, not an MCP endpoint. ${fix}`,
+      { cause: error },
+    );
+  }
+  return undefined;
 }
 
 /**

@@ -211,3 +211,91 @@ function htmlText(html: string): string {
   const body = strip(withoutCode.replace(/<head\b[\s\S]*?<\/head\s*>/i, " "));
   return body !== "" ? body : strip(withoutCode);
 }
+
+/** How many validation issues {@linkcode answerProblem} names before "and N more". */
+const ISSUES_SHOWN = 3;
+
+/** One issue of a schema validation, as the SDK's validator (zod) reports it. */
+interface ValidationIssue {
+  code?: string;
+  path?: (string | number)[];
+  message?: string;
+  errors?: ValidationIssue[][];
+}
+
+/**
+ * What is wrong with a server's answer that the SDK refused as invalid, in one line, or
+ * `undefined` when `error` is not such a refusal. The SDK puts its validator's issue list into
+ * the message as pretty-printed JSON (dozens of lines for one missing field), and servers built on
+ * it quote the same list in their errors (`Invalid tools/call result: [...]`); this names each
+ * issue by its path instead (`tools[0].inputSchema.type: expected "object"`), the first three,
+ * and a message that is not a JSON-RPC message at all as just that.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { answerProblem } from "./errors.ts";
+ * const issues = [{
+ *   code: "invalid_value",
+ *   path: ["tools", 0, "inputSchema", "type"],
+ *   message: 'Invalid input: expected "object"',
+ * }];
+ * const error = new Error(`Invalid result for tools/list: ${JSON.stringify(issues, null, 2)}`);
+ * assert.equal(
+ *   answerProblem(error),
+ *   `the server's answer to tools/list is not valid MCP: tools[0].inputSchema.type: expected "object"`,
+ * );
+ * assert.equal(
+ *   answerProblem(new Error(`Invalid tools/call result: ${JSON.stringify(issues)}`)),
+ *   `Invalid tools/call result: tools[0].inputSchema.type: expected "object"`,
+ * );
+ * assert.equal(answerProblem(new Error("fetch failed")), undefined);
+ * ```
+ */
+export function answerProblem(error: unknown): string | undefined {
+  const text = messageOf(error).trim();
+  const start = text.startsWith("[") ? 0 : text.indexOf(": [") + 2;
+  if (start === 1) return undefined;
+  let issues: ValidationIssue[];
+  try {
+    issues = JSON.parse(text.slice(start));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(issues) || issues.length === 0 || !issues.every(isIssue)) return undefined;
+  const prefix = start === 0 ? undefined : text.slice(0, start - 2);
+  if (prefix === undefined && issues.length === 1 && isMessageUnion(issues[0])) {
+    return "the server sent JSON that is not a JSON-RPC message";
+  }
+  const shown = issues.slice(0, ISSUES_SHOWN).map(issueText).join("; ");
+  const more = issues.length > ISSUES_SHOWN ? ` (and ${issues.length - ISSUES_SHOWN} more)` : "";
+  const method = prefix?.match(/^Invalid result for (\S+)$/)?.[1];
+  // The SDK's own refusal of an answer; any other prefix (a server quoting its validator) stays.
+  const what = prefix === undefined
+    ? "a message of the server is not valid MCP"
+    : method !== undefined
+    ? `the server's answer to ${method} is not valid MCP`
+    : prefix;
+  return `${what}: ${shown}${more}`;
+}
+
+function isIssue(value: unknown): value is ValidationIssue {
+  return typeof value === "object" && value !== null &&
+    typeof (value as ValidationIssue).message === "string" &&
+    Array.isArray((value as ValidationIssue).path);
+}
+
+/** The union of request, notification, result and error a JSON-RPC message must be one of. */
+function isMessageUnion(issue: ValidationIssue): boolean {
+  return issue.code === "invalid_union" && issue.path?.length === 0 &&
+    JSON.stringify(issue.errors ?? []).includes('"jsonrpc"');
+}
+
+function issueText(issue: ValidationIssue): string {
+  const path = (issue.path ?? []).map((part, index) =>
+    typeof part === "number" ? `[${part}]` : index === 0 ? part : `.${part}`
+  ).join("");
+  const message = (issue.message ?? "").replace(/^Invalid input: /, "");
+  const said = issue.code === "invalid_union" ? "matches none of the allowed shapes" : message;
+  return path === "" ? said : `${path}: ${said}`;
+}

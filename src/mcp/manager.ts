@@ -14,7 +14,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
-import { McpServerError, messageOf } from "./errors.ts";
+import { answerProblem, McpServerError, messageOf } from "./errors.ts";
 import { maskSubstitutions } from "./substitute.ts";
 import { OVERSIZED_MESSAGE } from "./_stdio.ts";
 import { oauthFailure } from "./oauth/provider.ts";
@@ -557,14 +557,14 @@ class ServerSlot {
       return new McpServerError(
         name,
         "tool",
-        `tool '${tool.originalName}' failed: ${error.message}`,
+        `tool '${tool.originalName}' failed: ${answerProblem(error) ?? error.message}`,
         { cause: error },
       );
     }
     return new McpServerError(
       name,
       "protocol",
-      `tool '${tool.originalName}' failed: ${messageOf(error)}`,
+      `tool '${tool.originalName}' failed: ${answerProblem(error) ?? messageOf(error)}`,
       {
         cause: error,
       },
@@ -694,7 +694,7 @@ class ServerSlot {
         : oauthFailure(this.config, error) ?? new McpServerError(
           this.config.name,
           "protocol",
-          `tool discovery failed: ${oversized ?? messageOf(error)}`,
+          `tool discovery failed: ${oversized ?? answerProblem(error) ?? messageOf(error)}`,
           {
             cause: error,
           },

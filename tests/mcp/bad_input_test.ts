@@ -104,8 +104,11 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
     {
       name: "web-page-no-preflight",
       fields: { url: peers.html.url, connect_timeout: fast, skip_preflight: true },
-      kind: "protocol",
-      message: /^MCP server 'web-page-no-preflight': .*text\/html/,
+      kind: "not_mcp",
+      message: new RegExp(
+        `^MCP server 'web-page-no-preflight': ${peers.html.url} answered the MCP initialize request ` +
+          "with Content-Type 'text/html; charset=utf-8', not an MCP endpoint",
+      ),
       withinMs: SLACK_MS,
     },
     {

@@ -1,0 +1,106 @@
+/**
+ * Servers whose answers the SDK refuses as invalid: the message names the server and says in one
+ * line what was wrong (which field of which answer), never the validator's pretty-printed issue
+ * list; an HTTP url that answers the initialize POST with a page or with JSON that is not
+ * JSON-RPC is "not an MCP endpoint", naming the url, and parks at once.
+ */
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { McpManager } from "../../src/mcp/manager.ts";
+import { denoRunArgs, MISC_FIXTURE, startHttpFixture } from "../fixtures/mcp/spawn.ts";
+import { failure, serverEntry } from "./_helpers.ts";
+
+const ODD_TOOLS = fileURLToPath(new URL("../fixtures/mcp/odd_tools_stdio.ts", import.meta.url));
+
+function oddTools(name: string, args: string[]) {
+  return serverEntry(name, {
+    command: Deno.execPath(),
+    args: denoRunArgs(ODD_TOOLS, args),
+    connect_timeout: 20,
+    timeout: 20,
+  });
+}
+
+Deno.test("a tools/list answer with invalid tools: one line naming each bad field", async () => {
+  await using manager = managerOf();
+  const rawTools = [
+    { name: "s1", inputSchema: { type: "string" } },
+    { name: "s2", inputSchema: "nope" },
+    { name: "s3" },
+    { nome: "no name", inputSchema: { type: "object" } },
+  ];
+  await manager.start([
+    oddTools("bad-list", ["--tools", '["fine"]', "--raw-tools", JSON.stringify(rawTools)]),
+  ]);
+  const [state] = manager.servers();
+  assert.equal(state.status, "failed");
+  assert.equal(
+    state.error,
+    "MCP server 'bad-list': tool discovery failed: the server's answer to tools/list is not " +
+      'valid MCP: tools[1].inputSchema.type: expected "object"; tools[2].inputSchema: expected ' +
+      "object, received string; tools[3].inputSchema: expected object, received undefined " +
+      "(and 1 more)",
+  );
+});
+
+Deno.test("a tools/call result the server refuses itself fails that call in one line", async () => {
+  await using manager = managerOf();
+  await manager.start([
+    oddTools("bad-call", ["--tools", '["echo"]', "--call-result", '{"content":"not a list"}']),
+  ]);
+  assert.equal(manager.servers()[0].status, "connected", manager.servers()[0].error);
+  const error = await manager.callTool("mcp__bad_call__echo").then(
+    () => assert.fail("the call succeeded"),
+    (error: Error) => error,
+  );
+  assert.equal(
+    error.message,
+    // The SDK's server refuses its own invalid result and says so in a JSON-RPC error.
+    "MCP server 'bad-call': tool 'echo' failed: Invalid tools/call result: content: expected " +
+      "array, received string",
+  );
+});
+
+Deno.test("HTTP answers to initialize that no MCP endpoint gives: not an MCP endpoint, naming the url", async (t) => {
+  const fix = "Check the url (it usually ends in /mcp, or /sse with transport: sse)";
+  for (
+    const [kind, fields, said] of [
+      [
+        "json-200",
+        {},
+        "answered the MCP initialize request with JSON that is not a JSON-RPC message, not an " +
+        `MCP endpoint. ${fix}`,
+      ],
+      [
+        "html-post",
+        {},
+        "answered the MCP initialize request with Content-Type 'text/html; charset=utf-8', not " +
+        "an MCP endpoint (a sign-in page or a proxy in front of the server answers like this). " +
+        fix,
+      ],
+      [
+        "html",
+        { skip_preflight: true },
+        "answered the MCP initialize request with Content-Type 'text/html; charset=utf-8', not " +
+        "an MCP endpoint (a sign-in page or a proxy in front of the server answers like this). " +
+        fix,
+      ],
+    ] as const
+  ) {
+    await t.step(`${kind} ${JSON.stringify(fields)}`, async () => {
+      await using peer = await startHttpFixture(["--kind", kind], { fixture: MISC_FIXTURE });
+      const { error } = await failure(
+        serverEntry("peer", { url: peer.url, connect_timeout: 10, ...fields }),
+      );
+      assert.equal(error.message, `MCP server 'peer': ${peer.url} ${said}`);
+      assert.equal(error.kind, "not_mcp");
+      assert.ok(error.permanent, "retrying cannot help: the server is parked at once");
+    });
+  }
+});
+
+function managerOf(): McpManager & AsyncDisposable {
+  const manager = new McpManager({ reconnect: false }) as McpManager & AsyncDisposable;
+  manager[Symbol.asyncDispose] = () => manager.shutdown();
+  return manager;
+}
