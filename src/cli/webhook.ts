@@ -44,6 +44,7 @@ import {
   type SubscriptionRecord,
 } from "../webhook/routes.ts";
 import {
+  acceptsUnsigned,
   readWebhookSettings,
   routeUrl,
   webhookBaseUrl,
@@ -698,6 +699,7 @@ function staticRouteLocation(config: ResolvedConfig, name: string): string | und
 type RouteStatus =
   | "active"
   | "disabled"
+  | "no_secret"
   | "shadowed"
   | "not_served"
   | "invalid"
@@ -807,6 +809,12 @@ function listRow(
     if (!route.enabled) {
       status = "disabled";
       reason = "disabled (enabled: false): requests are answered 403";
+    } else if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
+      // The gateway refuses every request of such a route before it looks at the signature.
+      status = "no_secret";
+      reason = "no secret: requests are answered 403 until the route has a `secret` of its own " +
+        "or a global secret is set (`agent gateway setup --generate-secret`, then restart the " +
+        "gateway)";
     }
   } else if (route.source === "dynamic" && served?.source === "static") {
     status = "shadowed";

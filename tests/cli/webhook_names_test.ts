@@ -126,6 +126,8 @@ Deno.test("list shows a static route with a bad name as invalid, without a URL, 
     join(h.home, "config.yaml"),
     'platforms:\n  webhook:\n    extra:\n      routes:\n        "My Route": {}\n        ok: {}\n',
   );
+  // A global secret, so that `ok` is served (without one it is listed as no_secret).
+  Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_SECRET=global-secret-0123456789\n");
   const listed = await cli(h.home, ["webhook", "list", "--json"]);
   assert.equal(listed.code, 0, listed.stderr);
   const doc = parseOneJson(listed.stdout);
