@@ -18,11 +18,15 @@ import {
   acceptsUnsigned,
   bindFailure,
   readWebhookSettings,
+  WEBHOOK_DEFAULTS,
   webhookBaseUrl,
   type WebhookSettings,
 } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
 import { CliError, type CliIo, warnAboutUnknownKeys } from "./io.ts";
+
+/** The port the starter config.yaml sets (the listener's default). */
+const STARTER_PORT = WEBHOOK_DEFAULTS.port;
 
 const STARTER_CONFIG = `# agent configuration (created by \`agent gateway run\` on a fresh home).
 # Reference: the README of the agent repository.
@@ -33,7 +37,7 @@ platforms:
     # (or the environment) override these keys one by one.
     enabled: true
     extra:
-      port: 8644
+      port: ${STARTER_PORT}
       # host: 127.0.0.1   # leave out to listen on every interface, IPv4 and IPv6
       # The global secret is WEBHOOK_SECRET in .env; subscriptions have their own.
 
@@ -140,6 +144,15 @@ function prepareRun(io: CliIo): {
   const fresh = writeStarterConfig(config, io);
   if (fresh) config = loadConfig({ env: io.env });
   let settings = readWebhookSettings(config);
+  if (fresh) {
+    // WEBHOOK_PORT (environment or an existing .env) wins over the file's port.
+    const port = settings.port === STARTER_PORT
+      ? ""
+      : `; WEBHOOK_PORT sets port ${settings.port} instead`;
+    io.out(
+      `Created ${config.paths.config} (webhook platform enabled on port ${STARTER_PORT}${port}).\n`,
+    );
+  }
   if (!settings.enabled) {
     // Before anything is written to .env: a gateway that does not start changes nothing.
     const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
@@ -188,7 +201,6 @@ function bindError(
 function writeStarterConfig(config: ResolvedConfig, io: CliIo): boolean {
   if (readTextIfExists(config.paths.config) !== undefined) return false;
   writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
-  io.out(`Created ${config.paths.config} (webhook platform enabled on port 8644).\n`);
   return true;
 }
 

@@ -21,7 +21,13 @@ Deno.test("gateway: fresh home, health on both stacks, agent run and direct deli
   const gateway = await startGateway(h.home, env);
   let stopped = false;
   try {
-    assert.match(gateway.stdout(), /Created .*config\.yaml/);
+    // The starter file says 8644; the message also names the port WEBHOOK_PORT sets instead.
+    assert.ok(
+      gateway.stdout().includes(
+        `config.yaml (webhook platform enabled on port 8644; WEBHOOK_PORT sets port ${env.WEBHOOK_PORT} instead).\n`,
+      ),
+      gateway.stdout(),
+    );
     assert.match(gateway.stdout(), /WEBHOOK_SECRET/);
     for (const host of ["127.0.0.1", "[::1]"]) {
       const health = await fetch(`http://${host}:${port}/health`);
