@@ -39,6 +39,7 @@ import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
 import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
 import { DiagnosedStdioClientTransport } from "./_stdio.ts";
 import { DiagnosedSSEClientTransport } from "./_sse.ts";
+import { StrayAnswers } from "./_stray_answers.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
@@ -108,6 +109,11 @@ export interface McpConnection {
    * stderr lines, or stray stdout output (`undefined` when nothing is known or not stdio).
    */
   diagnosis(): string | undefined;
+  /**
+   * The last answer whose id none of our requests had, as a clause for a timeout's message (such
+   * an answer is dropped, so its request waits for its timeout); `undefined` when none came.
+   */
+  strayAnswer(): string | undefined;
   /** Calls `listener` once when the connection goes away (not on {@linkcode close}). */
   onLost(listener: (reason: string) => void): void;
   /** Closes the connection (and stops a stdio child: stdin, SIGTERM, SIGKILL). */
@@ -176,6 +182,7 @@ export async function connectServer(
 interface Attempt {
   client: Client;
   transport: Transport;
+  strays: StrayAnswers;
 }
 
 /** Runs SPEC.md's negotiation table over fresh client + transport pairs. */
@@ -253,6 +260,8 @@ async function attemptConnect(
     );
   }
   const transport = makeTransport(config, options, access, kind);
+  const strays = new StrayAnswers();
+  strays.watch(client, transport);
   try {
     await withAbort(
       client.connect(transport, { signal, timeout: config.connectTimeoutSeconds * 1000 }),
@@ -260,7 +269,7 @@ async function attemptConnect(
       config,
       deadline,
     );
-    return { client, transport };
+    return { client, transport, strays };
   } catch (error) {
     // Read before closing: closing stops the child, which would be its exit status then.
     const diagnosis = transport instanceof DiagnosedStdioClientTransport
@@ -268,7 +277,14 @@ async function attemptConnect(
       : undefined;
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
-    const failure = classifyConnectError(config, error, deadline, diagnosis, transport);
+    const classified = classifyConnectError(config, error, deadline, diagnosis, transport);
+    const stray = classified.kind === "timeout" ? strays.clause() : undefined;
+    const failure = stray === undefined ? classified : new McpServerError(
+      config.name,
+      "timeout",
+      `${classified.detail}; ${stray}`,
+      { cause: classified.cause ?? classified },
+    );
     if (!diagnosis || failure.message.endsWith(diagnosis)) throw failure;
     throw new McpServerError(
       config.name,
@@ -430,6 +446,9 @@ function liveConnection(
       return attempt.transport instanceof DiagnosedStdioClientTransport
         ? attempt.transport.diagnosis()
         : undefined;
+    },
+    strayAnswer() {
+      return attempt.strays.clause();
     },
     onLost(listener) {
       listeners.push(listener);

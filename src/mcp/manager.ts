@@ -512,10 +512,13 @@ class ServerSlot {
       });
     }
     if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+      const stray = connection.strayAnswer();
       return new McpServerError(
         name,
         "timeout",
-        `tool '${tool.originalName}' did not answer within timeout (${this.config.timeoutSeconds} s)`,
+        `tool '${tool.originalName}' did not answer within timeout (${this.config.timeoutSeconds} s)${
+          stray ? `; ${stray}` : ""
+        }`,
         { cause: error },
       );
     }
@@ -689,8 +692,17 @@ class ServerSlot {
       const oversized = connection?.diagnosis()?.startsWith(OVERSIZED_MESSAGE)
         ? connection.diagnosis()
         : undefined;
-      const failure = (error instanceof McpServerError
-        ? error
+      const timedOut = error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout;
+      const stray = connection?.strayAnswer();
+      const failure = (error instanceof McpServerError ? error : timedOut
+        ? new McpServerError(
+          this.config.name,
+          "timeout",
+          `no answer to tools/list within connect_timeout (${this.config.connectTimeoutSeconds} s)${
+            stray ? `; ${stray}` : ""
+          }`,
+          { cause: error },
+        )
         : oauthFailure(this.config, error) ?? new McpServerError(
           this.config.name,
           "protocol",

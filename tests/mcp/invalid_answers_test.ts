@@ -104,3 +104,83 @@ function managerOf(): McpManager & AsyncDisposable {
   manager[Symbol.asyncDispose] = () => manager.shutdown();
   return manager;
 }
+
+Deno.test("answers with an id no request had: the timeout says so, at connect and in a call", async (t) => {
+  const stray = (id: number) =>
+    `the server answered with id ${id}, which none of our requests had (an answer must carry ` +
+    "the id of its request)";
+  await t.step(
+    "initialize (id 0) answered as id 1000: connect_timeout names the stray id",
+    async () => {
+      const config = serverEntry("wrong-id", {
+        command: Deno.execPath(),
+        args: denoRunArgs(ODD_TOOLS, ["--tools", '["echo"]', "--shift-ids-from", "0"]),
+        connect_timeout: 1,
+      });
+      const { error } = await failure(config);
+      assert.equal(
+        error.message,
+        `MCP server 'wrong-id': no answer within connect_timeout (1 s); ${stray(1000)}`,
+      );
+      assert.equal(error.kind, "timeout");
+    },
+  );
+  await t.step("tools/list (id 1) answered as id 1001: discovery's timeout names it", async () => {
+    await using manager = managerOf();
+    await manager.start([
+      serverEntry("wrong-list", {
+        command: Deno.execPath(),
+        args: denoRunArgs(ODD_TOOLS, ["--tools", '["echo"]', "--shift-ids-from", "1"]),
+        connect_timeout: 1,
+      }),
+    ]);
+    assert.equal(
+      manager.servers()[0].error,
+      `MCP server 'wrong-list': no answer to tools/list within connect_timeout (1 s); ${
+        stray(1001)
+      }`,
+    );
+  });
+  await t.step("a call (id 2) answered as id 1002: the call's timeout names it", async () => {
+    await using manager = managerOf();
+    await manager.start([
+      serverEntry("wrong-call", {
+        command: Deno.execPath(),
+        args: denoRunArgs(ODD_TOOLS, ["--tools", '["echo"]', "--shift-ids-from", "2"]),
+        connect_timeout: 20,
+        timeout: 1,
+      }),
+    ]);
+    const error = await manager.callTool("mcp__wrong_call__echo").then(
+      () => assert.fail("the call succeeded"),
+      (error: Error) => error,
+    );
+    assert.equal(
+      error.message,
+      `MCP server 'wrong-call': tool 'echo' did not answer within timeout (1 s); ${stray(1002)}`,
+    );
+  });
+});
+
+Deno.test("a late answer to a call that timed out is not blamed as a wrong id", async () => {
+  await using manager = managerOf();
+  await manager.start([
+    serverEntry("slow", {
+      command: Deno.execPath(),
+      args: denoRunArgs(ODD_TOOLS, ["--tools", '["late"]', "--delay-ms", "1500"]),
+      connect_timeout: 20,
+      timeout: 1,
+    }),
+  ]);
+  // The first call's answer (id 2) arrives during the second call, after its request was dropped.
+  for (let i = 0; i < 2; i++) {
+    const error = await manager.callTool("mcp__slow__late").then(
+      () => assert.fail("the call succeeded"),
+      (error: Error) => error,
+    );
+    assert.equal(
+      error.message,
+      "MCP server 'slow': tool 'late' did not answer within timeout (1 s)",
+    );
+  }
+});
