@@ -141,7 +141,7 @@ function prepareRun(io: CliIo): {
   level: ReturnType<typeof configuredLogLevel>;
 } {
   let config = loadConfig({ env: io.env });
-  const fresh = writeStarterConfig(config, io);
+  const fresh = writeStarterConfig(config);
   if (fresh) config = loadConfig({ env: io.env });
   let settings = readWebhookSettings(config);
   if (fresh) {
@@ -198,7 +198,7 @@ function bindError(
 }
 
 /** Writes the starter `config.yaml` on a fresh home; true when it did. */
-function writeStarterConfig(config: ResolvedConfig, io: CliIo): boolean {
+function writeStarterConfig(config: ResolvedConfig): boolean {
   if (readTextIfExists(config.paths.config) !== undefined) return false;
   writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
   return true;
