@@ -551,32 +551,7 @@ function parseArguments(text: string): Record<string, unknown> | string {
  * ```
  */
 export function resultText(result: CallToolResult): string {
-  const parts: string[] = [];
-  for (const item of result.content ?? []) {
-    switch (item.type) {
-      case "text":
-        parts.push(item.text);
-        break;
-      case "image":
-      case "audio":
-        parts.push(
-          `[${item.type} ${item.mimeType}, ${base64Bytes(item.data)} bytes]`,
-        );
-        break;
-      case "resource": {
-        const resource = item.resource as { uri: string; text?: string };
-        parts.push(
-          typeof resource.text === "string" ? resource.text : `[resource ${resource.uri}]`,
-        );
-        break;
-      }
-      case "resource_link":
-        parts.push(`[resource link ${item.uri}${item.name ? ` (${item.name})` : ""}]`);
-        break;
-      default:
-        parts.push(JSON.stringify(item));
-    }
-  }
+  const parts = (result.content ?? []).map(contentText);
   if (parts.length === 0 && result.structuredContent !== undefined) {
     parts.push(JSON.stringify(result.structuredContent));
   }
@@ -584,6 +559,36 @@ export function resultText(result: CallToolResult): string {
   return text.length > MAX_TOOL_RESULT_CHARS
     ? `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[… cut: the result was ${text.length} characters]`
     : text;
+}
+
+/**
+ * One part of a tool result as text: a text part as it is, an embedded resource's text, other
+ * parts described (`[image image/png, 1024 bytes]`, `[resource link file:///a (a)]`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { contentText } from "./run.ts";
+ * const part = { type: "resource" as const, resource: { uri: "file:///n.md", text: "# Notes" } };
+ * assert(contentText(part) === "# Notes");
+ * ```
+ */
+export function contentText(item: NonNullable<CallToolResult["content"]>[number]): string {
+  switch (item.type) {
+    case "text":
+      return item.text;
+    case "image":
+    case "audio":
+      return `[${item.type} ${item.mimeType}, ${base64Bytes(item.data)} bytes]`;
+    case "resource": {
+      const resource = item.resource as { uri: string; text?: string };
+      return typeof resource.text === "string" ? resource.text : `[resource ${resource.uri}]`;
+    }
+    case "resource_link":
+      return `[resource link ${item.uri}${item.name ? ` (${item.name})` : ""}]`;
+    default:
+      return JSON.stringify(item);
+  }
 }
 
 /** Decoded size of base64 text. */

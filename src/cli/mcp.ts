@@ -34,6 +34,7 @@ import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../home/files.ts";
+import { contentText } from "../agent/run.ts";
 import { AGENT_VERSION } from "../version.ts";
 import {
   CliError,
@@ -247,10 +248,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         });
         if (result.isError) state.exitCode = 1;
         if (options.json) return printJson(io, result);
-        for (const item of result.content ?? []) {
-          if (item.type === "text") io.out(`${item.text}\n`);
-          else io.out(`[${item.type} content${"mimeType" in item ? ` ${item.mimeType}` : ""}]\n`);
-        }
+        // As the agent reads it: an embedded resource's text is shown, other parts described.
+        for (const item of result.content ?? []) io.out(`${contentText(item)}\n`);
         if (result.structuredContent && (result.content ?? []).length === 0) {
           io.out(`${JSON.stringify(result.structuredContent, null, 2)}\n`);
         }

@@ -550,11 +550,12 @@ Deno.test("end to end: server-everything over stdio and Streamable HTTP through 
     ].join("\n"),
   );
 
-  const [list, listJson, tools, call] = await Promise.all([
+  const [list, listJson, tools, call, resource] = await Promise.all([
     spawnCli(home.home, ["mcp", "list"]),
     spawnCli(home.home, ["mcp", "list", "--json"]),
     spawnCli(home.home, ["mcp", "tools"]),
     spawnCli(home.home, ["mcp", "call", "everything", "echo", "--args", '{"message":"hi"}']),
+    spawnCli(home.home, ["mcp", "call", "everything-http", "get-resource-reference"]),
   ]);
 
   expectCode(list, 0);
@@ -592,4 +593,11 @@ Deno.test("end to end: server-everything over stdio and Streamable HTTP through 
 
   expectCode(call, 0);
   assert.equal(call.stdout, "Echo: hi\n");
+
+  // An embedded resource shows its text, as the agent reads it.
+  expectCode(resource, 0);
+  assert.match(
+    resource.stdout,
+    /^Returning resource reference for Resource 1:\nResource 1: This is a plaintext resource created at .+\nYou can access this resource using the URI: \S+\n$/,
+  );
 });
