@@ -40,6 +40,8 @@ import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
 import { DiagnosedStdioClientTransport } from "./_stdio.ts";
 import { DiagnosedSSEClientTransport } from "./_sse.ts";
 import { StrayAnswers } from "./_stray_answers.ts";
+import { InvalidTools } from "./_invalid_tools.ts";
+import type { InvalidTool } from "./registry.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
@@ -114,6 +116,11 @@ export interface McpConnection {
    * an answer is dropped, so its request waits for its timeout); `undefined` when none came.
    */
   strayAnswer(): string | undefined;
+  /**
+   * The entries of the latest `tools/list` answer (all its pages) that were left out because
+   * they are not valid MCP tools; the tools the SDK returned are the valid rest.
+   */
+  invalidTools(): InvalidTool[];
   /** Calls `listener` once when the connection goes away (not on {@linkcode close}). */
   onLost(listener: (reason: string) => void): void;
   /** Closes the connection (and stops a stdio child: stdin, SIGTERM, SIGKILL). */
@@ -183,6 +190,7 @@ interface Attempt {
   client: Client;
   transport: Transport;
   strays: StrayAnswers;
+  invalidTools: InvalidTools;
 }
 
 /** Runs SPEC.md's negotiation table over fresh client + transport pairs. */
@@ -269,7 +277,10 @@ async function attemptConnect(
       config,
       deadline,
     );
-    return { client, transport, strays };
+    // After connect: it wraps the `onmessage` that connect sets.
+    const invalidTools = new InvalidTools();
+    invalidTools.watch(transport);
+    return { client, transport, strays, invalidTools };
   } catch (error) {
     // Read before closing: closing stops the child, which would be its exit status then.
     const diagnosis = transport instanceof DiagnosedStdioClientTransport
@@ -449,6 +460,9 @@ function liveConnection(
     },
     strayAnswer() {
       return attempt.strays.clause();
+    },
+    invalidTools() {
+      return attempt.invalidTools.latest();
     },
     onLost(listener) {
       listeners.push(listener);

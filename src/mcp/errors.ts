@@ -216,9 +216,9 @@ function htmlText(html: string): string {
 const ISSUES_SHOWN = 3;
 
 /** One issue of a schema validation, as the SDK's validator (zod) reports it. */
-interface ValidationIssue {
+export interface ValidationIssue {
   code?: string;
-  path?: (string | number)[];
+  path?: readonly (PropertyKey | { key: PropertyKey })[];
   message?: string;
   errors?: ValidationIssue[][];
 }
@@ -267,8 +267,6 @@ export function answerProblem(error: unknown): string | undefined {
   if (prefix === undefined && issues.length === 1 && isMessageUnion(issues[0])) {
     return "the server sent JSON that is not a JSON-RPC message";
   }
-  const shown = issues.slice(0, ISSUES_SHOWN).map(issueText).join("; ");
-  const more = issues.length > ISSUES_SHOWN ? ` (and ${issues.length - ISSUES_SHOWN} more)` : "";
   const method = prefix?.match(/^Invalid result for (\S+)$/)?.[1];
   // The SDK's own refusal of an answer; any other prefix (a server quoting its validator) stays.
   const what = prefix === undefined
@@ -276,7 +274,31 @@ export function answerProblem(error: unknown): string | undefined {
     : method !== undefined
     ? `the server's answer to ${method} is not valid MCP`
     : prefix;
-  return `${what}: ${shown}${more}`;
+  return `${what}: ${validationIssues(issues)}`;
+}
+
+/**
+ * A validator's issue list in one line: each issue by its path, the first three, then
+ * "(and N more)". The issues are zod's, or the same shape through Standard Schema (the SDK's
+ * `specTypeSchemas`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { validationIssues } from "./errors.ts";
+ * assert.equal(
+ *   validationIssues([
+ *     { path: ["inputSchema", "type"], message: 'Invalid input: expected "object"' },
+ *     { path: ["icons", 0], message: "Invalid input: expected object, received number" },
+ *   ]),
+ *   'inputSchema.type: expected "object"; icons[0]: expected object, received number',
+ * );
+ * ```
+ */
+export function validationIssues(issues: readonly ValidationIssue[]): string {
+  const shown = issues.slice(0, ISSUES_SHOWN).map(issueText).join("; ");
+  const more = issues.length > ISSUES_SHOWN ? ` (and ${issues.length - ISSUES_SHOWN} more)` : "";
+  return `${shown}${more}`;
 }
 
 function isIssue(value: unknown): value is ValidationIssue {
@@ -292,9 +314,11 @@ function isMessageUnion(issue: ValidationIssue): boolean {
 }
 
 function issueText(issue: ValidationIssue): string {
-  const path = (issue.path ?? []).map((part, index) =>
-    typeof part === "number" ? `[${part}]` : index === 0 ? part : `.${part}`
-  ).join("");
+  const path = (issue.path ?? []).map((segment, index) => {
+    // A Standard Schema path segment may be an object holding the key.
+    const part = typeof segment === "object" ? segment.key : segment;
+    return typeof part === "number" ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`;
+  }).join("");
   const message = (issue.message ?? "").replace(/^Invalid input: /, "");
   const said = issue.code === "invalid_union" ? "matches none of the allowed shapes" : message;
   return path === "" ? said : `${path}: ${said}`;

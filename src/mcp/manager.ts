@@ -665,7 +665,7 @@ class ServerSlot {
       if (this.#stopped) {
         throw new McpServerError(this.config.name, "closed", "was removed or shut down");
       }
-      const toolset = buildToolset(this.config, tools, capabilities);
+      const toolset = buildToolset(this.config, tools, capabilities, connection.invalidTools());
       this.#warnings = this.#warningsOf(connection, toolset.warnings);
       for (const message of this.#warnings) {
         this.#emit({ type: "warning", server: this.config.name, message });
@@ -778,7 +778,12 @@ class ServerSlot {
   #toolsChanged(tools: Tool[]): void {
     const connection = this.#connection;
     if (!connection) return;
-    const toolset = buildToolset(this.config, tools, connection.client.getServerCapabilities());
+    const toolset = buildToolset(
+      this.config,
+      tools,
+      connection.client.getServerCapabilities(),
+      connection.invalidTools(),
+    );
     const known = new Set(this.#warnings);
     this.#warnings = this.#warningsOf(connection, toolset.warnings);
     for (const message of this.#warnings.filter((message) => !known.has(message))) {

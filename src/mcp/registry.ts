@@ -35,6 +35,20 @@ export interface DroppedTool {
   reason: string;
 }
 
+/**
+ * An entry of the server's `tools/list` answer that is not a valid MCP tool (an `inputSchema`
+ * that is not an object schema, no name …): it was taken out before the SDK validated the answer,
+ * so the server's other tools still work.
+ */
+export interface InvalidTool {
+  /** Its place in the server's whole list (pages counted together), from 0. */
+  index: number;
+  /** Its name, when it has one a message can quote. */
+  name?: string;
+  /** What is wrong, in one line: `inputSchema.type: expected "object"`. */
+  problem: string;
+}
+
 /** The tools of one server, and what the user should know about them. */
 export interface ServerToolset {
   tools: RegisteredTool[];
@@ -88,7 +102,8 @@ const UTILITY_SCHEMAS: Record<
 
 /**
  * Builds the toolset of one connected server. An empty `tools` list means the server gets no
- * toolset at all (SPEC.md: no empty runtime toolset).
+ * toolset at all (SPEC.md: no empty runtime toolset). Each of the `invalid` entries of its
+ * `tools/list` answer is named in a warning, unless `include`/`exclude` leaves its name out anyway.
  *
  * @example
  * ```ts
@@ -106,11 +121,16 @@ export function buildToolset(
   config: Pick<McpServerConfig, "name" | "tools"> & Partial<Pick<McpServerConfig, "trust">>,
   serverTools: readonly Tool[],
   capabilities: ServerCapabilities | undefined,
+  invalid: readonly InvalidTool[] = [],
 ): ServerToolset {
   const server = `MCP server '${config.name}'`;
   const warnings: string[] = [];
   const dropped: DroppedTool[] = [];
   const kept = selectTools(serverTools, config.tools);
+  const named = invalid.flatMap((entry) => entry.name === undefined ? [] : [entry.name]);
+  const wanted = new Set(
+    selectTools(named.map((name) => ({ name })), config.tools).map((t) => t.name),
+  );
   const filter = config.tools.include !== undefined
     ? { key: "include", patterns: config.tools.include }
     : config.tools.exclude !== undefined
@@ -120,7 +140,8 @@ export function buildToolset(
     const where = `mcp_servers.${config.name}.tools.${filter.key}`;
     // A pattern that matches nothing is most often a typo: an exclude that protects nothing.
     for (const pattern of filter.patterns) {
-      if (!serverTools.some((tool) => matchesAny(tool.name, [pattern]))) {
+      const names = [...serverTools.map((tool) => tool.name), ...named];
+      if (!names.some((name) => matchesAny(name, [pattern]))) {
         warnings.push(
           `${server}: ${where} entry '${pattern}' matches none of the server's tools ` +
             "(names are case-sensitive)",
@@ -128,14 +149,27 @@ export function buildToolset(
       }
     }
     const keptSet = new Set(kept);
-    for (const tool of serverTools) {
-      if (!keptSet.has(tool)) {
-        dropped.push({
-          originalName: tool.name,
-          reason: `${server}: tool '${tool.name}' is left out by ${where}`,
-        });
-      }
+    const leftOut = [
+      ...serverTools.filter((tool) => !keptSet.has(tool)).map((tool) => tool.name),
+      ...named.filter((name) => !wanted.has(name)),
+    ];
+    for (const name of leftOut) {
+      dropped.push({
+        originalName: name,
+        reason: `${server}: tool '${name}' is left out by ${where}`,
+      });
     }
+  }
+  for (const entry of invalid) {
+    if (entry.name !== undefined && !wanted.has(entry.name)) continue; // left out anyway
+    // Named by its index when it has no name a message can quote.
+    const reason = entry.name === undefined
+      ? `${server}: the tool at index ${entry.index} of tools/list is not registered because ` +
+        `its entry is not valid MCP: ${entry.problem}`
+      : `${server}: tool '${entry.name}' is not registered because its tools/list entry is not ` +
+        `valid MCP: ${entry.problem}`;
+    warnings.push(reason);
+    if (entry.name !== undefined) dropped.push({ originalName: entry.name, reason });
   }
   const selected = kept.filter((tool) => {
     if (tool.name !== "") return true;

@@ -1,45 +1,130 @@
 /**
  * Servers whose answers the SDK refuses as invalid: the message names the server and says in one
  * line what was wrong (which field of which answer), never the validator's pretty-printed issue
- * list; an HTTP url that answers the initialize POST with a page or with JSON that is not
+ * list; an invalid tool of a tools/list answer is left out with a warning and the others stay; an HTTP url that answers the initialize POST with a page or with JSON that is not
  * JSON-RPC is "not an MCP endpoint", naming the url, and parks at once.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { McpManager } from "../../src/mcp/manager.ts";
+import { type McpEvent, McpManager, type McpManagerOptions } from "../../src/mcp/manager.ts";
 import { denoRunArgs, MISC_FIXTURE, startHttpFixture } from "../fixtures/mcp/spawn.ts";
 import { failure, serverEntry } from "./_helpers.ts";
 
 const ODD_TOOLS = fileURLToPath(new URL("../fixtures/mcp/odd_tools_stdio.ts", import.meta.url));
 
-function oddTools(name: string, args: string[]) {
+function oddTools(name: string, args: string[], fields: Record<string, unknown> = {}) {
   return serverEntry(name, {
     command: Deno.execPath(),
     args: denoRunArgs(ODD_TOOLS, args),
     connect_timeout: 20,
     timeout: 20,
+    ...fields,
   });
 }
 
-Deno.test("a tools/list answer with invalid tools: one line naming each bad field", async () => {
-  await using manager = managerOf();
+Deno.test("a tools/list answer with invalid tools: the valid ones are registered, one warning per invalid one", async () => {
+  const events: McpEvent[] = [];
+  await using manager = managerOf({ onEvent: (event) => events.push(event) });
   const rawTools = [
     { name: "s1", inputSchema: { type: "string" } },
     { name: "s2", inputSchema: "nope" },
     { name: "s3" },
     { nome: "no name", inputSchema: { type: "object" } },
+    { name: "x".repeat(200), inputSchema: { type: "string" } },
+    { name: "ok2", inputSchema: { type: "object" } },
   ];
   await manager.start([
     oddTools("bad-list", ["--tools", '["fine"]', "--raw-tools", JSON.stringify(rawTools)]),
   ]);
   const [state] = manager.servers();
+  assert.equal(state.status, "connected", state.error);
+  assert.deepEqual(manager.tools().map((tool) => tool.name), [
+    "mcp__bad_list__fine",
+    "mcp__bad_list__ok2",
+  ]);
+  const server = "MCP server 'bad-list'";
+  const expected = [
+    `${server}: tool 's1' is not registered because its tools/list entry is not valid MCP: ` +
+    'inputSchema.type: expected "object"',
+    `${server}: tool 's2' is not registered because its tools/list entry is not valid MCP: ` +
+    "inputSchema: expected object, received string",
+    `${server}: tool 's3' is not registered because its tools/list entry is not valid MCP: ` +
+    "inputSchema: expected object, received undefined",
+    `${server}: the tool at index 4 of tools/list is not registered because its entry is not ` +
+    "valid MCP: name: expected string, received undefined",
+    `${server}: the tool at index 5 of tools/list is not registered because its entry is not ` +
+    'valid MCP: inputSchema.type: expected "object"',
+  ];
+  // Where `agent mcp list` / `mcp tools` read them, and as events (the gateway log).
+  assert.deepEqual(state.warnings, expected);
+  assert.deepEqual(
+    events.filter((event) => event.type === "warning").map((event) => event.message),
+    expected,
+  );
+  assert.deepEqual(state.dropped?.map((tool) => tool.originalName), ["s1", "s2", "s3"]);
+  assert.equal(state.dropped?.[0].reason, expected[0]);
+  assert.equal(textOf(await manager.callTool("mcp__bad_list__fine")), "fine ok");
+});
+
+Deno.test("an invalid tool that tools.exclude leaves out is not warned about", async () => {
+  await using manager = managerOf();
+  const rawTools = [{ name: "legacy", inputSchema: { type: "string" } }];
+  await manager.start([
+    oddTools("excluding", ["--tools", '["fine"]', "--raw-tools", JSON.stringify(rawTools)], {
+      tools: { exclude: ["legacy"] },
+    }),
+  ]);
+  const [state] = manager.servers();
+  assert.equal(state.status, "connected", state.error);
+  assert.deepEqual(state.warnings, [], "no warning, not even 'matches none of the server's tools'");
+  assert.deepEqual(state.dropped, [{
+    originalName: "legacy",
+    reason: "MCP server 'excluding': tool 'legacy' is left out by " +
+      "mcp_servers.excluding.tools.exclude",
+  }]);
+  assert.deepEqual(manager.tools().map((tool) => tool.name), ["mcp__excluding__fine"]);
+});
+
+Deno.test("invalid tools on later pages of tools/list: every page's valid tools are kept, indexes count all pages", async () => {
+  await using manager = managerOf();
+  const rawTools = [
+    { name: "bad", inputSchema: { type: "string" } },
+    { inputSchema: { type: "object" } },
+  ];
+  await manager.start([
+    oddTools("paged", [
+      "--tools",
+      '["a","b","c"]',
+      "--raw-tools",
+      JSON.stringify(rawTools),
+      "--page-size",
+      "2",
+    ]),
+  ]);
+  const [state] = manager.servers();
+  assert.equal(state.status, "connected", state.error);
+  assert.deepEqual(manager.tools().map((tool) => tool.name), [
+    "mcp__paged__a",
+    "mcp__paged__b",
+    "mcp__paged__c",
+  ]);
+  assert.deepEqual(state.warnings, [
+    "MCP server 'paged': tool 'bad' is not registered because its tools/list entry is not valid " +
+    'MCP: inputSchema.type: expected "object"',
+    "MCP server 'paged': the tool at index 4 of tools/list is not registered because its entry " +
+    "is not valid MCP: name: expected string, received undefined",
+  ]);
+});
+
+Deno.test("a tools/list result that is invalid as a whole still fails discovery in one line", async () => {
+  await using manager = managerOf();
+  await manager.start([oddTools("whole", ["--list-result", '{"tools":{"a":1}}'])]);
+  const [state] = manager.servers();
   assert.equal(state.status, "failed");
   assert.equal(
     state.error,
-    "MCP server 'bad-list': tool discovery failed: the server's answer to tools/list is not " +
-      'valid MCP: tools[1].inputSchema.type: expected "object"; tools[2].inputSchema: expected ' +
-      "object, received string; tools[3].inputSchema: expected object, received undefined " +
-      "(and 1 more)",
+    "MCP server 'whole': tool discovery failed: the server's answer to tools/list is not valid " +
+      "MCP: tools: expected array, received object",
   );
 });
 
@@ -99,8 +184,10 @@ Deno.test("HTTP answers to initialize that no MCP endpoint gives: not an MCP end
   }
 });
 
-function managerOf(): McpManager & AsyncDisposable {
-  const manager = new McpManager({ reconnect: false }) as McpManager & AsyncDisposable;
+function managerOf(options: McpManagerOptions = {}): McpManager & AsyncDisposable {
+  const manager = new McpManager({ reconnect: false, ...options }) as
+    & McpManager
+    & AsyncDisposable;
   manager[Symbol.asyncDispose] = () => manager.shutdown();
   return manager;
 }
@@ -184,3 +271,8 @@ Deno.test("a late answer to a call that timed out is not blamed as a wrong id", 
     );
   }
 });
+
+function textOf(result: { content?: unknown }): string {
+  return (result.content as { type: string; text?: string }[])
+    .map((item) => item.text ?? "").join("");
+}
