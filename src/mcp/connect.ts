@@ -62,6 +62,11 @@ export interface ConnectOptions {
   /** Called when the server says its tool list changed, with the new list. */
   onToolsChanged?: (tools: Tool[]) => void;
   /**
+   * Called when the server said its tool list changed but listing it again failed, with the
+   * reason in one line (the previous tools stay). Not called when the connection went away.
+   */
+  onToolsChangeFailed?: (reason: string) => void;
+  /**
    * Answers the server's `elicitation/create` requests. The elicitation capability (form mode
    * only) is declared only with this handler and `elicitation.enabled`.
    */
@@ -244,12 +249,16 @@ async function attemptConnect(
     versionNegotiation: { mode: era === "modern" ? { pin: MODERN_PROTOCOL_VERSION } : "legacy" },
   };
   if (options.onToolsChanged) {
-    const onToolsChanged = options.onToolsChanged;
+    const { onToolsChanged, onToolsChangeFailed } = options;
     clientOptions.listChanged = {
       tools: {
         debounceMs: 50,
         onChanged: (error, tools) => {
-          if (!error && tools) onToolsChanged(tools);
+          if (error) {
+            // A lost connection is reported as such; a refresh it cut short is no news.
+            const lost = error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed;
+            if (!lost) onToolsChangeFailed?.(refreshProblem(error));
+          } else if (tools) onToolsChanged(tools);
         },
       },
     };
@@ -477,6 +486,14 @@ function liveConnection(
       dispose();
     },
   };
+}
+
+/** Why listing the tools again after `notifications/tools/list_changed` failed, in one line. */
+function refreshProblem(error: Error): string {
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+    return "the server did not answer tools/list in time";
+  }
+  return answerProblem(error) ?? messageOf(error);
 }
 
 /** The legacy handshake was refused because the server only speaks the modern era. */

@@ -650,6 +650,7 @@ class ServerSlot {
         processEnvNames: this.#options.processEnvNames,
         onStderr: this.#options.onStderr,
         onToolsChanged: (tools) => this.#toolsChanged(tools),
+        onToolsChangeFailed: (reason) => this.#toolsChangeFailed(reason),
         onElicitation: this.#options.onElicitation,
         onSampling: this.#options.onSampling,
         oauth: this.#options.oauth,
@@ -793,6 +794,17 @@ class ServerSlot {
     this.#dropped = toolset.dropped;
     this.#emit({ type: "tools_changed", server: this.config.name, tools: this.#tools.length });
     this.#notify();
+  }
+
+  /** Listing the tools again after `notifications/tools/list_changed` failed: the old ones stay. */
+  #toolsChangeFailed(reason: string): void {
+    if (!this.#connection || this.#stopped) return;
+    const message = maskSubstitutions(
+      `MCP server '${this.config.name}': its tool list changed, but listing it again failed, so ` +
+        `its previous tools stay registered: ${reason}`,
+      this.config.substitutions,
+    );
+    this.#emit({ type: "warning", server: this.config.name, message });
   }
 
   /** The warnings of `connection` and of its toolset, substituted values masked. */

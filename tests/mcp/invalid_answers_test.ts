@@ -272,6 +272,116 @@ Deno.test("a late answer to a call that timed out is not blamed as a wrong id", 
   }
 });
 
+Deno.test("a refresh after tools/list_changed that fails keeps the old tools and says why", async (t) => {
+  const cases = [
+    [
+      "a result that is invalid as a whole",
+      ["--changed-list", '{"tools":"nope"}'],
+      "the server's answer to tools/list is not valid MCP: tools: expected array, received string",
+    ],
+    ["a JSON-RPC error", ["--changed-list-error", "index is rebuilding"], "index is rebuilding"],
+  ] as const;
+  for (const [what, args, reason] of cases) {
+    await t.step(what, async () => {
+      const events = new EventLog();
+      await using manager = managerOf({ onEvent: events.record });
+      await manager.start([oddTools("changing", ["--tools", '["fine","change"]', ...args])]);
+      assert.equal(manager.servers()[0].status, "connected", manager.servers()[0].error);
+      const since = events.seen.length;
+      await manager.callTool("mcp__changing__change");
+      const warning = await events.next((event) => event.type === "warning", "the warning", since);
+      assert.deepEqual(warning, {
+        type: "warning",
+        server: "changing",
+        message: "MCP server 'changing': its tool list changed, but listing it again failed, so " +
+          `its previous tools stay registered: ${reason}`,
+      });
+      assert.deepEqual(manager.tools().map((tool) => tool.name), [
+        "mcp__changing__fine",
+        "mcp__changing__change",
+      ]);
+      assert.equal(textOf(await manager.callTool("mcp__changing__fine")), "fine ok");
+    });
+  }
+  await t.step(
+    "an invalid tool in the new list: left out with a warning, the rest registered",
+    async () => {
+      const events = new EventLog();
+      await using manager = managerOf({ onEvent: events.record });
+      const changedList = {
+        tools: [
+          { name: "fresh", inputSchema: { type: "object" } },
+          { name: "broken", inputSchema: { type: "array" } },
+        ],
+      };
+      await manager.start([
+        oddTools("changing", [
+          "--tools",
+          '["change"]',
+          "--changed-list",
+          JSON.stringify(changedList),
+        ]),
+      ]);
+      const since = events.seen.length;
+      await manager.callTool("mcp__changing__change");
+      const changed = await events.next(
+        (event) => event.type === "tools_changed",
+        "tools_changed",
+        since,
+      );
+      assert.equal((changed as { tools: number }).tools, 1);
+      assert.deepEqual(manager.tools().map((tool) => tool.name), ["mcp__changing__fresh"]);
+      const message = "MCP server 'changing': tool 'broken' is not registered because its " +
+        'tools/list entry is not valid MCP: inputSchema.type: expected "object"';
+      assert.deepEqual(manager.servers()[0].warnings, [message]);
+      assert.ok(
+        events.seen.some((event) => event.type === "warning" && event.message === message),
+        JSON.stringify(events.seen),
+      );
+    },
+  );
+});
+
+/** The events of a manager, and a way to await the next one that matches. */
+class EventLog {
+  readonly seen: McpEvent[] = [];
+  #waiting: { matches: (event: McpEvent) => boolean; resolve: (event: McpEvent) => void }[] = [];
+
+  readonly record = (event: McpEvent): void => {
+    this.seen.push(event);
+    const waiting = this.#waiting.filter((waiter) => waiter.matches(event));
+    this.#waiting = this.#waiting.filter((waiter) => !waiting.includes(waiter));
+    for (const waiter of waiting) waiter.resolve(event);
+  };
+
+  /**
+   * The first matching event from index `since` of {@linkcode EventLog.seen} on, as soon as it is
+   * there; fails after 10 s (a deadline, not a wait).
+   */
+  async next(
+    matches: (event: McpEvent) => boolean,
+    what: string,
+    since: number,
+  ): Promise<McpEvent> {
+    const already = this.seen.slice(since).find(matches);
+    if (already) return already;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        new Promise<McpEvent>((resolve) => this.#waiting.push({ matches, resolve })),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no ${what} within 10 s: ${JSON.stringify(this.seen)}`)),
+            10_000,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
 function textOf(result: { content?: unknown }): string {
   return (result.content as { type: string; text?: string }[])
     .map((item) => item.text ?? "").join("");
