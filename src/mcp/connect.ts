@@ -330,11 +330,16 @@ function makeTransport(
     });
     const onStderr = options.onStderr;
     if (onStderr) {
+      // Streaming: a character split across two chunks is decoded once both have come.
       const decoder = new TextDecoder();
-      transport.stderr?.on(
-        "data",
-        (chunk: Uint8Array) => onStderr(config.name, decoder.decode(chunk)),
-      );
+      transport.stderr?.on("data", (chunk: Uint8Array) => {
+        const text = decoder.decode(chunk, { stream: true });
+        if (text !== "") onStderr(config.name, text);
+      });
+      transport.stderr?.on("end", () => {
+        const rest = decoder.decode(); // an unfinished character at the very end: U+FFFD
+        if (rest !== "") onStderr(config.name, rest);
+      });
     }
     return transport;
   }

@@ -1,13 +1,17 @@
 /**
  * `logs/mcp-stderr.log` stays bounded whatever a stdio server writes to stderr: it rotates by
  * size like `gateway.log`, and a line that never ends is written in pieces instead of growing in
- * memory.
+ * memory. A character whose bytes come in two chunks is written whole.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { McpManager } from "../../src/mcp/manager.ts";
 import { MAX_PARTIAL_LINE, StderrLog } from "../../src/mcp/stderr_log.ts";
+import { fileURLToPath } from "node:url";
+import { denoRunArgs } from "../fixtures/mcp/spawn.ts";
 import { serverEntry } from "./_helpers.ts";
+
+const ODD_TOOLS = fileURLToPath(new URL("../fixtures/mcp/odd_tools_stdio.ts", import.meta.url));
 
 /** Polls `condition` (a process's pipe has no event to await here) until `timeoutMs`. */
 async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -103,3 +107,56 @@ Deno.test("StderrLog: a line that never ends is written in pieces, not kept in m
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a UTF-8 character split across two stderr chunks reaches mcp-stderr.log whole", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcp-stderr-utf8-" });
+  const path = join(dir, "logs", "mcp-stderr.log");
+  const log = new StderrLog(path);
+  const received: string[] = [];
+  const first = Promise.withResolvers<void>();
+  const lineEnd = Promise.withResolvers<void>();
+  const manager = new McpManager({
+    reconnect: false,
+    onStderr: (server, text) => {
+      received.push(text);
+      log.write(server, text);
+      if (received.join("").includes("caf")) first.resolve();
+      if (text.includes("\n")) lineEnd.resolve();
+    },
+  });
+  try {
+    await manager.start([
+      serverEntry("split", {
+        command: Deno.execPath(),
+        args: denoRunArgs(ODD_TOOLS, ["--tools", '["stderr_rest"]', "--stderr-split"]),
+        connect_timeout: 20,
+      }),
+    ]);
+    assert.equal(manager.servers()[0].status, "connected", manager.servers()[0].error);
+    // `caf` and the first byte of `é` have come; only now does the server write the second byte.
+    await within(first.promise, "the first stderr chunk");
+    await manager.callTool("mcp__split__stderr_rest");
+    await within(lineEnd.promise, "the end of the stderr line");
+    assert.equal(received.join(""), "café ok\n");
+    assert.match(Deno.readTextFileSync(path), /\[split\] café ok\n$/);
+  } finally {
+    await manager.shutdown();
+    log.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** `promise`, or a failure naming `what` after 10 s (a deadline: it resolves on the event). */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no ${what} within 10 s`)), 10_000);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
