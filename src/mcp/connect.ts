@@ -25,7 +25,14 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { elicitationCapability } from "./elicitation.ts";
 import { samplingCapability, type SamplingResult } from "./sampling.ts";
-import { answerProblem, bodySummary, entryFix, McpServerError, messageOf } from "./errors.ts";
+import {
+  answerProblem,
+  bodySummary,
+  entryFix,
+  McpServerError,
+  messageOf,
+  NOT_JSON_RPC,
+} from "./errors.ts";
 import {
   type HttpAccess,
   httpAccessFor,
@@ -629,7 +636,7 @@ function notMcpAnswer(
       { cause: error },
     );
   }
-  if (problem === "the server sent JSON that is not a JSON-RPC message") {
+  if (problem === NOT_JSON_RPC) {
     return new McpServerError(
       config.name,
       "not_mcp",

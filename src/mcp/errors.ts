@@ -223,6 +223,9 @@ export interface ValidationIssue {
   errors?: ValidationIssue[][];
 }
 
+/** What {@linkcode answerProblem} says of a message that is not a JSON-RPC message at all. */
+export const NOT_JSON_RPC = "the server sent JSON that is not a JSON-RPC message";
+
 /**
  * What is wrong with a server's answer that the SDK refused as invalid, in one line, or
  * `undefined` when `error` is not such a refusal. The SDK puts its validator's issue list into
@@ -265,7 +268,7 @@ export function answerProblem(error: unknown): string | undefined {
   if (!Array.isArray(issues) || issues.length === 0 || !issues.every(isIssue)) return undefined;
   const prefix = start === 0 ? undefined : text.slice(0, start - 2);
   if (prefix === undefined && issues.length === 1 && isMessageUnion(issues[0])) {
-    return "the server sent JSON that is not a JSON-RPC message";
+    return NOT_JSON_RPC;
   }
   const method = prefix?.match(/^Invalid result for (\S+)$/)?.[1];
   // The SDK's own refusal of an answer; any other prefix (a server quoting its validator) stays.
