@@ -255,6 +255,9 @@ export class WorkerPool {
     );
     const attempt = event.deliveryAttempts + 1;
     if (result.ok) {
+      // Only the parts before the last are recorded as they go (where a retry resumes); the
+      // count `agent webhook events` shows must hold the last one too.
+      inbox.recordParts(event.id, event.partsSent + (result.parts ?? 1));
       inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
       log(
         "info",

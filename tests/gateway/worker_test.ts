@@ -219,6 +219,27 @@ Deno.test("a retry resumes after the parts of the answer already delivered", asy
   assert.deepEqual(skipped, [0, 2]);
 });
 
+Deno.test("a delivered event counts every part that went out, the last one included", async () => {
+  // `agent webhook events --json` showed parts_sent: 0 for a one-part answer delivered (to log,
+  // telegram, …), as if nothing had been sent: only the parts before the last were counted.
+  const outcomes = [
+    { ok: true as const, parts: 1 },
+    { ok: false as const, retryable: true, error: "part 3 of 5 not sent: HTTP 502", partsSent: 2 },
+    { ok: true as const, parts: 3 },
+  ];
+  await using t = await setup({ deliver: () => Promise.resolve(outcomes.shift()!) });
+  t.pool.start();
+  const one = t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  assert.equal(t.inbox.get(one)?.partsSent, 1);
+  // Split in five: parts 1–2 sent, then 3–5 on the retry, five in all.
+  const two = t.inbox.enqueue(event("d2"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 2);
+  assert.equal(t.inbox.get(two)?.partsSent, 5);
+});
+
 Deno.test("a platform's Retry-After holds the retry back longer than the backoff", async () => {
   await using t = await setup({
     deliver: () =>
