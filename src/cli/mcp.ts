@@ -196,7 +196,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             tools.map((tool) => [
               tool.name,
               tool.server,
-              tool.originalName,
+              // A server may name a tool with any length; the column stays readable (--json: whole).
+              cut(tool.originalName, ORIGINAL_NAME_SHOWN),
               tool.readOnly ? "yes" : "no",
             ]),
           );
@@ -789,6 +790,15 @@ function pairs(option: string, values: string[]): Record<string, string> {
     result[value.slice(0, at)] = value.slice(at + 1);
   }
   return result;
+}
+
+/** The most characters of a server's own tool name `mcp tools` shows, as registered names. */
+const ORIGINAL_NAME_SHOWN = 64;
+
+/** `text` cut to `max` characters (code points), its last one `…` when it was longer. */
+function cut(text: string, max: number): string {
+  const characters = Array.from(text);
+  return characters.length > max ? `${characters.slice(0, max - 1).join("")}…` : text;
 }
 
 function printTable(io: CliIo, header: string[], rows: string[][]): void {
