@@ -141,6 +141,31 @@ export function messageOf(error: unknown): string {
   return String(error);
 }
 
+/** How many characters of a server's own words {@linkcode quotedServerText} quotes. */
+const SERVER_TEXT_SHOWN = 200;
+
+/**
+ * Words a server sent (an OAuth `error_description` …) quoted for an error message: in JSON
+ * quotes, so where they end is plain and a line break or control character in them is escaped,
+ * and cut to 200 characters with `…`, so a server cannot flood the message.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { quotedServerText } from "./errors.ts";
+ * assert.equal(quotedServerText('token "t1" expired\n'), '"token \\"t1\\" expired\\n"');
+ * assert.equal(quotedServerText("x".repeat(5000)), `"${"x".repeat(200)}…"`);
+ * ```
+ */
+export function quotedServerText(text: string): string {
+  const characters = Array.from(text);
+  return JSON.stringify(
+    characters.length > SERVER_TEXT_SHOWN
+      ? `${characters.slice(0, SERVER_TEXT_SHOWN).join("")}…`
+      : text,
+  );
+}
+
 /** How many characters of an HTTP answer's body an error message quotes. */
 const BODY_SHOWN = 200;
 

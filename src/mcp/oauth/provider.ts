@@ -25,7 +25,7 @@ import {
   UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import type { McpServerConfig, OAuthSettings } from "../config.ts";
-import { McpServerError, messageOf } from "../errors.ts";
+import { McpServerError, messageOf, quotedServerText } from "../errors.ts";
 import type { FetchFunction } from "../http.ts";
 import { CALLBACK_PATH, DEFAULT_CLIENT_METADATA_URL } from "./metadata_url.ts";
 import { PINNED_CALLBACK_PORTS } from "./ports.ts";
@@ -422,9 +422,13 @@ export function oauthFailure(
     });
   }
   if (error instanceof OAuthError) {
-    return new McpServerError(name, "auth", `OAuth failed: ${error.message}; ${login}`, {
-      cause: error,
-    });
+    // The message is the server's error_description (or its error code): its words, quoted.
+    return new McpServerError(
+      name,
+      "auth",
+      `OAuth failed: ${quotedServerText(error.message)}; ${login}`,
+      { cause: error },
+    );
   }
   if (error instanceof OAuthClientFlowError) {
     return new McpServerError(name, "auth", `OAuth failed: ${messageOf(error)}`, { cause: error });

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   OAuthError,
   OAuthErrorCode,
+  parseErrorResponse,
   SdkErrorCode,
   SdkHttpError,
   UnauthorizedError,
@@ -221,6 +222,29 @@ Deno.test("invalidateCredentials removes the matching records; cimd-off survives
   assert.throws(() => p.provider.codeVerifier(), /no PKCE code verifier/);
 });
 
+Deno.test("oauthFailure quotes a server's error_description and cuts a long one", async () => {
+  const config = { name: "api", auth: "oauth" as const };
+  // What the SDK makes of a 401 whose JSON body carries an error_description.
+  const answer = (description: string) =>
+    parseErrorResponse(
+      new Response(JSON.stringify({ error: "invalid_token", error_description: description }), {
+        status: 401,
+        headers: { "content-type": "application/json" },
+      }),
+    );
+  const said = oauthFailure(config, await answer('token "t1" expired\nlog in again'));
+  assert.equal(
+    said?.message,
+    `MCP server 'api': OAuth failed: "token \\"t1\\" expired\\nlog in again"; ` +
+      "run `agent mcp login api`",
+  );
+  const flood = oauthFailure(config, await answer("A".repeat(100_000)));
+  assert.equal(
+    flood?.message,
+    `MCP server 'api': OAuth failed: "${"A".repeat(200)}…"; run \`agent mcp login api\``,
+  );
+});
+
 Deno.test("oauthFailure turns OAuth failures into auth errors naming agent mcp login", () => {
   const config = { name: "api", auth: "oauth" as const };
   const cases: [unknown, RegExp][] = [
@@ -231,7 +255,7 @@ Deno.test("oauthFailure turns OAuth failures into auth errors naming agent mcp l
     [new UnauthorizedError(), /asks for an OAuth login; run `agent mcp login api`/],
     [
       new OAuthError(OAuthErrorCode.InvalidGrant, "refresh token revoked"),
-      /OAuth failed: refresh token revoked; run `agent mcp login api`/,
+      /OAuth failed: "refresh token revoked"; run `agent mcp login api`/,
     ],
     [
       new SdkHttpError(SdkErrorCode.ClientHttpAuthentication, "401", { status: 401 }),
