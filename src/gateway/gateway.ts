@@ -107,9 +107,12 @@ export class Gateway {
     for (const problem of settings.routeProblems) log.error(problem);
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
-        log.error("route {route} has no secret and no global secret is set; it answers 403", {
-          route: route.name,
-        });
+        log.error(
+          "route {route} has no secret and no global secret is set; it answers 403. Fix: give " +
+            "it a `secret:` in config.yaml, or set a global secret with " +
+            "`agent gateway setup --generate-secret`; then restart the gateway",
+          { route: route.name },
+        );
       }
       const script = route.script && route.enabled
         ? resolveScript(config.paths.scripts, route.script)

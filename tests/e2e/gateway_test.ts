@@ -223,7 +223,7 @@ Deno.test("gateway run on a home set up before generates no global secret: a sta
     await waitUntil(() => gateway.stderr().includes("route bare"), "the route error");
     assert.match(
       gateway.stderr(),
-      /route bare has no secret and no global secret is set; it answers 403/,
+      /route bare has no secret and no global secret is set; it answers 403\. Fix: give it a `secret:` in config\.yaml, or set a global secret with `agent gateway setup --generate-secret`; then restart the gateway/,
     );
     assert.doesNotMatch(gateway.stdout(), /Generated a global webhook secret/);
     let dotenv = "";
