@@ -32,6 +32,7 @@ import {
   McpServerError,
   messageOf,
   NOT_JSON_RPC,
+  quotedServerText,
 } from "./errors.ts";
 import {
   type HttpAccess,
@@ -304,7 +305,15 @@ async function attemptConnect(
       : undefined;
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
-    const classified = classifyConnectError(config, error, deadline, diagnosis, transport);
+    const handshake = era === "modern" ? "server/discover" : "initialize";
+    const classified = classifyConnectError(
+      config,
+      error,
+      deadline,
+      diagnosis,
+      transport,
+      handshake,
+    );
     const stray = classified.kind === "timeout" ? strays.clause() : undefined;
     const failure = stray === undefined ? classified : new McpServerError(
       config.name,
@@ -533,6 +542,7 @@ function classifyConnectError(
   deadline?: AbortSignal,
   diagnosis?: string,
   transport?: Transport,
+  handshake = "initialize",
 ): McpServerError {
   if (error instanceof McpServerError) return error;
   const oauth = oauthFailure(config, error);
@@ -556,6 +566,17 @@ function classifyConnectError(
       ? error.message.replace(/^Error POSTing to endpoint: /, "")
       : body;
     return httpStatusFailure(config, status, detail, { cause: error });
+  }
+  if (error instanceof ProtocolError) {
+    // A JSON-RPC error answering the handshake: the server is there and said no, in its words.
+    return new McpServerError(
+      name,
+      "protocol",
+      `the server refused the MCP handshake (${handshake}): ${
+        quotedServerText(answerProblem(error) ?? error.message)
+      } (JSON-RPC error ${error.code})`,
+      { cause: error },
+    );
   }
   if (transport instanceof DiagnosedSSEClientTransport) {
     const failure = sseFailure(config, error, transport);
