@@ -358,6 +358,8 @@ class ServerSlot {
   #tools: RegisteredTool[] = [];
   #warnings: string[] = [];
   #dropped: DroppedTool[] = [];
+  /** Why the last refresh after `notifications/tools/list_changed` failed; gone once one works. */
+  #refreshWarning: string | undefined;
   #error: McpServerError | undefined;
   #failures = 0;
   #inflight = 0;
@@ -395,7 +397,7 @@ class ServerSlot {
       connectMs: connection ? Math.round(connection.connectMs) : undefined,
       toolCount: this.availableTools().length,
       error: this.errorText(),
-      warnings: [...this.#warnings],
+      warnings: [...this.#warnings, ...(this.#refreshWarning ? [this.#refreshWarning] : [])],
       dropped: [...this.#dropped],
       pid: connection?.pid,
     };
@@ -673,6 +675,7 @@ class ServerSlot {
       }
       this.#tools = toolset.tools;
       this.#dropped = toolset.dropped;
+      this.#refreshWarning = undefined;
       this.#connection = connection;
       this.#error = undefined;
       this.#failures = 0;
@@ -792,6 +795,7 @@ class ServerSlot {
     }
     this.#tools = toolset.tools;
     this.#dropped = toolset.dropped;
+    this.#refreshWarning = undefined;
     this.#emit({ type: "tools_changed", server: this.config.name, tools: this.#tools.length });
     this.#notify();
   }
@@ -804,6 +808,8 @@ class ServerSlot {
         `its previous tools stay registered: ${reason}`,
       this.config.substitutions,
     );
+    // Listed with the server's warnings (mcp list, status) until a refresh works.
+    this.#refreshWarning = message;
     this.#emit({ type: "warning", server: this.config.name, message });
   }
 

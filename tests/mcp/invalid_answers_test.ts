@@ -342,6 +342,37 @@ Deno.test("a refresh after tools/list_changed that fails keeps the old tools and
   );
 });
 
+Deno.test("a failed list_changed refresh is one of the server's warnings until a refresh works", async () => {
+  const events = new EventLog();
+  await using manager = managerOf({ onEvent: events.record });
+  await manager.start([
+    oddTools("changing", [
+      "--tools",
+      '["fine","change","restore"]',
+      "--changed-list-error",
+      "index is rebuilding",
+    ]),
+  ]);
+  assert.deepEqual(manager.servers()[0].warnings, []);
+  const message = "MCP server 'changing': its tool list changed, but listing it again failed, " +
+    "so its previous tools stay registered: index is rebuilding";
+  let since = events.seen.length;
+  await manager.callTool("mcp__changing__change");
+  await events.next((event) => event.type === "warning", "the warning", since);
+  assert.deepEqual(manager.servers()[0].warnings, [message]);
+  // Failing again is still one warning.
+  since = events.seen.length;
+  await manager.callTool("mcp__changing__change");
+  await events.next((event) => event.type === "warning", "the second warning", since);
+  assert.deepEqual(manager.servers()[0].warnings, [message]);
+
+  since = events.seen.length;
+  await manager.callTool("mcp__changing__restore");
+  await events.next((event) => event.type === "tools_changed", "tools_changed", since);
+  assert.deepEqual(manager.servers()[0].warnings, []);
+  assert.equal(manager.servers()[0].toolCount, 3);
+});
+
 /** The events of a manager, and a way to await the next one that matches. */
 class EventLog {
   readonly seen: McpEvent[] = [];
