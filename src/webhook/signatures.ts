@@ -181,7 +181,12 @@ function standardDigest(key: Buffer, id: string, timestamp: string, body: Uint8A
 
 function github(input: VerifyInput, value: string | undefined): Verification {
   const match = value ? /^sha256=([0-9a-fA-F]{64})$/.exec(value) : null;
-  if (!match) return fail("github", "X-Hub-Signature-256 is not sha256=<64 hex digits>");
+  if (!match) {
+    // A repeated header reaches here as its values joined by ", ": each may be well formed.
+    return /^sha256=[0-9a-fA-F]{64}(?:\s*,\s*sha256=[0-9a-fA-F]{64})+$/.test(value ?? "")
+      ? fail("github", "X-Hub-Signature-256 is sent more than once; send it once")
+      : fail("github", "X-Hub-Signature-256 is not sha256=<64 hex digits>");
+  }
   return hexMatches(match[1], hmac(input.secret, input.body))
     ? { ok: true, family: "github" }
     : fail("github", "the signature does not match");
