@@ -72,7 +72,14 @@ export function parsePayload(body: Uint8Array, contentType: string | null): Payl
     };
   }
   if (fields.length === 0) {
-    return { ok: false, error: "the form body has no payload field; send payload=<JSON object>" };
+    // Most often JSON sent without its content type: curl's -d says it is a form.
+    const json = /^\s*[[{]/.test(text)
+      ? " (the body looks like JSON: send it with Content-Type: application/json)"
+      : "";
+    return {
+      ok: false,
+      error: `the form body has no payload field; send payload=<JSON object>${json}`,
+    };
   }
   if (fields.length > 1) {
     return {

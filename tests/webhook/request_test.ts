@@ -175,6 +175,16 @@ Deno.test("parsePayload: a form body without a payload field is refused", () => 
   assert.equal(parseText('{"payload":{"a":1}}', FORM_TYPE).ok, false);
 });
 
+Deno.test("parsePayload: a JSON body sent as a form (curl -d) is told to send its content type", () => {
+  for (const body of ['{"action":"opened"}', '\n  {"action": "opened"}', "[1]"]) {
+    assert.deepEqual(parseText(body, FORM_TYPE), {
+      ok: false,
+      error: "the form body has no payload field; send payload=<JSON object> (the body looks " +
+        "like JSON: send it with Content-Type: application/json)",
+    }, body);
+  }
+});
+
 Deno.test("parsePayload: a form payload field that is not a JSON object is refused", () => {
   assert.match(
     errorOf(parseText(form({ payload: "not json" }), FORM_TYPE)),
