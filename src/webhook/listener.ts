@@ -159,9 +159,10 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     c.header("Allow", "POST");
     return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
   });
-  app.notFound((c) =>
-    c.json({ error: `Not found: ${shortened(new URL(c.req.url).pathname)}` }, 404)
-  );
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    return c.json({ error: `Not found: ${shortened(path)}${doubledSlashHint(path)}` }, 404);
+  });
   app.onError((error, c) => {
     deps.log("error", "webhook request failed: {error}", { error: String(error) });
     return c.json({ error: "internal error; see logs/gateway.log" }, 500);
@@ -208,6 +209,18 @@ function shortened(name: string): string {
 }
 
 const MAX_QUOTED_NAME = 100;
+
+/**
+ * What to say of a path that is a route URL but for a doubled slash (`//webhooks/github`, from a
+ * base URL ending in `/` pasted before `/webhooks/...`); nothing for any other path.
+ */
+function doubledSlashHint(path: string): string {
+  if (!path.includes("//") || path.length > MAX_QUOTED_NAME) return "";
+  const single = path.replace(/\/{2,}/g, "/");
+  return /^\/webhooks\/[^/]+\/?$/.test(single)
+    ? ` (did you mean ${single}? the URL has a doubled slash)`
+    : "";
+}
 
 function checkEnabled(refused: RefusalLog): Step {
   return async (c, next) => {

@@ -298,6 +298,30 @@ Deno.test("a route's URL with a trailing slash is the route: same pipeline, same
   }
 });
 
+Deno.test("a route URL with a doubled slash is a 404 that names the URL meant", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  for (
+    const [path, meant] of [
+      ["//webhooks/github", "/webhooks/github"],
+      ["/webhooks//github/", "/webhooks/github/"],
+      ["///webhooks///nope", "/webhooks/nope"],
+    ]
+  ) {
+    const response = await h.app.fetch(
+      new Request(`http://localhost${path}`, { method: "POST", body: "{}" }),
+    );
+    assert.equal(response.status, 404, path);
+    assert.deepEqual(await response.json(), {
+      error: `Not found: ${path} (did you mean ${meant}? the URL has a doubled slash)`,
+    });
+  }
+  // Other paths get no guess.
+  for (const path of ["//other/github", "/webhooks/github//x", "//"]) {
+    const response = await h.app.fetch(new Request(`http://localhost${path}`, { method: "POST" }));
+    assert.deepEqual(await response.json(), { error: `Not found: ${path}` }, path);
+  }
+});
+
 Deno.test("a 404 quotes at most 100 characters of the name or path the sender wrote", async () => {
   await using h = await harness({ routes: { github: route() } });
   const long = "x".repeat(5000);
