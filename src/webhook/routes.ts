@@ -6,7 +6,7 @@
  * @module
  */
 import { randomBytes } from "node:crypto";
-import { isPlainObject } from "../home/config.ts";
+import { isPlainObject, parseBoolish } from "../home/config.ts";
 import { closestKey } from "../home/suggest.ts";
 import { standardWebhookSignature } from "./signatures.ts";
 
@@ -236,11 +236,13 @@ export function routeFromRaw(
     problems.push(`${where}.${key}: expected a list of strings`);
     return [];
   };
+  // As every other switch of config.yaml: true/false, yes/no, on/off or 1/0, in any case.
   const flag = (key: string, fallback: boolean): boolean => {
     const value = raw[key];
     if (value === undefined || value === null) return fallback;
-    if (typeof value === "boolean") return value;
-    problems.push(`${where}.${key}: expected true or false`);
+    const parsed = parseBoolish(value);
+    if (parsed !== undefined) return parsed;
+    problems.push(`${where}.${key}: expected true or false, got ${JSON.stringify(value)}`);
     return fallback;
   };
   const deliver = text("deliver", "log").trim().toLowerCase() || "log";

@@ -96,7 +96,7 @@ Deno.test("a static route with problems: list shows it as invalid, and a subscri
   Deno.writeTextFileSync(
     config,
     "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        stripe:\n" +
-      '          secret: static-secret-0123456789\n          deliver_only: "yes"\n',
+      '          secret: static-secret-0123456789\n          deliver_only: "maybe"\n',
   );
   const result = await cli(h.home, ["webhook", "subscribe", "stripe"]);
   assert.equal(result.code, 2, result.stderr);
@@ -117,7 +117,7 @@ Deno.test("a static route with problems: list shows it as invalid, and a subscri
   assert.equal(row.status, "invalid");
   assert.match(row.status_reason, /not served .* until it is fixed in config\.yaml/);
   assert.deepEqual(row.problems, [
-    `${config}:6 (platforms.webhook.extra.routes.stripe).deliver_only: expected true or false`,
+    `${config}:6 (platforms.webhook.extra.routes.stripe).deliver_only: expected true or false, got "maybe"`,
   ]);
 });
 

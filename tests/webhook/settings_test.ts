@@ -915,7 +915,7 @@ Deno.test("readWebhookSettings: invalid static routes are left out and listed wi
     "    deliver: fax",
     "  typed:", // 9
     "    events: 5",
-    '    deliver_only: "yes"',
+    '    deliver_only: "maybe"',
     "  loggy:", // 12
     "    deliver_only: true",
     "  scalar: hello", // 14
@@ -928,7 +928,7 @@ Deno.test("readWebhookSettings: invalid static routes are left out and listed wi
   const expected: [number, string, string, RegExp][] = [
     [7, "fax", "deliver", /unknown delivery target 'fax' \(use one of log, origin, telegram/],
     [9, "typed", "events", /expected a list of strings/],
-    [9, "typed", "deliver_only", /expected true or false/],
+    [9, "typed", "deliver_only", /expected true or false, got "maybe"/],
     [12, "loggy", "", /deliver_only needs a real target; 'log' is not one/],
     [14, "scalar", "", /expected a mapping of route settings/],
     [15, "extra", "deliver_extra", /expected a mapping such as \{chat_id: "123"\}/],
@@ -943,6 +943,27 @@ Deno.test("readWebhookSettings: invalid static routes are left out and listed wi
   }
   // One bad route does not make the others fail, nor the settings.
   assert.equal(settings.port, WEBHOOK_DEFAULTS.port);
+});
+
+Deno.test("readWebhookSettings: route switches take yes/no, on/off and 1/0 like every other switch", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:",
+    "  a:",
+    "    deliver: slack",
+    "    deliver_only: yes", // YAML 1.2 reads this as the string "yes"
+    "    enabled: Off",
+    "  b:",
+    '    enabled: "1"',
+    "    deliver_only: 0",
+  ));
+  assert.deepEqual(settings.routeProblems, []);
+  assert.deepEqual(
+    settings.routes.map(({ name, deliverOnly, enabled }) => ({ name, deliverOnly, enabled })),
+    [
+      { name: "a", deliverOnly: true, enabled: false },
+      { name: "b", deliverOnly: false, enabled: true },
+    ],
+  );
 });
 
 Deno.test("readWebhookSettings: a static route name that breaks the subscription name rule is not served", () => {
