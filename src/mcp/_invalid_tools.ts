@@ -8,7 +8,9 @@
  * Only answers to `tools/list` requests we sent are touched, and only when the result is an object
  * with a `tools` list: a result that is not (no object, `tools` not a list) reaches the SDK as it
  * came and fails as a whole. Pages (`nextCursor`) count together: an entry's index is its place in
- * the server's whole list.
+ * the server's whole list. Walks may overlap (a refresh after `list_changed` while a keepalive
+ * lists the tools): the latest walk is the one whose page was answered last, which is the one
+ * whose caller resumes next, not the one started last.
  *
  * @module
  */
@@ -53,7 +55,8 @@ export class InvalidTools {
   }
 
   /**
-   * The entries left out of the latest `tools/list` walk (all its pages so far), in list order.
+   * The entries left out of the `tools/list` walk answered last (all its pages so far), in list
+   * order.
    */
   latest(): InvalidTool[] {
     return [...(this.#latest?.invalid ?? [])];
@@ -63,13 +66,9 @@ export class InvalidTools {
     const request = message as { id?: unknown; method?: unknown; params?: { cursor?: unknown } };
     if (request.method !== "tools/list" || request.id === undefined) return;
     const cursor = request.params?.cursor;
-    let walk = typeof cursor === "string" ? this.#cursors.get(cursor) : undefined;
+    const walk = typeof cursor === "string" ? this.#cursors.get(cursor) : undefined;
     if (typeof cursor === "string") this.#cursors.delete(cursor);
-    if (!walk) {
-      walk = { offset: 0, invalid: [] };
-      this.#latest = walk;
-    }
-    this.#requests.set(request.id, walk);
+    this.#requests.set(request.id, walk ?? { offset: 0, invalid: [] });
   }
 
   #screened(message: JSONRPCMessage): JSONRPCMessage {
@@ -80,6 +79,7 @@ export class InvalidTools {
     this.#requests.delete(answer.id);
     const result = answer.result;
     if (!isRecord(result) || !Array.isArray(result.tools)) return message;
+    this.#latest = walk;
     const entries: unknown[] = result.tools;
     const kept = entries.filter((entry, index) => {
       const checked = specTypeSchemas.Tool["~standard"].validate(entry);
