@@ -239,8 +239,7 @@ export async function deliver(
   // Tokens are sent trimmed; any of them may turn up in a platform's error text.
   const tokens = TOKEN_VARIABLES.map((name) => context.secrets.get(name)?.trim())
     .filter((token): token is string => Boolean(token));
-  const redact = (text: string) =>
-    tokens.reduce((out, token) => out.replaceAll(token, "[REDACTED]"), text);
+  const redact = (text: string) => tokens.reduce(withoutToken, text);
   const warn = context.warn ??
     ((message: string, properties?: Record<string, unknown>) =>
       context.log(message, { ...properties, level: "warning" }));
@@ -396,6 +395,27 @@ async function deliverToPlatform(
     parts: Math.max(0, parts.length - skip),
     detail: `${platform} ${call.destination}`,
   };
+}
+
+/** The shortest start of a token that a cut value may end in and that is still redacted. */
+const MIN_CUT_TOKEN = 4;
+
+/**
+ * `text` with `token` as `[REDACTED]`, also where a value shown cut ends in the token's start
+ * (`"ghp_abc…`): the value was cut before the redaction, which cannot find the whole token there.
+ */
+function withoutToken(text: string, token: string): string {
+  return text.replaceAll(token, "[REDACTED]").split("…")
+    .map((part, index, parts) => index === parts.length - 1 ? part : withoutTokenStart(part, token))
+    .join("…");
+}
+
+/** `part` with a start of `token` at its end as `[REDACTED]`. */
+function withoutTokenStart(part: string, token: string): string {
+  for (let length = Math.min(token.length - 1, part.length); length >= MIN_CUT_TOKEN; length--) {
+    if (part.endsWith(token.slice(0, length))) return `${part.slice(0, -length)}[REDACTED]`;
+  }
+  return part;
 }
 
 /** The configured API root, checked: an absolute http(s) URL without credentials or query. */

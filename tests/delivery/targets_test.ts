@@ -1048,6 +1048,19 @@ Deno.test("tokens never appear in warnings", async () => {
   assert.match(warnings[0].message, /\[REDACTED\]/);
 });
 
+Deno.test("a token cut short in a warning (its start, then …) is redacted too", async () => {
+  const { fake, context, warnings } = await setup("github");
+  await using _ = fake;
+  // The shown value is cut to 40 characters: `"xx` and the token's first 36, then `…`.
+  const payload = { object_kind: `xx${fake.token}` };
+
+  await deliver(request("origin", "x", {}, { payload }), context);
+
+  assert.equal(warnings.length, 1);
+  assert.ok(!warnings[0].message.includes(fake.token.slice(0, 8)), warnings[0].message);
+  assert.match(warnings[0].message, /a "xx\[REDACTED\]… event/);
+});
+
 // --- failures: what may be retried ---------------------------------------------------------
 
 Deno.test("HTTP 500 from each platform → retryable", async () => {
