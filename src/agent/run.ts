@@ -8,6 +8,7 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { codePointCount, cut, firstCodePoints } from "../home/text.ts";
 import type { MetricsRecorder } from "../metrics/recorder.ts";
 import type {
   EndReason,
@@ -141,7 +142,7 @@ export interface RunOptions {
   warnings?: string[];
 }
 
-/** Tool results longer than this are cut before they go back to the model. */
+/** Tool results longer than this many characters are cut before they go back to the model. */
 const MAX_TOOL_RESULT_CHARS = 100_000;
 
 /**
@@ -382,7 +383,7 @@ class Run {
         outcome: record.outcome,
         approval: record.approval,
         latencyMs: Math.round(record.latencyMs),
-        result: this.#redact(text.length > 2000 ? `${text.slice(0, 2000)}…` : text),
+        result: cut(this.#redact(text), 2000), // redacted first: a cut secret is not found
       });
       return text;
     };
@@ -431,7 +432,7 @@ class Run {
       const text = resultText(result);
       if (result.isError) {
         record.outcome = "failed";
-        record.error = text.slice(0, 500);
+        record.error = firstCodePoints(text, 500);
         return finish(`Error: ${text}`);
       }
       record.outcome = "success";
@@ -454,7 +455,7 @@ class Run {
       this.#o.approvals.approve({
         kind: "tool_call",
         summary: `call tool '${tool.originalName}' of untrusted MCP server '${tool.server}'`,
-        detail: `arguments: ${shorten(rawArguments, 2000)}`,
+        detail: `arguments: ${cut(rawArguments, 2000)}`,
         server: tool.server,
       }, { signal: this.#signal })
     ).catch(() => "denied" as const);
@@ -556,9 +557,10 @@ export function resultText(result: CallToolResult): string {
     parts.push(JSON.stringify(result.structuredContent));
   }
   const text = parts.join("\n");
-  return text.length > MAX_TOOL_RESULT_CHARS
-    ? `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[… cut: the result was ${text.length} characters]`
-    : text;
+  const kept = firstCodePoints(text, MAX_TOOL_RESULT_CHARS);
+  return kept === text
+    ? text
+    : `${kept}\n[… cut: the result was ${codePointCount(text)} characters]`;
 }
 
 /**
@@ -595,10 +597,6 @@ export function contentText(item: NonNullable<CallToolResult["content"]>[number]
 function base64Bytes(data: string): number {
   const padding = data.match(/=*$/)?.[0].length ?? 0;
   return Math.max(0, Math.floor(data.length * 3 / 4) - padding);
-}
-
-function shorten(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function messageOf(error: unknown): string {

@@ -18,6 +18,7 @@ import {
 import { skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
+import { collapseWhitespace, cut } from "../home/text.ts";
 import { formatIssue } from "../mcp/mod.ts";
 import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
 import { ChatHistoryFile } from "./chat_history.ts";
@@ -478,7 +479,7 @@ function progress(
       stopWaiting();
       if (event.type === "model_call") startWaiting();
       if (event.type === "tool_call") {
-        io.err(`  → ${event.name} ${shorten(event.arguments, 120)}\n`);
+        io.err(`  → ${event.name} ${cut(collapseWhitespace(event.arguments), 120)}\n`);
       }
       if (event.type === "tool_result") {
         io.err(`  ← ${event.name}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`);
@@ -542,9 +543,4 @@ function splitList(value: string | undefined): string[] {
 
 function countOf(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
-}
-
-function shorten(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ");
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }

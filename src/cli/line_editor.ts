@@ -16,6 +16,7 @@
  * @module
  */
 import stringWidth from "fast-string-width";
+import { cut } from "../home/text.ts";
 import { type Key, KeyDecoder } from "./keys.ts";
 
 /** The terminal the editor works on. */
@@ -279,7 +280,7 @@ export class LineEditor {
       .map((key) => key.kind === "text" || key.kind === "paste" ? key.text : "")
       .join("");
     if (late.trim() === "") return;
-    const shown = late.length > MAX_SHOWN_LATE ? `${late.slice(0, MAX_SHOWN_LATE)}…` : late;
+    const shown = cut(late, MAX_SHOWN_LATE);
     this.#terminal.write(
       `(dropped ${JSON.stringify(shown)}, typed after the previous question had ended)\r\n`,
     );

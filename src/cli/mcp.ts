@@ -34,6 +34,7 @@ import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../home/files.ts";
+import { cut } from "../home/text.ts";
 import { contentText } from "../agent/run.ts";
 import { AGENT_VERSION } from "../version.ts";
 import {
@@ -794,12 +795,6 @@ function pairs(option: string, values: string[]): Record<string, string> {
 
 /** The most characters of a server's own tool name `mcp tools` shows, as registered names. */
 const ORIGINAL_NAME_SHOWN = 64;
-
-/** `text` cut to `max` characters (code points), its last one `…` when it was longer. */
-function cut(text: string, max: number): string {
-  const characters = Array.from(text);
-  return characters.length > max ? `${characters.slice(0, max - 1).join("")}…` : text;
-}
 
 function printTable(io: CliIo, header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -25,6 +25,7 @@ import {
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
+import { cut } from "../home/text.ts";
 import { escapeControls } from "../metrics/mod.ts";
 import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
@@ -598,11 +599,10 @@ function ignoredHint(answer: object, events: string[], event: string): string | 
 
 /**
  * `text` on one line (line breaks shown as `⏎`, other control characters escaped), cut to `max`
- * characters with `…`.
+ * characters, the last one `…`.
  */
 function oneLine(text: string, max: number): string {
-  const flat = escapeControls(text.replace(/\r?\n/g, "⏎"));
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return cut(escapeControls(text.replace(/\r?\n/g, "⏎")), max);
 }
 
 /**

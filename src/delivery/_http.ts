@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { clip, parseJson } from "./_json.ts";
+import { parseJson } from "./_json.ts";
+import { collapseWhitespace, cut } from "../home/text.ts";
 
 /** One request to a platform API. */
 export interface ApiRequest {
@@ -69,7 +70,7 @@ export async function postJson(
     return {
       ok: false,
       retryable: true,
-      error: `cannot reach ${names.api} (${oneLine(messageOf(error))}). Fix: check ` +
+      error: `cannot reach ${names.api} (${collapseWhitespace(messageOf(error))}). Fix: check ` +
         `${names.baseKey}, or try again when the service is up`,
     };
   }
@@ -153,16 +154,12 @@ export function secondsToMs(value: unknown): number | undefined {
 
 /** A platform's error text made short and one-line; HTML error pages say nothing useful. */
 export function shortDetail(text: string): string {
-  const line = oneLine(text);
-  return line.startsWith("<") ? "" : clip(line, 300);
+  const line = collapseWhitespace(text);
+  return line.startsWith("<") ? "" : cut(line, 300);
 }
 
 function withRetryAfter(ms: number | undefined): { retryAfterMs?: number } {
   return ms === undefined ? {} : { retryAfterMs: ms };
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
 }
 
 function messageOf(error: unknown): string {

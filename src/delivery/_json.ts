@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { cut } from "../home/text.ts";
 
 /** Whether `value` is a plain JSON object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -19,7 +20,7 @@ export function parseJson(text: string): unknown {
   }
 }
 
-/** `value` as JSON, cut after `max` characters: enough to recognise it in a message. */
+/** `value` as JSON, cut to `max` characters (the last one `…`): enough to recognise it. */
 export function shownValue(value: unknown, max: number): string {
   let text: string;
   try {
@@ -27,13 +28,5 @@ export function shownValue(value: unknown, max: number): string {
   } catch {
     text = String(value);
   }
-  return clip(text, max);
-}
-
-/** `text` cut after `max` characters with `…`, never inside a surrogate pair. */
-export function clip(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const code = text.charCodeAt(max - 1);
-  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
-  return `${text.slice(0, end)}…`;
+  return cut(text, max);
 }

@@ -18,6 +18,7 @@ import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { keepInlineComments } from "./_comment_spacing.ts";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
+import { cut } from "./text.ts";
 
 /** The first lines of a `config.yaml` the service creates. */
 export const NEW_CONFIG_HEADER =
@@ -282,7 +283,7 @@ function writtenAs(node: unknown, value: unknown): string {
   const text = isScalar(node) && typeof value !== "string" && typeof node.source === "string"
     ? node.source
     : JSON.stringify(value) ?? String(value);
-  return kind + (text.length > 80 ? `${text.slice(0, 79)}…` : text);
+  return kind + cut(text, 80);
 }
 
 /**

@@ -10,6 +10,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { cut } from "../home/text.ts";
 
 const STDERR_LINES_KEPT = 3;
 const LINE_LENGTH_SHOWN = 120;
@@ -194,6 +195,5 @@ function sizeOf(bytes: number): string {
 
 /** A line quoted for a message, cut to a readable length, control characters escaped. */
 function shown(line: string): string {
-  const cut = line.length > LINE_LENGTH_SHOWN ? `${line.slice(0, LINE_LENGTH_SHOWN)}…` : line;
-  return JSON.stringify(cut);
+  return JSON.stringify(cut(line, LINE_LENGTH_SHOWN));
 }

@@ -21,6 +21,7 @@
  */
 import { Document } from "yaml";
 import { ConfigSource, isPlainObject } from "../home/config.ts";
+import { cut } from "../home/text.ts";
 import { firstInvalidUtf8 } from "../home/utf8.ts";
 import {
   type McpConfigIssue,
@@ -272,7 +273,7 @@ function decodeComponent(text: string, what: string): string {
     throw new InstallLinkError(
       "encoding",
       `${what} has broken %-encoding (${
-        quote(text.slice(0, 40))
+        quote(cut(text, 40))
       }); encode it with encodeURIComponent, or use base64url, which needs no encoding`,
     );
   }
@@ -703,10 +704,9 @@ export function renderCommandLine(argv: readonly string[]): string {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/** A value for a message: JSON-quoted, invisible characters escaped, cut at 80 characters. */
+/** A value for a message: JSON-quoted, invisible characters escaped, cut to 80 characters. */
 function quote(text: string): string {
-  const cut = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-  return visible(JSON.stringify(cut));
+  return visible(JSON.stringify(cut(text, 80)));
 }
 
 function describe(value: unknown): string {

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { collapseWhitespace, cut } from "../home/text.ts";
 import type { McpServerConfig } from "./config.ts";
 import { maskSubstitutions, type Substitution } from "./substitute.ts";
 
@@ -147,23 +148,18 @@ const SERVER_TEXT_SHOWN = 200;
 /**
  * Words a server sent (an OAuth `error_description` …) quoted for an error message: in JSON
  * quotes, so where they end is plain and a line break or control character in them is escaped,
- * and cut to 200 characters with `…`, so a server cannot flood the message.
+ * and cut to 200 characters (the last one `…`), so a server cannot flood the message.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { quotedServerText } from "./errors.ts";
  * assert.equal(quotedServerText('token "t1" expired\n'), '"token \\"t1\\" expired\\n"');
- * assert.equal(quotedServerText("x".repeat(5000)), `"${"x".repeat(200)}…"`);
+ * assert.equal(quotedServerText("x".repeat(5000)), `"${"x".repeat(199)}…"`);
  * ```
  */
 export function quotedServerText(text: string): string {
-  const characters = Array.from(text);
-  return JSON.stringify(
-    characters.length > SERVER_TEXT_SHOWN
-      ? `${characters.slice(0, SERVER_TEXT_SHOWN).join("")}…`
-      : text,
-  );
+  return JSON.stringify(cut(text, SERVER_TEXT_SHOWN));
 }
 
 /** How many characters of an HTTP answer's body an error message quotes. */
@@ -181,7 +177,7 @@ const ENTITIES: Record<string, string> = {
 /**
  * An HTTP answer's body as one short line for an error message: an HTML page becomes its text
  * (the `<head>` is dropped unless nothing else is left), a JSON error its `message`, whitespace
- * is collapsed and the result is cut to about 200 characters.
+ * is collapsed and the result is cut to 200 characters (the last one `…`).
  *
  * @example
  * ```ts
@@ -191,15 +187,14 @@ const ENTITIES: Record<string, string> = {
  *   "<body>\n<pre>Cannot POST /sse</pre>\n</body>\n</html>\n";
  * assert.equal(bodySummary(page), "Cannot POST /sse");
  * assert.equal(bodySummary('{"error":{"code":-32000,"message":"No session"}}'), "No session");
- * assert.equal(bodySummary("x".repeat(500)).length, 201);
+ * assert.equal(bodySummary("x".repeat(500)), `${"x".repeat(199)}…`);
  * ```
  */
 export function bodySummary(body: string): string {
   let text = body.trim();
   if (/^\s*[{[]/.test(text)) text = jsonMessage(text) ?? text;
   else if (/<(?:!doctype|html|head|body|title|p|div|pre|h\d)\b/i.test(text)) text = htmlText(text);
-  text = text.replace(/\s+/g, " ").trim();
-  return text.length > BODY_SHOWN ? `${text.slice(0, BODY_SHOWN).trimEnd()}…` : text;
+  return cut(collapseWhitespace(text), BODY_SHOWN);
 }
 
 /** The `message` of a JSON error body (`{error: {message}}`, `{error: "…"}`, `{message}`). */

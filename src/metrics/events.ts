@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { cut } from "../home/text.ts";
 import { countBucket, durationBucket, toolLatencyBucket, toolRetryBucket } from "./buckets.ts";
 import { locality, modelFamily, providerFamily, routeModel, routeProvider } from "./classify.ts";
 import {
@@ -258,8 +259,9 @@ function oneOf<const T extends readonly string[]>(
   allowed: T,
 ): T[number] {
   if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value;
+  const got = JSON.stringify(value);
   throw new MetricsContractError(
-    `${field} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)?.slice(0, 40)}`,
+    `${field} must be one of ${allowed.join(", ")}; got ${got === undefined ? got : cut(got, 40)}`,
   );
 }
 

@@ -13,6 +13,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import ajvFormats from "ajv-formats";
 import schema from "../../schemas/shared_metrics.v2.schema.json" with { type: "json" };
+import { codePointCount, firstCodePoints } from "../home/text.ts";
 
 /** A JSON value, read-only. */
 type JsonValue =
@@ -304,7 +305,8 @@ function label(pointer: string): string {
 function show(value: unknown): string {
   if (value === undefined) return "nothing";
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > 80 ? `${text.slice(0, 77)}... (${text.length} characters of JSON)` : text;
+  const length = codePointCount(text);
+  return length > 80 ? `${firstCodePoints(text, 77)}... (${length} characters of JSON)` : text;
 }
 
 /** `"a", "b", "c"` */

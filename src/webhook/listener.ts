@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { type Context as HonoContext, Hono, type MiddlewareHandler } from "hono";
 import type { Inbox } from "../gateway/inbox.ts";
 import { concatBytes } from "../home/files.ts";
+import { cut } from "../home/text.ts";
 import { matchFilter } from "./filters.ts";
 import { LATE, ReadDeadlines } from "./read_deadline.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
@@ -202,10 +203,10 @@ function routeNamed(routes: RouteTable, name: string): ServedRoute | undefined {
 
 /**
  * An unknown route name or path as the log and the 404 quote it: the sender's text, up to ~100 KB
- * of it, cut to {@linkcode MAX_QUOTED_NAME} characters.
+ * of it, cut to {@linkcode MAX_QUOTED_NAME} characters (the last one `…`).
  */
 function shortened(name: string): string {
-  return name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}…` : name;
+  return cut(name, MAX_QUOTED_NAME);
 }
 
 const MAX_QUOTED_NAME = 100;

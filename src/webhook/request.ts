@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import { parseJsonExact } from "../home/exact_json.ts";
 import { jsonSyntaxProblem } from "../home/json_syntax.ts";
+import { cut } from "../home/text.ts";
 
 /** The payload of a request, or why it is refused. */
 export type PayloadResult =
@@ -481,8 +482,8 @@ function pathOf(frames: readonly Frame[]): string {
 
 /** A key fit for a message: JSON-quoted unless `quote` is false, cut to 40 characters. */
 function shorten(key: string, quote = true): string {
-  const cut = key.length > 40 ? `${key.slice(0, 40)}…` : key;
-  return quote ? JSON.stringify(cut) : cut;
+  const shown = cut(key, 40);
+  return quote ? JSON.stringify(shown) : shown;
 }
 
 /** A header value usable as an id: non-empty printable ASCII of at most MAX_ID_LENGTH. */

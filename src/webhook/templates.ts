@@ -7,14 +7,15 @@
  * @module
  */
 import { stringifyJsonExact } from "../home/exact_json.ts";
+import { codePointCount, cut } from "../home/text.ts";
 
-/** An object or array inserted by a placeholder is cut after this many characters. */
+/** An object or array inserted by a placeholder is cut to this many characters, `…` included. */
 export const MAX_VALUE_CHARS = 2000;
 
-/** `{__raw__}` is cut after this many characters. */
+/** `{__raw__}` is cut to this many characters, `…` included. */
 export const MAX_RAW_CHARS = 4000;
 
-/** The payload JSON of the default prompt (no template) is cut after this many characters. */
+/** The default prompt's payload JSON (no template) is cut to this many characters, `…` included. */
 export const MAX_DEFAULT_PAYLOAD_CHARS = 20_000;
 
 const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
@@ -24,12 +25,12 @@ const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
  * is never scanned again, so a payload string holding `{event_type}` stays as it is.
  *
  * - `{event_type}` → the event name;
- * - `{__raw__}` → the whole payload as 2-space JSON, cut after {@linkcode MAX_RAW_CHARS}
- *   characters with `…`;
+ * - `{__raw__}` → the whole payload as 2-space JSON, cut to {@linkcode MAX_RAW_CHARS}
+ *   characters (code points), the last one `…`;
  * - `{a.b.c}` → the payload field at that path from the payload root; numeric segments index
  *   arrays (`{commits.0.id}`). Strings go in as they are; numbers, booleans and `null` as JSON
- *   (`42`, `true`, `null`); objects and arrays as 2-space JSON cut after
- *   {@linkcode MAX_VALUE_CHARS} characters with `…`;
+ *   (`42`, `true`, `null`); objects and arrays as 2-space JSON cut to
+ *   {@linkcode MAX_VALUE_CHARS} characters, the last one `…`;
  * - a path that leads nowhere keeps its placeholder verbatim, and braces around anything but
  *   `[A-Za-z0-9_.]` (`{a-b}`, `{ a }`, `{"x":1}`) are plain text.
  *
@@ -71,7 +72,7 @@ export function renderTemplate(
 /**
  * Renders the prompt of a route's event: its `prompt` template, or, when it has none (or only
  * blanks), `Webhook event '<event>' on route '<route>':` and the payload as a JSON code block,
- * cut after {@linkcode MAX_DEFAULT_PAYLOAD_CHARS} characters with a note saying so.
+ * cut to {@linkcode MAX_DEFAULT_PAYLOAD_CHARS} characters (the last one `…`) with a note saying so.
  *
  * @param route The route's name and `prompt`.
  * @param payload The request's JSON payload.
@@ -106,7 +107,9 @@ export function renderPrompt(
   const fence = "`".repeat(Math.max(3, longestRun + 1));
   const note = shown === json
     ? ""
-    : `\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS} of ${json.length} characters shown)`;
+    : `\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS - 1} of ${
+      codePointCount(json)
+    } characters shown)`;
   return `Webhook event '${event}' on route '${route.name}':\n\n${fence}json\n${shown}\n${fence}${note}`;
 }
 
@@ -171,13 +174,4 @@ function toJson(value: unknown): string {
   } catch {
     return String(value); // not JSON (a cycle): still say something
   }
-}
-
-/** Cuts `text` after `max` characters (never inside a surrogate pair) and marks the cut. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
-  return `${text.slice(0, end)}…`;
 }

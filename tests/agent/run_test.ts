@@ -245,6 +245,35 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
       "model reply {iteration}", // the answer
     ]);
   });
+
+  await t.step("a long tool result is redacted before it is cut for the debug log", async () => {
+    const secret = "sk-live-SECRET-4242424242";
+    // `Echo: ` and 1974 a's put the secret at 1980: a cut at 2000 would keep its first 19.
+    const message = `${"a".repeat(1974)}${secret}`;
+    await using fake = await startFakeModel({
+      turns: [
+        { toolCalls: [{ name: "mcp__everything__echo", arguments: { message } }] },
+        { content: "done" },
+      ],
+    });
+    const logged: { message: string; properties: Record<string, unknown> }[] = [];
+    const result = await runLoop(runOptions({
+      prompt: "echo it",
+      model: modelClient(fake.baseUrl),
+      tools: manager,
+      log: { debug: (message, properties) => logged.push({ message, properties }) },
+      redact: (value) => value.split(secret).join("[REDACTED]"),
+    }));
+    assert.equal(result.endReason, "completed", result.error);
+    const [[, content]] = toolMessages(result.messages);
+    assert.equal(content.indexOf(secret), 1980, content.slice(0, 10));
+    const logResult = String(
+      logged.find((record) => record.message === "tool result {name}")
+        ?.properties.result,
+    );
+    assert.ok(!logResult.includes("SECRET"), logResult.slice(1970));
+    assert.ok(logResult.endsWith("a[REDACTED]"), logResult.slice(1970));
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

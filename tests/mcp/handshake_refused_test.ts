@@ -36,7 +36,7 @@ Deno.test("a JSON-RPC error answering initialize: the handshake was refused, in 
     assert.equal(
       error.message,
       "MCP server 'refusing': the server refused the MCP handshake (initialize): " +
-        `"${"x".repeat(200)}…" (JSON-RPC error -32603)`,
+        `"${"x".repeat(199)}…" (JSON-RPC error -32603)`,
     );
   });
 

@@ -326,12 +326,27 @@ Deno.test("a 404 quotes at most 100 characters of the name or path the sender wr
   await using h = await harness({ routes: { github: route() } });
   const long = "x".repeat(5000);
   const post = await h.signed(long, {});
-  assert.deepEqual(await post.json(), { error: `Unknown route: ${"x".repeat(100)}…` });
+  assert.deepEqual(await post.json(), { error: `Unknown route: ${"x".repeat(99)}…` });
   const get = await h.app.fetch(new Request(`http://localhost/webhooks/${long}`));
-  assert.deepEqual(await get.json(), { error: `Unknown route: ${"x".repeat(100)}…` });
+  assert.deepEqual(await get.json(), { error: `Unknown route: ${"x".repeat(99)}…` });
   const other = await h.app.fetch(new Request(`http://localhost/${long}`, { method: "POST" }));
   assert.equal(other.status, 404);
-  assert.deepEqual(await other.json(), { error: `Not found: /${"x".repeat(99)}…` });
+  assert.deepEqual(await other.json(), { error: `Not found: /${"x".repeat(98)}…` });
+});
+
+Deno.test("a 404 and its log line never quote half an emoji of a long route name", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  // The 100th character is an emoji: cut by UTF-16 units, its first half would be quoted alone.
+  const response = await h.signed(`${"x".repeat(99)}${"😀".repeat(3)}`, {});
+  assert.equal(response.status, 404);
+  const { error } = await response.json();
+  assert.equal(error, `Unknown route: ${"x".repeat(99)}…`);
+  assert.ok(error.isWellFormed(), JSON.stringify(error));
+  assert.ok(h.logs.at(-1)!.isWellFormed(), h.logs.at(-1));
+  assert.ok(!h.logs.at(-1)!.includes("\\ud83d"), h.logs.at(-1));
+  // An emoji that fits is kept whole.
+  const kept = await h.signed(`${"x".repeat(98)}${"😀".repeat(3)}`, {});
+  assert.deepEqual(await kept.json(), { error: `Unknown route: ${"x".repeat(98)}😀…` });
 });
 
 Deno.test("a disabled route → 403", async () => {
@@ -903,7 +918,7 @@ Deno.test("404, 403, 413, 400 and 429 refusals are logged too, once a minute eac
   // The name of an unknown route is the sender's text: logged cut short.
   now += 61_000;
   await (await h.post("x".repeat(500), "{}")).body?.cancel();
-  assert.match(h.logs.at(-1)!, new RegExp(`"name":"${"x".repeat(100)}…","more":1`));
+  assert.match(h.logs.at(-1)!, new RegExp(`"name":"${"x".repeat(99)}…","more":1`));
 });
 
 Deno.test("a 400 for a body that is not JSON says where, not what the body holds", async () => {

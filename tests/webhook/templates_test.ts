@@ -65,12 +65,12 @@ Deno.test("renderTemplate: objects and arrays are 2-space JSON", () => {
   assert.equal(render("{e}", { e: {} }), "{}");
 });
 
-Deno.test("renderTemplate: objects are cut after 2000 characters with an ellipsis", () => {
+Deno.test("renderTemplate: objects are cut to 2000 characters, the last one an ellipsis", () => {
   const items = Array.from({ length: 400 }, (_, i) => `item-${i}`);
   const full = JSON.stringify(items, null, 2);
   assert.ok(full.length > MAX_VALUE_CHARS);
   const out = render("{items}", { items });
-  assert.equal(out, full.slice(0, MAX_VALUE_CHARS) + "…");
+  assert.equal(out, full.slice(0, MAX_VALUE_CHARS - 1) + "…");
   const exact = JSON.stringify(["x".repeat(MAX_VALUE_CHARS - 8)], null, 2);
   assert.equal(exact.length, MAX_VALUE_CHARS);
   assert.equal(render("{a}", { a: JSON.parse(exact) }), exact, "exactly 2000 is not cut");
@@ -79,21 +79,24 @@ Deno.test("renderTemplate: objects are cut after 2000 characters with an ellipsi
   assert.equal(render("{s}", { s: long }), long);
 });
 
-Deno.test("renderTemplate: a cut never splits a surrogate pair", () => {
+Deno.test("renderTemplate: a cut never splits a surrogate pair; an emoji counts once", () => {
+  // `[\n  "` is 5 characters: by UTF-16 units, the 2000th is the first half of an emoji.
   const text = "a".repeat(MAX_VALUE_CHARS - 6) + "😀😀😀";
-  const json = JSON.stringify([text], null, 2); // `[\n  "` is 5 characters
-  assert.equal(json.charCodeAt(MAX_VALUE_CHARS - 1), 0xd83d);
   const out = render("{o}", { o: [text] });
-  assert.equal(out, json.slice(0, MAX_VALUE_CHARS - 1) + "…");
-  assert.doesNotThrow(() => encodeURIComponent(out));
+  assert.equal(out, `[\n  "${"a".repeat(MAX_VALUE_CHARS - 6)}…`);
+  // Only emoji: 1994 of them whole (3988 UTF-16 units) after `[\n  "`, then `…`.
+  const emoji = render("{o}", { o: ["😀".repeat(MAX_VALUE_CHARS)] });
+  assert.equal(emoji, `[\n  "${"😀".repeat(MAX_VALUE_CHARS - 6)}…`);
+  assert.ok(out.isWellFormed() && emoji.isWellFormed());
+  assert.doesNotThrow(() => encodeURIComponent(emoji));
 });
 
-Deno.test("renderTemplate: {__raw__} is the whole payload, cut after 4000 characters", () => {
+Deno.test("renderTemplate: {__raw__} is the whole payload, cut to 4000 characters", () => {
   assert.equal(render("raw: {__raw__}", { a: 1 }), 'raw: {\n  "a": 1\n}');
   const big = { text: "z".repeat(MAX_RAW_CHARS * 2) };
   assert.equal(
     render("{__raw__}", big),
-    JSON.stringify(big, null, 2).slice(0, MAX_RAW_CHARS) + "…",
+    JSON.stringify(big, null, 2).slice(0, MAX_RAW_CHARS - 1) + "…",
   );
 });
 
@@ -145,8 +148,8 @@ Deno.test("renderPrompt: a huge payload is cut, with a note saying so", () => {
   const out = renderPrompt({ name: "r" }, payload, "e");
   assert.equal(
     out,
-    "Webhook event 'e' on route 'r':\n\n```json\n" + json.slice(0, MAX_DEFAULT_PAYLOAD_CHARS) +
-      `…\n\`\`\`\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS} of ${json.length} ` +
+    "Webhook event 'e' on route 'r':\n\n```json\n" + json.slice(0, MAX_DEFAULT_PAYLOAD_CHARS - 1) +
+      `…\n\`\`\`\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS - 1} of ${json.length} ` +
       "characters shown)",
   );
 });

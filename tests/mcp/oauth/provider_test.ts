@@ -241,7 +241,7 @@ Deno.test("oauthFailure quotes a server's error_description and cuts a long one"
   const flood = oauthFailure(config, await answer("A".repeat(100_000)));
   assert.equal(
     flood?.message,
-    `MCP server 'api': OAuth failed: "${"A".repeat(200)}…"; run \`agent mcp login api\``,
+    `MCP server 'api': OAuth failed: "${"A".repeat(199)}…"; run \`agent mcp login api\``,
   );
 });
 

@@ -1,0 +1,91 @@
+/**
+ * Cutting text for a message, a log line or a prompt: counted in characters (code points), so a
+ * cut never falls inside a surrogate pair (half an emoji prints as a lone surrogate, `\ud83d` in
+ * JSON, and some consumers reject it).
+ *
+ * @module
+ */
+
+/**
+ * `text` unchanged when it has at most `max` characters (code points), else its first `max - 1`
+ * characters and `…`: the result never has more than `max` characters.
+ *
+ * @param text The text to cut.
+ * @param max The most characters of the result, `…` included; at least 1.
+ * @returns `text`, or its start marked with `…`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { cut } from "./text.ts";
+ * assert.equal(cut("short", 10), "short");
+ * assert.equal(cut("a long title", 6), "a lon…");
+ * assert.equal(cut("ab😀cd", 4), "ab😀…"); // the emoji counts as one character, kept whole
+ * ```
+ */
+export function cut(text: string, max: number): string {
+  if (!Number.isInteger(max) || max < 1) {
+    throw new RangeError(`cut: max must be a whole number of at least 1, got ${max}`);
+  }
+  const kept = firstCodePoints(text, max);
+  return kept.length === text.length ? text : `${firstCodePoints(kept, max - 1)}…`;
+}
+
+/**
+ * The first `count` characters (code points) of `text`, or all of it when it has fewer: a slice
+ * that never ends inside a surrogate pair. For a cut marked otherwise than with {@linkcode cut}'s
+ * `…` (such as a note giving the full length).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { firstCodePoints } from "./text.ts";
+ * assert.equal(firstCodePoints("héllo", 2), "hé");
+ * assert.equal(firstCodePoints("😀😀", 1), "😀"); // "😀😀".slice(0, 1) would be half of it
+ * assert.equal(firstCodePoints("ab", 5), "ab");
+ * ```
+ */
+export function firstCodePoints(text: string, count: number): string {
+  if (text.length <= count) return text; // never more code points than UTF-16 units
+  let end = 0;
+  let taken = 0;
+  for (const character of text) {
+    if (taken++ === count) break;
+    end += character.length;
+  }
+  return text.slice(0, end);
+}
+
+/**
+ * How many characters (code points) `text` has: an emoji counts once, where `length` counts its
+ * two UTF-16 units.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { codePointCount } from "./text.ts";
+ * assert.equal(codePointCount("ab😀"), 3);
+ * assert.equal("ab😀".length, 4);
+ * ```
+ */
+export function codePointCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+/**
+ * `text` on one line: each run of whitespace (line breaks included) as one space, none at either
+ * end. Cut it after, so that the cut counts what is shown.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { collapseWhitespace, cut } from "./text.ts";
+ * assert.equal(collapseWhitespace("  Bad\r\n\tGateway \n"), "Bad Gateway");
+ * assert.equal(cut(collapseWhitespace('{\n  "path": "/tmp/x"\n}'), 12), '{ "path": "…');
+ * ```
+ */
+export function collapseWhitespace(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
