@@ -57,8 +57,11 @@ export class StderrLog implements Disposable {
     const lines = ((this.#partial.get(server) ?? "") + text).split("\n");
     let rest = lines.pop() ?? "";
     while (rest.length > MAX_PARTIAL_LINE) {
-      lines.push(rest.slice(0, MAX_PARTIAL_LINE));
-      rest = rest.slice(MAX_PARTIAL_LINE);
+      // A piece never ends inside a surrogate pair: half an emoji would be written as U+FFFD.
+      const high = rest.charCodeAt(MAX_PARTIAL_LINE - 1);
+      const end = high >= 0xd800 && high <= 0xdbff ? MAX_PARTIAL_LINE - 1 : MAX_PARTIAL_LINE;
+      lines.push(rest.slice(0, end));
+      rest = rest.slice(end);
     }
     this.#partial.set(server, rest);
     if (lines.length === 0) return;

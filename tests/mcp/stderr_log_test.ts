@@ -108,6 +108,29 @@ Deno.test("StderrLog: a line that never ends is written in pieces, not kept in m
   }
 });
 
+Deno.test("StderrLog: a piece of a line that never ends does not split an emoji", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcp-stderr-pair-" });
+  const path = join(dir, "mcp-stderr.log");
+  try {
+    using log = new StderrLog(path, () => new Date(0));
+    // The emoji's two UTF-16 units straddle the piece's end.
+    log.write("noisy", `${"z".repeat(MAX_PARTIAL_LINE - 1)}😀${"z".repeat(MAX_PARTIAL_LINE)}`);
+    log.write("noisy", "\n");
+    log.close();
+    const text = Deno.readTextFileSync(path);
+    assert.ok(!text.includes("\uFFFD"), "no half emoji written as U+FFFD");
+    const pieces = text.split("\n").filter((one) => one !== "")
+      .map((one) => one.slice("1970-01-01T00:00:00.000Z [noisy] ".length));
+    assert.deepEqual(pieces, [
+      "z".repeat(MAX_PARTIAL_LINE - 1),
+      `😀${"z".repeat(MAX_PARTIAL_LINE - 2)}`,
+      "zz",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a UTF-8 character split across two stderr chunks reaches mcp-stderr.log whole", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcp-stderr-utf8-" });
   const path = join(dir, "logs", "mcp-stderr.log");
