@@ -5,6 +5,7 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { Document, isMap } from "yaml";
+import stringWidth from "fast-string-width";
 import { ConfigSource, isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile, removeConfigEntry } from "../home/config_edit.ts";
 import { ConfigError } from "../home/errors.ts";
@@ -197,8 +198,9 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             tools.map((tool) => [
               tool.name,
               tool.server,
-              // A server may name a tool with any length; the column stays readable (--json: whole).
-              cut(tool.originalName, ORIGINAL_NAME_SHOWN),
+              // A server may name a tool with any length and any characters; the column stays
+              // readable and inert, cut after the escapes are written (--json: the exact name).
+              cut(visible(tool.originalName), ORIGINAL_NAME_SHOWN),
               tool.readOnly ? "yes" : "no",
             ]),
           );
@@ -796,13 +798,23 @@ function pairs(option: string, values: string[]): Record<string, string> {
 /** The most characters of a server's own tool name `mcp tools` shows, as registered names. */
 const ORIGINAL_NAME_SHOWN = 64;
 
+/**
+ * Prints `rows` under `header` in columns. Cells may hold a server's words (a tool's name, an
+ * error): control and format characters are written as escapes ({@linkcode visible}), so none
+ * can move the cursor or recolour the terminal, and cells are padded by the columns they take on
+ * a terminal (a CJK character or an emoji takes two), so the columns line up.
+ */
 function printTable(io: CliIo, header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const shown = rows.map((row) => row.map(visible));
+  const widths = header.map((h, i) =>
+    Math.max(stringWidth(h), ...shown.map((row) => stringWidth(row[i])))
+  );
+  const pad = (cell: string, width: number) => cell + " ".repeat(width - stringWidth(cell));
   const line = (cells: string[]) =>
-    cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join("  ")
+    cells.map((cell, i) => (i === cells.length - 1 ? cell : pad(cell, widths[i]))).join("  ")
       .trimEnd() + "\n";
   io.out(line(header));
-  for (const row of rows) io.out(line(row));
+  for (const row of shown) io.out(line(row));
 }
 
 // ---------------------------------------------------------------------------------------------

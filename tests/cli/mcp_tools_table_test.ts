@@ -1,6 +1,7 @@
 /**
  * `agent mcp tools`: a server's very long tool name is cut with `…` in the table, so the columns
- * stay aligned and a row stays readable; `--json` keeps the whole name.
+ * stay aligned and a row stays readable; control and format characters in a name are shown as
+ * escapes and wide characters take their two columns; `--json` keeps the exact name.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
@@ -40,5 +41,74 @@ Deno.test("mcp tools: a very long original name is cut with … in the table, wh
   assert.deepEqual(
     doc.tools.map((tool: { original_name: string }) => tool.original_name),
     ["short", long],
+  );
+});
+
+/**
+ * The columns a terminal gives `text`, independently of the code under test: combining marks
+ * none, CJK ideographs and emoji two, every other character one.
+ */
+function columns(text: string): number {
+  let width = 0;
+  for (const character of text) {
+    if (/\p{M}/u.test(character)) continue;
+    const code = character.codePointAt(0)!;
+    width += (code >= 0x4e00 && code <= 0x9fff) || (code >= 0x1f300 && code <= 0x1faff) ? 2 : 1;
+  }
+  return width;
+}
+
+Deno.test("mcp tools: control and format characters in a tool's name are shown as escapes, wide ones keep the columns aligned, --json is exact", async () => {
+  await using home = await tempHome();
+  const odd = [
+    "esc\u001b[31mred\u001b[0m",
+    "cr\roverwrite",
+    "tab\tbed",
+    "nel\u0085x",
+    "ls\u2028y",
+    "bidi\u202eevil",
+  ];
+  const wide = ["工具名", "🔧wrench", "cafe\u0301"];
+  const names = ["plain", ...odd, ...wide];
+  const { command, args } = stdioCommand(["--tools", JSON.stringify(names)], ODD_TOOLS);
+  writeConfig(
+    home.home,
+    ["mcp_servers:", "  odd:", `    command: ${yamlValue(command)}`, `    args: ${yamlValue(args)}`]
+      .join("\n") + "\n",
+  );
+  const env = denoEnv();
+  const result = await cli(home.home, ["mcp", "tools"], { env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stderr, "");
+  // Nothing that could drive the terminal: no ESC, CR, TAB, NEL, line separator or bidi override.
+  for (const character of ["\u001b", "\r", "\t", "\u0085", "\u2028", "\u202e"]) {
+    assert.ok(!result.stdout.includes(character), JSON.stringify(result.stdout));
+  }
+  const [header, ...rows] = result.stdout.trimEnd().split("\n");
+  assert.equal(rows.length, names.length, result.stdout);
+  const shown = [
+    "esc\\u{1b}[31mred\\u{1b}[0m",
+    "cr\\u{d}overwrite",
+    "tab\\u{9}bed",
+    "nel\\u{85}x",
+    "ls\\u{2028}y",
+    "bidi\\u{202e}evil",
+  ];
+  const nameAt = header.indexOf("ORIGINAL NAME");
+  const readOnlyAt = header.indexOf("READ-ONLY");
+  for (const [i, row] of rows.entries()) {
+    // Every column starts at its heading's column, counted as a terminal counts them.
+    const cells = row.split(/ {2,}/);
+    assert.equal(cells.length, 4, row);
+    const nameStart = row.indexOf(`  ${cells[2]}  `) + 2;
+    assert.equal(columns(row.slice(0, nameStart)), nameAt, row);
+    assert.equal(columns(row.slice(0, row.lastIndexOf(`  ${cells[3]}`) + 2)), readOnlyAt, row);
+    assert.equal(cells[2], ["plain", ...shown, ...wide][i], row);
+  }
+
+  const doc = await cliJson(home.home, ["mcp", "tools", "--json"], 0, { env });
+  assert.deepEqual(
+    doc.tools.map((tool: { original_name: string }) => tool.original_name),
+    names,
   );
 });
