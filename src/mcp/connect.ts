@@ -27,7 +27,6 @@ import { elicitationCapability } from "./elicitation.ts";
 import { samplingCapability, type SamplingResult } from "./sampling.ts";
 import {
   answerProblem,
-  bodySummary,
   entryFix,
   McpServerError,
   messageOf,
@@ -38,6 +37,8 @@ import {
   type HttpAccess,
   httpAccessFor,
   httpStatusFailure,
+  jsonRpcRefusal,
+  jsonRpcRefusalOf,
   preflight,
   redirectInUserTerms,
   unreachable,
@@ -173,8 +174,9 @@ export async function connectServer(
           error.kind !== "config"
         ? error.cause.status
         : undefined;
-      // A JSON-RPC error in the 400 body means the server speaks MCP: no SSE fallback. A 404 is
-      // a refusal only where the URL was seen opening an event stream (Express SSE servers).
+      // A 400 whose JSON-RPC error rejects the legacy era is the era negotiation's: no SSE
+      // fallback. A 404 is a refusal only where the URL was seen opening an event stream
+      // (Express SSE servers).
       const refused = status !== undefined &&
         ([400, 405, 406, 411].includes(status) || (status === 404 && eventStream));
       if (transportKind !== "http" || !refused || isModernOnlyRejection(error)) throw error;
@@ -183,7 +185,15 @@ export async function connectServer(
           `instead. Set \`transport: sse\` for this server to skip the failed attempt.`,
       );
       transportKind = "sse";
-      attempt = await negotiate(config, options, access, transportKind, signal, deadline);
+      try {
+        attempt = await negotiate(config, options, access, transportKind, signal, deadline);
+      } catch (fallbackError) {
+        // A refusal in JSON-RPC came from a Streamable HTTP server: it is the story, not why the
+        // SSE retry failed too (a "not an SSE endpoint" hint would be wrong here).
+        const spokeJsonRpc = error instanceof McpServerError && jsonRpcRefusalOf(error.cause);
+        if (spokeJsonRpc && !options.signal?.aborted) throw error;
+        throw fallbackError;
+      }
     }
     return liveConnection(
       config,
@@ -312,7 +322,7 @@ async function attemptConnect(
       deadline,
       diagnosis,
       transport,
-      handshake,
+      `the MCP handshake (${handshake})`,
     );
     const stray = classified.kind === "timeout" ? strays.clause() : undefined;
     const failure = stray === undefined ? classified : new McpServerError(
@@ -542,7 +552,7 @@ function classifyConnectError(
   deadline?: AbortSignal,
   diagnosis?: string,
   transport?: Transport,
-  handshake = "initialize",
+  handshake = "the MCP handshake (initialize)",
 ): McpServerError {
   if (error instanceof McpServerError) return error;
   const oauth = oauthFailure(config, error);
@@ -565,21 +575,21 @@ function classifyConnectError(
     const detail = status >= 300 && status < 400 || typeof body !== "string"
       ? error.message.replace(/^Error POSTing to endpoint: /, "")
       : body;
-    return httpStatusFailure(config, status, detail, { cause: error });
+    return httpStatusFailure(config, status, detail, { cause: error }, handshake);
   }
   if (error instanceof ProtocolError) {
     // A JSON-RPC error answering the handshake: the server is there and said no, in its words.
     return new McpServerError(
       name,
       "protocol",
-      `the server refused the MCP handshake (${handshake}): ${
+      `the server refused ${handshake}: ${
         quotedServerText(answerProblem(error) ?? error.message)
       } (JSON-RPC error ${error.code})`,
       { cause: error },
     );
   }
   if (transport instanceof DiagnosedSSEClientTransport) {
-    const failure = sseFailure(config, error, transport);
+    const failure = sseFailure(config, error, transport, handshake);
     if (failure) return failure;
   }
   const text = messageOf(error);
@@ -677,6 +687,7 @@ function sseFailure(
   config: McpServerConfig,
   error: unknown,
   transport: DiagnosedSSEClientTransport,
+  handshake: string,
 ): McpServerError | undefined {
   const failure = transport.lastFailure;
   const posted = messageOf(error).match(/^Error POSTing to endpoint \(HTTP (\d+)\): ([\s\S]*)$/);
@@ -697,16 +708,16 @@ function sseFailure(
       ? failure.body
       : (posted?.[2] ?? messageOf(error).replace(/^SSE error: /, ""));
     // Only a Streamable HTTP endpoint answers the event-stream GET with a JSON-RPC error.
-    const refusedStream = error instanceof SseError && failure?.status === status &&
-      ![401, 403].includes(status) && isJsonRpcError(failure.body);
-    if (refusedStream) {
-      const summary = bodySummary(failure.body);
+    const refusal = error instanceof SseError && failure?.status === status &&
+        ![401, 403].includes(status)
+      ? jsonRpcRefusal(status, failure.body)
+      : undefined;
+    if (refusal) {
       return new McpServerError(
         config.name,
         "config",
-        `HTTP ${status} from ${config.url}: ${summary}${/[.!?]$/.test(summary) ? "" : "."} ` +
-          "This url is a Streamable HTTP endpoint, not an SSE one: it answered the SSE request " +
-          `with a JSON-RPC error. ${
+        `the server refused the SSE request: ${refusal}. An answer in JSON-RPC means ` +
+          `${config.url} is a Streamable HTTP endpoint, not an SSE one. ${
             entryFix(
               config,
               `remove \`transport: sse\` from mcp_servers.${config.name} (Streamable HTTP is ` +
@@ -719,7 +730,7 @@ function sseFailure(
     const detail = status >= 300 && status < 400
       ? redirectInUserTerms(messageOf(error).replace(/^SSE error: |^Error POSTing[^:]*: /, ""))
       : body;
-    return httpStatusFailure(config, status, detail, { cause: error });
+    return httpStatusFailure(config, status, detail, { cause: error }, handshake);
   }
   if (error instanceof SseError && transport.lastNetworkError !== undefined) {
     return unreachable(config, transport.lastNetworkError);
@@ -733,16 +744,6 @@ function sseFailure(
     );
   }
   return undefined;
-}
-
-/** Whether `body` is a JSON-RPC error response (`{"jsonrpc": "2.0", "error": {…}}`). */
-function isJsonRpcError(body: string): boolean {
-  try {
-    const value = JSON.parse(body);
-    return value?.jsonrpc === "2.0" && typeof value.error === "object" && value.error !== null;
-  } catch {
-    return false;
-  }
 }
 
 /** Rejects as soon as `signal` aborts, even if `work` never settles. */

@@ -7,8 +7,17 @@
 import { createPrivateKey } from "node:crypto";
 import https from "node:https";
 import { Readable } from "node:stream";
+import { SdkHttpError } from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "./config.ts";
-import { bodySummary, causeChainText, entryFix, McpServerError, messageOf } from "./errors.ts";
+import {
+  answerProblem,
+  bodySummary,
+  causeChainText,
+  entryFix,
+  McpServerError,
+  messageOf,
+  quotedServerText,
+} from "./errors.ts";
 
 /** A fetch function as the SDK transports take it. */
 export type FetchFunction = (
@@ -469,8 +478,10 @@ async function originAnswers(
 
 /**
  * The connection error for an HTTP error answer, the same over Streamable HTTP and SSE: 401/403
- * are credential problems, anything else names the status, the URL and a one-line summary of the
- * body ({@linkcode bodySummary}), with a hint where the status suggests one.
+ * are credential problems; a JSON-RPC error in the body is the server refusing `request` (by
+ * default "the request"), in its words ({@linkcode jsonRpcRefusal}); anything else names the
+ * status, the URL and a one-line summary of the body ({@linkcode bodySummary}), with a hint where
+ * the status suggests one.
  *
  * @example
  * ```ts
@@ -483,6 +494,18 @@ async function originAnswers(
  *   "MCP server 'api': HTTP 404 from http://127.0.0.1:3002/sse: Cannot POST /sse " +
  *     "(this looks like an SSE endpoint: add `transport: sse`)",
  * );
+ * const refused = httpStatusFailure(
+ *   config,
+ *   400,
+ *   '{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Bad protocolVersion"}}',
+ *   undefined,
+ *   "the MCP handshake (initialize)",
+ * );
+ * assert.equal(
+ *   refused.message,
+ *   "MCP server 'api': the server refused the MCP handshake (initialize): " +
+ *     '"Bad protocolVersion" (JSON-RPC error -32602, HTTP 400)',
+ * );
  * ```
  */
 export function httpStatusFailure(
@@ -490,6 +513,7 @@ export function httpStatusFailure(
   status: number,
   body: string | undefined,
   options?: ErrorOptions,
+  request = "the request",
 ): McpServerError {
   if (status === 401 || status === 403) {
     return new McpServerError(
@@ -497,6 +521,16 @@ export function httpStatusFailure(
       "auth",
       `the server refused the credentials (HTTP ${status}); check headers (for example an ` +
         "Authorization header) or set auth: oauth",
+      options,
+    );
+  }
+  const refusal = jsonRpcRefusal(status, body);
+  if (refusal) {
+    // The server speaks MCP at this url and said no: no hint about the url is due.
+    return new McpServerError(
+      config.name,
+      "protocol",
+      `the server refused ${request}: ${refusal}`,
       options,
     );
   }
@@ -525,6 +559,69 @@ export function httpStatusFailure(
     `HTTP ${status} from ${config.url}${summary ? `: ${summary}` : ""}${hint}`,
     options,
   );
+}
+
+/**
+ * An HTTP error answer whose body is a JSON-RPC error response (`{"jsonrpc": "2.0", "id": …,
+ * "error": {"code", "message"}}`), as some servers refuse a request (a bad `initialize`, an
+ * unknown session, bad call arguments), as a clause: the server's message quoted and cut
+ * ({@linkcode quotedServerText}), its code and the HTTP status. `undefined` for a status below
+ * 400 or any other body.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { jsonRpcRefusal } from "./http.ts";
+ * const body = '{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}';
+ * assert.equal(
+ *   jsonRpcRefusal(404, body),
+ *   '"Session not found" (JSON-RPC error -32001, HTTP 404)',
+ * );
+ * assert.equal(jsonRpcRefusal(404, "<html>Not Found</html>"), undefined);
+ * ```
+ */
+export function jsonRpcRefusal(status: number, body: unknown): string | undefined {
+  const error = status >= 400 && typeof body === "string" ? jsonRpcErrorIn(body) : undefined;
+  if (!error) return undefined;
+  // The SDK's servers quote their validator's issue list: one line, as in a handshake refusal.
+  const words = answerProblem(error.message) ?? error.message;
+  return `${quotedServerText(words)} (JSON-RPC error ${error.code}, HTTP ${status})`;
+}
+
+/**
+ * {@linkcode jsonRpcRefusal} of the SDK's error for an HTTP error answer (`SdkHttpError`);
+ * `undefined` for any other error.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client";
+ * import { jsonRpcRefusalOf } from "./http.ts";
+ * const text = '{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unknown tool"}}';
+ * const error = new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, "Error POSTing", {
+ *   status: 400,
+ *   text,
+ * });
+ * assert.equal(jsonRpcRefusalOf(error), '"Unknown tool" (JSON-RPC error -32602, HTTP 400)');
+ * assert.equal(jsonRpcRefusalOf(new Error(text)), undefined);
+ * ```
+ */
+export function jsonRpcRefusalOf(error: unknown): string | undefined {
+  return error instanceof SdkHttpError ? jsonRpcRefusal(error.status, error.data.text) : undefined;
+}
+
+/** The `error` of a JSON-RPC error response in `body`, `undefined` when it is not one. */
+function jsonRpcErrorIn(body: string): { code: number; message: string } | undefined {
+  let value;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const error = value?.jsonrpc === "2.0" ? value.error : undefined;
+  return Number.isInteger(error?.code) && typeof error.message === "string"
+    ? { code: error.code, message: error.message }
+    : undefined;
 }
 
 /**

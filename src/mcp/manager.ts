@@ -15,6 +15,7 @@ import {
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
 import { answerProblem, McpServerError, messageOf } from "./errors.ts";
+import { jsonRpcRefusalOf } from "./http.ts";
 import { maskSubstitutions } from "./substitute.ts";
 import { OVERSIZED_MESSAGE } from "./_stdio.ts";
 import { oauthFailure } from "./oauth/provider.ts";
@@ -566,6 +567,17 @@ class ServerSlot {
         { cause: error },
       );
     }
+    // The same answer with an HTTP error status (2025-era Streamable HTTP): the SDK's error
+    // holds the raw body.
+    const refusal = jsonRpcRefusalOf(error);
+    if (refusal) {
+      return new McpServerError(
+        name,
+        "tool",
+        `tool '${tool.originalName}' failed: the server refused the call: ${refusal}`,
+        { cause: error },
+      );
+    }
     return new McpServerError(
       name,
       "protocol",
@@ -698,6 +710,10 @@ class ServerSlot {
         : undefined;
       const timedOut = error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout;
       const stray = connection?.strayAnswer();
+      const refusal = jsonRpcRefusalOf(error);
+      const problem = oversized ??
+        (refusal ? `the server refused tools/list: ${refusal}` : answerProblem(error)) ??
+        messageOf(error);
       const failure = (error instanceof McpServerError ? error : timedOut
         ? new McpServerError(
           this.config.name,
@@ -710,7 +726,7 @@ class ServerSlot {
         : oauthFailure(this.config, error) ?? new McpServerError(
           this.config.name,
           "protocol",
-          `tool discovery failed: ${oversized ?? answerProblem(error) ?? messageOf(error)}`,
+          `tool discovery failed: ${problem}`,
           {
             cause: error,
           },

@@ -63,10 +63,10 @@ Deno.test("mcp test: transport: sse for a Streamable HTTP endpoint says to remov
       "",
     ].join("\n"),
   );
-  const message = `MCP server 'remote': HTTP 400 from ${server.url}: Bad Request: No valid ` +
-    "session ID provided. This url is a Streamable HTTP endpoint, not an SSE one: it answered " +
-    `the SSE request with a JSON-RPC error. Fix: in ${home.config}, remove \`transport: sse\` ` +
-    "from mcp_servers.remote (Streamable HTTP is the default), or set " +
+  const message = "MCP server 'remote': the server refused the SSE request: \"Bad Request: No " +
+    'valid session ID provided" (JSON-RPC error -32000, HTTP 400). An answer in JSON-RPC means ' +
+    `${server.url} is a Streamable HTTP endpoint, not an SSE one. Fix: in ${home.config}, ` +
+    "remove `transport: sse` from mcp_servers.remote (Streamable HTTP is the default), or set " +
     "mcp_servers.remote.transport to http";
 
   const text = await cli(home.home, ["mcp", "test", "remote"]);

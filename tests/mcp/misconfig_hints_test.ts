@@ -237,11 +237,13 @@ Deno.test("http:// to an HTTPS server: the url should start with https://, with 
 
 Deno.test("transport: sse for a Streamable HTTP endpoint: remove it, naming the key", async (t) => {
   const hint = (name: string) =>
-    "This url is a Streamable HTTP endpoint, not an SSE one: it answered the SSE request with a " +
-    `JSON-RPC error. Fix: in ${FILE}, remove \`transport: sse\` from mcp_servers.${name} ` +
+    "An answer in JSON-RPC means {url} is a Streamable HTTP endpoint, not an SSE one. Fix: in " +
+    `${FILE}, remove \`transport: sse\` from mcp_servers.${name} ` +
     `(Streamable HTTP is the default), or set mcp_servers.${name}.transport to http`;
-  const sessions = "HTTP 400 from {url}: Bad Request: No valid session ID provided.";
-  const sessionless = "HTTP 405 from {url}: Method not allowed.";
+  const sessions = 'the server refused the SSE request: "Bad Request: No valid session ID ' +
+    'provided" (JSON-RPC error -32000, HTTP 400).';
+  const sessionless = 'the server refused the SSE request: "Method not allowed." ' +
+    "(JSON-RPC error -32000, HTTP 405).";
   const cases: [string, () => Promise<{ url: string } & AsyncDisposable>, string][] = [
     ["sessions", () => startHttpFixture(["--transport", "http", "--tools", "echo"]), sessions],
     [
@@ -262,7 +264,7 @@ Deno.test("transport: sse for a Streamable HTTP endpoint: remove it, naming the 
       await using server = await start();
       const config = serverEntry(name, { url: server.url, transport: "sse", connect_timeout: 30 });
       const { error } = await failure(config);
-      const message = `MCP server '${name}': ${status.replace("{url}", server.url)} ${hint(name)}`;
+      const message = `MCP server '${name}': ${status} ${hint(name).replace("{url}", server.url)}`;
       assert.equal(error.message, message);
       assert.equal(error.kind, "config");
       if (name === "everything") return;

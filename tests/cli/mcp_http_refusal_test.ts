@@ -1,0 +1,161 @@
+/**
+ * A Streamable HTTP server that refuses a request with an HTTP 4xx whose body is a JSON-RPC error
+ * (as several servers do for a bad `initialize`, an unknown session or bad call arguments): the
+ * message reads the JSON-RPC error, the server's words quoted and cut, with its code and the
+ * HTTP status, for the handshake (`agent mcp test`), tool discovery and a call (`agent mcp
+ * call`). The initial connect still retries over SSE (decisions.md), but when that fails too the
+ * server's refusal is what is reported, not why SSE failed.
+ */
+import assert from "node:assert/strict";
+import { cli, cliJson, tempHome } from "./_helpers.ts";
+import { writeConfig, yamlValue } from "./_mcp_helpers.ts";
+
+/** Which request the server refuses, and how it answers a GET (the SSE fallback's request). */
+interface RefusingOptions {
+  refuse: "initialize" | "tools/list" | "tools/call";
+  status: number;
+  error: { code: number; message: string };
+  get: "405" | "json-rpc-400";
+}
+
+/**
+ * A minimal Streamable HTTP MCP server (2025 era, JSON answers, one tool `echo`) that answers
+ * the request `refuse` with HTTP `status` and a JSON-RPC error body. Records each request as
+ * `<method> <JSON-RPC method or Accept>`.
+ */
+function refusingServer(options: RefusingOptions) {
+  const seen: string[] = [];
+  const rpcError = (id: unknown, status: number, error: { code: number; message: string }) =>
+    Response.json({ jsonrpc: "2.0", id: id ?? null, error }, { status });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    if (request.method !== "POST") {
+      seen.push(`${request.method} ${request.headers.get("accept")}`);
+      // A server with sessions refuses a GET without one in JSON-RPC (the MCP SDK's servers).
+      return options.get === "json-rpc-400" && request.method === "GET"
+        ? rpcError(null, 400, {
+          code: -32000,
+          message: "Bad Request: No valid session ID provided",
+        })
+        : new Response("Method Not Allowed", { status: 405 });
+    }
+    const message = await request.json();
+    seen.push(`POST ${message.method}`);
+    if (message.id === undefined) return new Response(null, { status: 202 });
+    if (message.method === options.refuse) {
+      return rpcError(message.id, options.status, options.error);
+    }
+    const result = message.method === "initialize"
+      ? {
+        protocolVersion: message.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: "refusing", version: "1.0.0" },
+      }
+      : message.method === "tools/list"
+      ? { tools: [{ name: "echo", inputSchema: { type: "object" } }] }
+      : message.method === "tools/call"
+      ? { content: [{ type: "text", text: "echo ok" }] }
+      : {};
+    return Response.json({ jsonrpc: "2.0", id: message.id, result });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/mcp`,
+    seen,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+async function homeFor(url: string) {
+  const home = await tempHome();
+  writeConfig(
+    home.home,
+    ["mcp_servers:", "  remote:", `    url: ${yamlValue(url)}`, "    connect_timeout: 10", ""]
+      .join("\n"),
+  );
+  return home;
+}
+
+/** The server's words: a line break, an escape sequence, and more than 200 characters. */
+const START = "Invalid params: protocolVersion\n\u001b[31m";
+const WORDS = `${START}${"x".repeat(300)}`;
+/** As quoted: JSON-escaped, cut to 200 characters and `…`. */
+const QUOTED = JSON.stringify(`${START}${"x".repeat(200 - START.length)}…`);
+
+Deno.test("mcp test: an initialize refused with HTTP 400 and a JSON-RPC error reads as the refused handshake, after the SSE retry", async (t) => {
+  for (const get of ["405", "json-rpc-400"] as const) {
+    await t.step(`GET answered ${get}`, async () => {
+      await using server = refusingServer({
+        refuse: "initialize",
+        status: 400,
+        error: { code: -32602, message: WORDS },
+        get,
+      });
+      await using home = await homeFor(server.url);
+      const message = "MCP server 'remote': the server refused the MCP handshake (initialize): " +
+        `${QUOTED} (JSON-RPC error -32602, HTTP 400)`;
+
+      const text = await cli(home.home, ["mcp", "test", "remote"]);
+      assert.equal(text.code, 1, text.stderr);
+      assert.equal(text.stderr, `${message}\n`);
+      // The Streamable HTTP refusal was retried once over SSE (a GET for an event stream).
+      const posts = server.seen.filter((line) => line === "POST initialize");
+      assert.equal(posts.length, 1, server.seen.join("\n"));
+      const retry = server.seen.slice(server.seen.indexOf("POST initialize") + 1);
+      assert.deepEqual(retry, ["GET text/event-stream"], server.seen.join("\n"));
+
+      const doc = await cliJson(home.home, ["mcp", "test", "remote", "--json"], 1);
+      assert.equal(doc.error, message);
+    });
+  }
+});
+
+Deno.test("mcp test: a 404 with a JSON-RPC error is the server's refusal, with no hint about the url's path", async () => {
+  await using server = refusingServer({
+    refuse: "initialize",
+    status: 404,
+    error: { code: -32001, message: "Session not found" },
+    get: "405",
+  });
+  await using home = await homeFor(server.url);
+  const text = await cli(home.home, ["mcp", "test", "remote"]);
+  assert.equal(text.code, 1, text.stderr);
+  assert.equal(
+    text.stderr,
+    "MCP server 'remote': the server refused the MCP handshake (initialize): " +
+      '"Session not found" (JSON-RPC error -32001, HTTP 404)\n',
+  );
+});
+
+Deno.test("mcp test: a tools/list refused with HTTP 400 and a JSON-RPC error is a failed discovery in the server's quoted words", async () => {
+  await using server = refusingServer({
+    refuse: "tools/list",
+    status: 400,
+    error: { code: -32603, message: WORDS },
+    get: "405",
+  });
+  await using home = await homeFor(server.url);
+  const text = await cli(home.home, ["mcp", "test", "remote"]);
+  assert.equal(text.code, 1, text.stderr);
+  assert.equal(
+    text.stderr,
+    "MCP server 'remote': tool discovery failed: the server refused tools/list: " +
+      `${QUOTED} (JSON-RPC error -32603, HTTP 400)\n`,
+  );
+});
+
+Deno.test("mcp call: a tools/call refused with HTTP 400 and a JSON-RPC error names the call's refusal in the server's quoted words", async () => {
+  await using server = refusingServer({
+    refuse: "tools/call",
+    status: 400,
+    error: { code: -32602, message: WORDS },
+    get: "405",
+  });
+  await using home = await homeFor(server.url);
+  const text = await cli(home.home, ["mcp", "call", "remote", "echo", "--args", "{}"]);
+  assert.equal(text.code, 1, text.stderr);
+  assert.equal(text.stdout, "");
+  assert.equal(
+    text.stderr,
+    "agent: MCP server 'remote': tool 'echo' failed: the server refused the call: " +
+      `${QUOTED} (JSON-RPC error -32602, HTTP 400)\n`,
+  );
+});
