@@ -77,8 +77,8 @@ async function homeFor(url: string) {
 /** The server's words: a line break, an escape sequence, and more than 200 characters. */
 const START = "Invalid params: protocolVersion\n\u001b[31m";
 const WORDS = `${START}${"x".repeat(300)}`;
-/** As quoted: JSON-escaped, cut to 200 characters and `…`. */
-const QUOTED = JSON.stringify(`${START}${"x".repeat(200 - START.length)}…`);
+/** As quoted: JSON-escaped, cut to 200 characters, the last one `…`. */
+const QUOTED = JSON.stringify(`${START}${"x".repeat(199 - START.length)}…`);
 
 Deno.test("mcp test: an initialize refused with HTTP 400 and a JSON-RPC error reads as the refused handshake, after the SSE retry", async (t) => {
   for (const get of ["405", "json-rpc-400"] as const) {
