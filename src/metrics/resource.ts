@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { AGENT_VERSION } from "../version.ts";
 import { architecture, installMethod, osFamily } from "./classify.ts";
 import type { MetricsResource } from "./contract.ts";
+import { firstCodePoints } from "../home/text.ts";
 
 /** Facts the resource tuple is derived from. */
 export interface ResourceFacts {
@@ -35,7 +36,8 @@ export interface ResourceFacts {
  * ```
  */
 export function resourceOf(facts: ResourceFacts): MetricsResource {
-  const version = facts.version.trim().slice(0, 64) || "unknown";
+  // The schema's maxLength counts characters (code points): never half a surrogate pair.
+  const version = firstCodePoints(facts.version.trim(), 64) || "unknown";
   return {
     agent_version: version,
     architecture: architecture(facts.arch),
