@@ -12,15 +12,20 @@ import { denoEnv, writeConfig, yamlValue } from "./_mcp_helpers.ts";
 /** A stdio server announcing exactly the tool names it is given (`odd_tools_stdio.ts`). */
 const ODD_TOOLS = fileURLToPath(new URL("../fixtures/mcp/odd_tools_stdio.ts", import.meta.url));
 
-Deno.test("mcp tools: a very long original name is cut with … in the table, whole in --json", async () => {
-  await using home = await tempHome();
-  const long = `very_long_${"x".repeat(190)}_end`;
-  const { command, args } = stdioCommand(["--tools", JSON.stringify(["short", long])], ODD_TOOLS);
+/** `config.yaml` in `home` with one server, `odd`, announcing the tools called `names`. */
+function configureOddTools(home: string, names: string[]): void {
+  const { command, args } = stdioCommand(["--tools", JSON.stringify(names)], ODD_TOOLS);
   writeConfig(
-    home.home,
+    home,
     ["mcp_servers:", "  odd:", `    command: ${yamlValue(command)}`, `    args: ${yamlValue(args)}`]
       .join("\n") + "\n",
   );
+}
+
+Deno.test("mcp tools: a very long original name is cut with … in the table, whole in --json", async () => {
+  await using home = await tempHome();
+  const long = `very_long_${"x".repeat(190)}_end`;
+  configureOddTools(home.home, ["short", long]);
   const env = denoEnv();
   const result = await cli(home.home, ["mcp", "tools"], { env });
   assert.equal(result.code, 0, result.stderr);
@@ -70,12 +75,7 @@ Deno.test("mcp tools: control and format characters in a tool's name are shown a
   ];
   const wide = ["工具名", "🔧wrench", "cafe\u0301"];
   const names = ["plain", ...odd, ...wide];
-  const { command, args } = stdioCommand(["--tools", JSON.stringify(names)], ODD_TOOLS);
-  writeConfig(
-    home.home,
-    ["mcp_servers:", "  odd:", `    command: ${yamlValue(command)}`, `    args: ${yamlValue(args)}`]
-      .join("\n") + "\n",
-  );
+  configureOddTools(home.home, names);
   const env = denoEnv();
   const result = await cli(home.home, ["mcp", "tools"], { env });
   assert.equal(result.code, 0, result.stderr);
