@@ -161,7 +161,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
   });
   app.notFound((c) => {
-    const path = new URL(c.req.url).pathname;
+    const path = pathOf(c.req.url);
     return c.json({ error: `Not found: ${shortened(path)}${doubledSlashHint(path)}` }, 404);
   });
   app.onError((error, c) => {
@@ -169,6 +169,17 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     return c.json({ error: "internal error; see logs/gateway.log" }, 500);
   });
   return app;
+}
+
+/**
+ * The path of a URL as the sender wrote it: not decoded, dot segments kept, as the router saw it.
+ * Not `new URL`, which throws for authorities Deno passes on (`http://xn--a/`, `http://a:99999/`).
+ */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const end = url.slice(start).search(/[?#]/);
+  return end === -1 ? url.slice(start) : url.slice(start, start + end);
 }
 
 function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {

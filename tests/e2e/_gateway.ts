@@ -292,6 +292,46 @@ export async function post(
   return { status: response.status, json, headers: response.headers };
 }
 
+/**
+ * Sends `request` as written (CRLFs included) on a new TCP connection to 127.0.0.1:`port` and reads
+ * the answer up to the end of its body (by its `Content-Length`; `100 Continue` skipped), or what
+ * came before the connection was closed. For what `fetch` cannot send: no `Host` header, malformed
+ * framing, a body that stops arriving. With `closeWrite`, the sending side is closed after the
+ * request: a sender that hangs up mid-body.
+ */
+export async function rawRequest(
+  port: number,
+  request: string,
+  options: { closeWrite?: boolean } = {},
+): Promise<string> {
+  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await connection.write(new TextEncoder().encode(request));
+    if (options.closeWrite) await connection.closeWrite();
+    const buffer = new Uint8Array(65_536);
+    let text = "";
+    while (!answered(text)) {
+      const read = await within(connection.read(buffer), "the answer to a raw request").catch(
+        (error) => error instanceof Deno.errors.ConnectionReset ? null : Promise.reject(error),
+      );
+      if (read === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, read));
+    }
+    return text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, "");
+  } finally {
+    connection.close();
+  }
+}
+
+/** Whether `text` holds a whole final answer (the answers read are ASCII: length is bytes). */
+function answered(text: string): boolean {
+  const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, "");
+  const end = final.indexOf("\r\n\r\n");
+  if (end === -1) return false;
+  const length = /\r\ncontent-length: *(\d+)\r\n/i.exec(final.slice(0, end + 2));
+  return length !== null && final.length - end - 4 >= Number(length[1]);
+}
+
 // --- the durable inbox -----------------------------------------------------------------------
 
 /** One row of `events` in `<home>/gateway/inbox.sqlite3`, the columns the tests look at. */

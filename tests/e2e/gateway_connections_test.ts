@@ -9,11 +9,11 @@ import { freePort } from "../cli/_mcp_helpers.ts";
 import {
   ISSUES_PAYLOAD,
   post,
+  rawRequest,
   signGithub,
   startGateway,
   subscribe,
   waitUntil,
-  within,
   writeGatewayConfig,
 } from "./_gateway.ts";
 
@@ -69,25 +69,6 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
   }
 });
 
-/** Sends `head` and `body` on a new connection, then waits for the answer without sending more. */
-async function stalledRequest(port: number, head: string, body: string): Promise<string> {
-  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
-  try {
-    await connection.write(new TextEncoder().encode(`${head}\r\n\r\n${body}`));
-    const buffer = new Uint8Array(4096);
-    let text = "";
-    // The answer is one small write; read until its JSON body is complete.
-    while (!text.includes("\r\n\r\n") || !text.trimEnd().endsWith("}")) {
-      const read = await within(connection.read(buffer), "the answer to a stalled body");
-      if (read === null) break;
-      text += new TextDecoder().decode(buffer.subarray(0, read));
-    }
-    return text;
-  } finally {
-    connection.close();
-  }
-}
-
 Deno.test("gateway: a body that stops arriving is answered 408 after body_timeout_seconds, and the gateway keeps serving", async () => {
   await using h = await tempHome();
   const port = freePort();
@@ -99,14 +80,17 @@ Deno.test("gateway: a body that stops arriving is answered 408 after body_timeou
     `POST /webhooks/ci HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}`;
 
   // A Content-Length larger than what is sent: the sender's bug to fix, so the answer names it.
-  const short = await stalledRequest(port, head("Content-Length: 500"), '{"action":"opened"');
+  const short = await rawRequest(port, `${head("Content-Length: 500")}\r\n\r\n{"action":"opened"`);
   assert.match(short, /^HTTP\/1\.1 408 /);
   assert.match(
     short,
     /\{"error":"the request body did not arrive in full within 0\.5 s \(check that Content-Length is the body's size in bytes\)"\}$/,
   );
   // A chunked body whose last chunk never comes.
-  const chunked = await stalledRequest(port, head("Transfer-Encoding: chunked"), '5\r\n{"a":\r\n');
+  const chunked = await rawRequest(
+    port,
+    `${head("Transfer-Encoding: chunked")}\r\n\r\n5\r\n{"a":\r\n`,
+  );
   assert.match(chunked, /^HTTP\/1\.1 408 /);
   assert.match(chunked, /\{"error":"the request body did not arrive in full within 0\.5 s"\}$/);
 

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Inbox } from "../../src/gateway/inbox.ts";
+import { ResilientServer } from "../../src/gateway/listen.ts";
 import {
   createWebhookApp,
   type DirectDelivery,
@@ -15,6 +16,7 @@ import {
 import { RouteTable } from "../../src/webhook/route_table.ts";
 import { routeFromRaw } from "../../src/webhook/routes.ts";
 import { githubSignature, standardWebhookSignature } from "../../src/webhook/signatures.ts";
+import { rawRequest } from "../e2e/_gateway.ts";
 
 const SECRET = "route-secret";
 const NOW = 1_700_000_000_000;
@@ -34,6 +36,11 @@ interface Harness extends AsyncDisposable {
     headers?: Record<string, string>,
   ): Promise<Response>;
   signed(route: string, payload: unknown, headers?: Record<string, string>): Promise<Response>;
+  /**
+   * Serves the app on 127.0.0.1 as the gateway does (a port the system picks); stopped with the
+   * harness. Returns the port.
+   */
+  serve(): number;
 }
 
 async function harness(
@@ -64,6 +71,7 @@ async function harness(
   });
   const inbox = Inbox.open(join(dir, "inbox.sqlite3"), { writerThread: options.writerThread });
   const logs: string[] = [];
+  let server: ResilientServer | undefined;
   const h = {
     inbox,
     subscriptions,
@@ -115,8 +123,13 @@ async function harness(
       ...headers,
     });
   };
+  h.serve = () => {
+    server = new ResilientServer({ hostname: "127.0.0.1", port: 0 }, h.app.fetch);
+    return server.addr.port;
+  };
   h.inboxPath = join(dir, "inbox.sqlite3");
   h[Symbol.asyncDispose] = async () => {
+    await server?.shutdown();
     inbox.close();
     await Deno.remove(dir, { recursive: true });
   };
@@ -347,6 +360,32 @@ Deno.test("a 404 and its log line never quote half an emoji of a long route name
   // An emoji that fits is kept whole.
   const kept = await h.signed(`${"x".repeat(98)}${"😀".repeat(3)}`, {});
   assert.deepEqual(await kept.json(), { error: `Unknown route: ${"x".repeat(98)}😀…` });
+});
+
+/** The status and JSON body (`null` when there is none) of an answer read by `rawRequest`. */
+function parsed(text: string): { status: number; json: unknown } {
+  const status = Number(/^HTTP\/1\.[01] (\d{3}) /.exec(text)?.[1]);
+  const body = text.slice(text.indexOf("\r\n\r\n") + 4);
+  return { status, json: body === "" ? null : JSON.parse(body) };
+}
+
+Deno.test("over HTTP: a 404 names the path as sent, whatever authority the URL has; never a 500", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const port = h.serve();
+  const cases: [string, string][] = [
+    // Valid hosts that `new URL` refuses (punycode that does not decode, an IPv4-like name).
+    ["GET /nope HTTP/1.1\r\nHost: xn--a\r\n\r\n", "/nope"],
+    ["GET /nope HTTP/1.1\r\nHost: 999.1.1.1\r\n\r\n", "/nope"],
+    ["GET http://h:99999/nope?x HTTP/1.1\r\nHost: h\r\n\r\n", "/nope"],
+    // Dot segments are not resolved by the router: neither by the answer.
+    ["GET /webhooks/../health HTTP/1.1\r\nHost: h\r\n\r\n", "/webhooks/../health"],
+    ["POST /webhooks/%2e%2e/github#x HTTP/1.1\r\nHost: h\r\n\r\n", "/webhooks/%2e%2e/github"],
+  ];
+  for (const [request, path] of cases) {
+    const answer = parsed(await rawRequest(port, request));
+    assert.deepEqual(answer, { status: 404, json: { error: `Not found: ${path}` } }, request);
+  }
+  assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
 });
 
 Deno.test("a disabled route → 403", async () => {
