@@ -2,6 +2,7 @@
  * The webhook listener: a Hono app whose POST pipeline is one step per concern, in the order of
  * decisions.md §6: route → enabled → size → auth → rate → parse → events → filters → claim →
  * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit).
+ * Before any of them, for every path, a request's `Host` is checked (400 when absent or invalid).
  * Each step answers or passes on; none can be made to answer 500 by what a request holds.
  * For a route with neither a script nor direct delivery, the claim is taken together with the
  * enqueue, in one transaction (`Inbox.accept`, on the inbox's writer thread in the gateway).
@@ -75,6 +76,12 @@ export interface ListenerDeps {
   /** Called after an event was committed, to wake the workers. */
   onAccepted(): void;
   /**
+   * The authority the HTTP server puts in the URL of a request that names no host
+   * (`hostlessAuthority` of the address it listens on): such a request without a `Host` header is
+   * refused. None: requests without one are not refused (they come from in-process callers).
+   */
+  hostlessAuthority?(): string | undefined;
+  /**
    * Whether the gateway is stopping: the HTTP layer then ends the reading of bodies still under
    * way, and their senders are told to retry (503) rather than that their request was bad.
    */
@@ -130,6 +137,7 @@ const IN_PROGRESS_RETRY_SECONDS = 10;
 export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   const app = new Hono<Env>();
   const refused = refusalLog(deps);
+  app.use(checkHost(deps, refused));
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/health", (c) => {
     c.header("Allow", "GET, HEAD");
@@ -169,6 +177,49 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     return c.json({ error: "internal error; see logs/gateway.log" }, 500);
   });
   return app;
+}
+
+/**
+ * Refuses (400) a request whose `Host` header is not a host with an optional port, or, when the
+ * server says what a request naming no host looks like, one that names none: HTTP/1.1 requires it
+ * (RFC 9112 §3.2; two `Host` headers are refused by Deno). First, for every path: an invalid host
+ * would otherwise change the path the router sees (Deno builds the URL from the header as is).
+ */
+function checkHost(deps: ListenerDeps, refused: RefusalLog): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const host = c.req.header("host");
+    if (host === undefined) {
+      const hostless = deps.hostlessAuthority?.();
+      if (hostless !== undefined && authorityOf(c.req.url) === hostless) {
+        refused("warning", "no host", "refused a request with no Host header (400)", {});
+        return c.json({
+          error: "the request has no Host header; send one naming the gateway's host and port " +
+            "(HTTP/1.1 requires it)",
+        }, 400);
+      }
+    } else if (!HOST_HEADER.test(host)) {
+      const shown = shortened(host);
+      refused("warning", "bad host", "refused a request with the Host header {host} (400)", {
+        host: shown,
+      });
+      return c.json({
+        error: `the Host header must be a host name or address with an optional port ` +
+          `(got ${JSON.stringify(shown)})`,
+      }, 400);
+    }
+    await next();
+  };
+}
+
+/** `uri-host [":" port]` of RFC 3986, not empty: a name, an IPv4 address or a bracketed IPv6 one. */
+const HOST_HEADER =
+  /^(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+)(?::\d*)?$/;
+
+/** The authority of a URL as the HTTP server wrote it (`http://<authority>/<path>`). */
+function authorityOf(url: string): string {
+  const start = url.indexOf("//") + 2;
+  const end = url.indexOf("/", start);
+  return url.slice(start, end === -1 ? undefined : end);
 }
 
 /**

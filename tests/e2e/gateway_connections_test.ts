@@ -109,3 +109,16 @@ Deno.test("gateway: a body that stops arriving is answered 408 after body_timeou
     /refused an event to \\"ci\\": its body had not arrived in full after 0\.5 s/,
   );
 });
+
+Deno.test("gateway: a request without a Host header is answered 400; with one, served", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  writeGatewayConfig(h.home, {});
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
+  await using _gateway = await startGateway(h.home, env);
+  const answer = await rawRequest(port, "GET /health HTTP/1.1\r\n\r\n");
+  assert.match(answer, /^HTTP\/1\.1 400 /);
+  assert.match(answer, /"the request has no Host header; send one naming the gateway's host/);
+  const named = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+  assert.match(named, /^HTTP\/1\.1 200 /);
+});
