@@ -141,7 +141,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/health", (c) => {
     c.header("Allow", "GET, HEAD");
-    return c.json({ error: `Method ${c.req.method} not allowed; send GET` }, 405);
+    return c.json({ error: `Method ${shortened(c.req.method)} not allowed; send GET` }, 405);
   });
   // `/webhooks/<name>/` is the same URL: a trailing slash is an easy slip in a sender's form.
   app.on(
@@ -166,7 +166,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
       return c.json({ error: `Unknown route: ${shortened(name)}` }, 404);
     }
     c.header("Allow", "POST");
-    return c.json({ error: `Method ${c.req.method} not allowed; send POST` }, 405);
+    return c.json({ error: `Method ${shortened(c.req.method)} not allowed; send POST` }, 405);
   });
   app.notFound((c) => {
     const path = pathOf(c.req.url);

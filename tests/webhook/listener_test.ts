@@ -336,7 +336,7 @@ Deno.test("a route URL with a doubled slash is a 404 that names the URL meant", 
   }
 });
 
-Deno.test("a 404 quotes at most 100 characters of the name or path the sender wrote", async () => {
+Deno.test("a 404 or 405 quotes at most 100 characters of the name, path or method the sender wrote", async () => {
   await using h = await harness({ routes: { github: route() } });
   const long = "x".repeat(5000);
   const post = await h.signed(long, {});
@@ -346,6 +346,14 @@ Deno.test("a 404 quotes at most 100 characters of the name or path the sender wr
   const other = await h.app.fetch(new Request(`http://localhost/${long}`, { method: "POST" }));
   assert.equal(other.status, 404);
   assert.deepEqual(await other.json(), { error: `Not found: /${"x".repeat(98)}…` });
+  const method = "M".repeat(5000);
+  for (const [path, send] of [["/webhooks/github", "POST"], ["/health", "GET"]]) {
+    const response = await h.app.fetch(new Request(`http://localhost${path}`, { method }));
+    assert.equal(response.status, 405);
+    assert.deepEqual(await response.json(), {
+      error: `Method ${"M".repeat(99)}… not allowed; send ${send}`,
+    });
+  }
 });
 
 Deno.test("a 404 and its log line never quote half an emoji of a long route name", async () => {
