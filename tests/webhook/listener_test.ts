@@ -451,6 +451,85 @@ Deno.test("over HTTP: a 404 names the path as sent, whatever authority the URL h
   assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
 });
 
+Deno.test("over HTTP: malformed framing, encoded names, queries and fragments; the listener keeps serving", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const port = h.serve();
+  const post = (target: string, headers = "Content-Length: 2\r\n", body = "{}") =>
+    `POST ${target} HTTP/1.1\r\nHost: h\r\n${headers}\r\n${body}`;
+  const unsigned = { error: "Invalid signature" };
+  const cases: [string, number, unknown][] = [
+    // Refused by Deno's HTTP layer, with an empty body.
+    [post("/webhooks/github", "Content-Length: 2\r\nContent-Length: 3\r\n"), 400, null],
+    [
+      post(
+        "/webhooks/github",
+        "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n",
+        "2\r\n{}\r\n0\r\n\r\n",
+      ),
+      400,
+      null,
+    ],
+    [
+      post("/webhooks/github", "X-Hub-Signature-256: sha256=00\r\n 11\r\nContent-Length: 2\r\n"),
+      400,
+      null,
+    ],
+    [post("/webhooks/github", "Host: other\r\nContent-Length: 2\r\n"), 400, null],
+    // Route names are percent-decoded once, and a decoded slash is not a separator.
+    [post("/webhooks/git%2Fhub"), 404, { error: "Unknown route: git/hub" }],
+    [post("/webhooks/%00"), 404, { error: "Unknown route: \u0000" }],
+    [post("/webhooks/%2e%2e"), 404, { error: "Unknown route: .." }],
+    [post("/webhooks/git%68ub"), 401, unsigned],
+    // A query string or a fragment is not part of the route's name.
+    [post("/webhooks/github?token=x&y"), 401, unsigned],
+    [post("/webhooks/github#x"), 401, unsigned],
+    ["OPTIONS /webhooks/github HTTP/1.1\r\nHost: h\r\n\r\n", 405, {
+      error: "Method OPTIONS not allowed; send POST",
+    }],
+    ["OPTIONS /webhooks/nope HTTP/1.1\r\nHost: h\r\n\r\n", 404, { error: "Unknown route: nope" }],
+    ["HEAD /webhooks/github HTTP/1.1\r\nHost: h\r\n\r\n", 405, null],
+  ];
+  for (const [request, status, json] of cases) {
+    assert.deepEqual(parsed(await rawRequest(port, request)), { status, json }, request);
+  }
+  const health = await rawRequest(port, "GET /health HTTP/1.1\r\nHost: h\r\n\r\n");
+  assert.equal(parsed(health).status, 200);
+  assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
+});
+
+Deno.test("over HTTP: a sender that hangs up mid-body → 400, nothing stored; the next request is accepted", async () => {
+  await using h = await harness({ routes: { github: route() } });
+  const port = h.serve();
+  const body = JSON.stringify({ issue: { title: "cut short" } });
+  const head = (framing: string) =>
+    `POST /webhooks/github HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n` +
+    `X-Hub-Signature-256: ${githubSignature(SECRET, body)}\r\n${framing}\r\n`;
+  const unread = { status: 400, json: { error: "the request body could not be read to its end" } };
+  for (
+    const request of [
+      `${head(`Content-Length: ${body.length + 10}\r\n`)}${body}`,
+      `${head("Transfer-Encoding: chunked\r\n")}${body.length.toString(16)}\r\n${body}\r\n`,
+      `${head("Transfer-Encoding: chunked\r\n")}${(body.length + 5).toString(16)}\r\n${body}`,
+    ]
+  ) {
+    assert.deepEqual(
+      parsed(await rawRequest(port, request, { closeWrite: true })),
+      unread,
+      request,
+    );
+  }
+  assert.equal(h.accepted, 0);
+  const whole = await rawRequest(port, `${head(`Content-Length: ${body.length}\r\n`)}${body}`);
+  assert.equal(parsed(whole).status, 202);
+  const db = new DatabaseSync(h.inboxPath, { readOnly: true });
+  try {
+    const rows = db.prepare("SELECT payload FROM events").all() as { payload: string }[];
+    assert.deepEqual(rows.map((row) => row.payload), [body]);
+  } finally {
+    db.close();
+  }
+});
+
 Deno.test("a disabled route → 403", async () => {
   await using h = await harness({ routes: { github: route({ enabled: false }) } });
   const response = await h.signed("github", { a: 1 });
