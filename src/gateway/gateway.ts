@@ -22,7 +22,7 @@ import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
 import { lockGatewayHome } from "./home_lock.ts";
 import { Inbox } from "./inbox.ts";
-import { hostlessAuthority, type ListenerEvent, ResilientServer } from "./listen.ts";
+import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
 
 /** How to start a {@linkcode Gateway}. */
@@ -289,7 +289,6 @@ export class Gateway {
       onAccepted: () => pool.wake(),
       log: logAt,
       stopping: () => server?.stopping ?? false,
-      hostlessAuthority: () => server && hostlessAuthority(server.addr),
     });
     let server: ResilientServer | undefined;
     try {

@@ -14,30 +14,6 @@ const MAX_REBIND_DELAY_MS = 5_000;
 /** A failure this long after the previous one starts the pauses again from the first. */
 const FAILURE_STREAK_MS = 60_000;
 
-/**
- * The authority `Deno.serve` on `addr` puts in the URL of a request that names none: an HTTP/1
- * request without a `Host` header (HTTP/1.0 or 1.1: the handler cannot tell which), or an HTTP/2
- * one without `:authority`. Such a request is seen with no `Host` header and this authority, as
- * an HTTP/2 request naming this very authority is (HTTP/2 requests carry no `Host` header).
- * Deno's rule (ext/http/request_properties.rs): `localhost` for a loopback or unspecified address,
- * else the address; the port unless it is 80.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { hostlessAuthority } from "./listen.ts";
- * assert.equal(hostlessAuthority({ transport: "tcp", hostname: "::", port: 8644 }), "localhost:8644");
- * assert.equal(hostlessAuthority({ transport: "tcp", hostname: "fd00::5", port: 8644 }), "[fd00::5]:8644");
- * assert.equal(hostlessAuthority({ transport: "tcp", hostname: "10.0.0.5", port: 80 }), "10.0.0.5");
- * ```
- */
-export function hostlessAuthority(addr: Deno.NetAddr): string {
-  const { hostname, port } = addr;
-  const local = /^(?:127\.\d+\.\d+\.\d+|0\.0\.0\.0|::1?)$/.test(hostname);
-  if (port === 80) return local ? "localhost" : hostname;
-  return `${local ? "localhost" : hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
-}
-
 /** What {@linkcode ResilientServer} tells its owner. */
 export type ListenerEvent =
   /** The accept loop (or binding again) failed; `failures` counts the current streak. */

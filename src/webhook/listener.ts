@@ -2,7 +2,8 @@
  * The webhook listener: a Hono app whose POST pipeline is one step per concern, in the order of
  * decisions.md §6: route → enabled → size → auth → rate → parse → events → filters → claim →
  * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit).
- * Before any of them, for every path, a request's `Host` is checked (400 when absent or invalid).
+ * Before any of them, for every path, a request's `Host` header, when it has one, is checked (400
+ * when it is not a host with an optional port).
  * Each step answers or passes on; none can be made to answer 500 by what a request holds.
  * For a route with neither a script nor direct delivery, the claim is taken together with the
  * enqueue, in one transaction (`Inbox.accept`, on the inbox's writer thread in the gateway).
@@ -76,12 +77,6 @@ export interface ListenerDeps {
   /** Called after an event was committed, to wake the workers. */
   onAccepted(): void;
   /**
-   * The authority the HTTP server puts in the URL of a request that names no host
-   * (`hostlessAuthority` of the address it listens on): such a request without a `Host` header is
-   * refused. None: requests without one are not refused (they come from in-process callers).
-   */
-  hostlessAuthority?(): string | undefined;
-  /**
    * Whether the gateway is stopping: the HTTP layer then ends the reading of bodies still under
    * way, and their senders are told to retry (503) rather than that their request was bad.
    */
@@ -137,7 +132,7 @@ const IN_PROGRESS_RETRY_SECONDS = 10;
 export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
   const app = new Hono<Env>();
   const refused = refusalLog(deps);
-  app.use(checkHost(deps, refused));
+  app.use(checkHost(refused));
   app.get("/health", (c) => c.json({ status: "ok", platform: "webhook" }));
   app.all("/health", (c) => {
     c.header("Allow", "GET, HEAD");
@@ -180,47 +175,30 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
 }
 
 /**
- * Refuses (400) a request whose `Host` header is not a host with an optional port, or, when the
- * server says what a request naming no host looks like, one that names none: HTTP/1.1 requires it
- * (RFC 9112 §3.2; two `Host` headers are refused by Deno). First, for every path: an invalid host
- * would otherwise change the path the router sees (Deno builds the URL from the header as is).
+ * Refuses (400) a request whose `Host` header is not a host with an optional port. First, for
+ * every path: Deno builds the URL from the header as is, so an invalid host would change the path
+ * the router sees. A request without one is served: the handler is not told the HTTP version, and
+ * an HTTP/2 request (no `Host` header) naming `localhost:<port>` looks the same as an HTTP/1.1
+ * one without `Host`; its URL names this server either way.
  */
-function checkHost(deps: ListenerDeps, refused: RefusalLog): MiddlewareHandler<Env> {
-  return async (c, next) => {
+function checkHost(refused: RefusalLog): MiddlewareHandler<Env> {
+  return (c, next) => {
     const host = c.req.header("host");
-    if (host === undefined) {
-      const hostless = deps.hostlessAuthority?.();
-      if (hostless !== undefined && authorityOf(c.req.url) === hostless) {
-        refused("warning", "no host", "refused a request with no Host header (400)", {});
-        return c.json({
-          error: "the request has no Host header; send one naming the gateway's host and port " +
-            "(HTTP/1.1 requires it)",
-        }, 400);
-      }
-    } else if (!HOST_HEADER.test(host)) {
-      const shown = shortened(host);
-      refused("warning", "bad host", "refused a request with the Host header {host} (400)", {
-        host: shown,
-      });
-      return c.json({
-        error: `the Host header must be a host name or address with an optional port ` +
-          `(got ${JSON.stringify(shown)})`,
-      }, 400);
-    }
-    await next();
+    if (host === undefined || HOST_HEADER.test(host)) return next();
+    const shown = shortened(host);
+    refused("warning", "bad host", "refused a request with the Host header {host} (400)", {
+      host: shown,
+    });
+    return Promise.resolve(c.json({
+      error: `the Host header must be a host name or address with an optional port ` +
+        `(got ${JSON.stringify(shown)})`,
+    }, 400));
   };
 }
 
 /** `uri-host [":" port]` of RFC 3986, not empty: a name, an IPv4 address or a bracketed IPv6 one. */
 const HOST_HEADER =
   /^(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+)(?::\d*)?$/;
-
-/** The authority of a URL as the HTTP server wrote it (`http://<authority>/<path>`). */
-function authorityOf(url: string): string {
-  const start = url.indexOf("//") + 2;
-  const end = url.indexOf("/", start);
-  return url.slice(start, end === -1 ? undefined : end);
-}
 
 /**
  * The path of a URL as the sender wrote it: not decoded, dot segments kept, as the router saw it.

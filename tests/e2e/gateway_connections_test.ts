@@ -110,15 +110,20 @@ Deno.test("gateway: a body that stops arriving is answered 408 after body_timeou
   );
 });
 
-Deno.test("gateway: a request without a Host header is answered 400; with one, served", async () => {
+Deno.test("gateway: a Host header that is not host[:port] is answered 400; HTTP/2 and HTTP/1.1 without one are served", async () => {
   await using h = await tempHome();
   const port = freePort();
   writeGatewayConfig(h.home, {});
   const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
   await using _gateway = await startGateway(h.home, env);
-  const answer = await rawRequest(port, "GET /health HTTP/1.1\r\n\r\n");
-  assert.match(answer, /^HTTP\/1\.1 400 /);
-  assert.match(answer, /"the request has no Host header; send one naming the gateway's host/);
-  const named = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
-  assert.match(named, /^HTTP\/1\.1 200 /);
+  const bad = await rawRequest(port, "GET /health HTTP/1.1\r\nHost: h/webhooks/x\r\n\r\n");
+  assert.match(bad, /^HTTP\/1\.1 400 /);
+  assert.match(bad, /"the Host header must be a host name or address with an optional port/);
+  const hostless = await rawRequest(port, "GET /health HTTP/1.1\r\n\r\n");
+  assert.match(hostless, /^HTTP\/1\.1 200 /);
+  // HTTP/2 over plain TCP (prior knowledge): no Host header, `localhost:<port>` in the URL.
+  using client = Deno.createHttpClient({ http1: false, http2: true });
+  const h2 = await fetch(`http://localhost:${port}/health`, { client });
+  assert.equal(h2.status, 200);
+  assert.deepEqual(await h2.json(), { status: "ok", platform: "webhook" });
 });
