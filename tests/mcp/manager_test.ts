@@ -929,6 +929,55 @@ Deno.test("keepalive (floored at 5 s) notices an HTTP server that died while the
   assert.equal(h.state("remote").status, "reconnecting");
 });
 
+/** How many times `text` (a fixture's stderr so far) says it refused a ping. */
+function refusedPings(text: string): number {
+  return text.split("fixture: refused ping").length - 1;
+}
+
+// A refusal is an answer: the server is there. Over stdio it comes as a JSON-RPC error response,
+// over Streamable HTTP as an HTTP 400 whose body is the JSON-RPC error.
+for (
+  const [transport, code] of [["stdio", -32601], ["stdio", -32603], ["http", -32601]] as const
+) {
+  Deno.test(`keepalive: a ping refused over ${transport} (JSON-RPC error ${code}) counts as an answer; the server stays connected`, async () => {
+    const args = ["--tools", "echo", `--refuse-ping=${code}`];
+    await using server = transport === "http"
+      ? await startHttpFixture(["--transport", "http", "--era", "legacy", ...args])
+      : undefined;
+    await using h = new Harness({ reconnect: true, random: () => 0.5 });
+    const entry = server ? serverEntry("pingless", { url: server.url }) : fixture("pingless", args);
+    // Below the 5 s floor of keepalive_interval (config.yaml's), so the test takes no minutes.
+    await h.manager.start([{ ...entry, keepaliveIntervalSeconds: 0.1 }]);
+    assert.equal(h.state("pingless").status, "connected", JSON.stringify(h.events));
+    const pid = h.state("pingless").pid;
+    const stderr = () => server?.stderr() ?? h.stderrOf("pingless");
+    for (let pings = 1; pings <= 3; pings++) {
+      await until(() => refusedPings(stderr()) >= pings, 10_000, `ping ${pings} refused`);
+      assert.equal(
+        textOf(await h.manager.callTool("mcp__pingless__echo", { message: `${pings}` })),
+        `Echo: ${pings}`,
+      );
+    }
+    assert.deepEqual(
+      h.eventsOf("pingless").filter((e) => e.type !== "warning").map((e) => e.type),
+      [
+        "connected",
+      ],
+    );
+    assert.equal(h.state("pingless").status, "connected");
+    assert.equal(h.state("pingless").pid, pid);
+    if (server) assert.equal(server.stderr().split("fixture: session started").length - 1, 1);
+    // Said once, however many pings were refused.
+    const said = h.eventsOf("pingless", "warning").map((e) => (e as { message: string }).message);
+    assert.deepEqual(said, [
+      `MCP server 'pingless': the server refused the keepalive ping: ${
+        code === -32601 ? '"Method not found"' : '"Ping is not supported"'
+      } (JSON-RPC error ${code}${transport === "http" ? ", HTTP 400" : ""}); a refusal is an ` +
+      "answer, so the connection is kept",
+    ]);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // list_changed
 
