@@ -5,6 +5,11 @@
  * once; this makes Streamable HTTP do the same: the transport is closed, and the SDK then fails
  * every pending request with `ConnectionClosed`.
  *
+ * It also notices a session the server ended: the MCP spec (transports, 2025-03-26 on) has the
+ * server answer HTTP 404 to a request carrying the id of a session it terminated, and the client
+ * start a new session with a new `initialize`. The SDK only throws that 404; this closes the
+ * transport the same way, so the connection is lost and the next one starts a new session.
+ *
  * @module
  */
 import {
@@ -14,8 +19,12 @@ import {
   isJSONRPCResultResponse,
   type JSONRPCMessage,
   type RequestId,
+  SdkHttpError,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
+
+/** Why the transport closed when the server ended the session (`lostReason`). */
+export const SESSION_ENDED = "the server ended the MCP session (HTTP 404 for its session id)";
 
 type SendOptions = Parameters<StreamableHTTPClientTransport["send"]>[1];
 type MessageHandler = NonNullable<StreamableHTTPClientTransport["onmessage"]>;
@@ -23,8 +32,9 @@ type MessageHandler = NonNullable<StreamableHTTPClientTransport["onmessage"]>;
 /**
  * A {@linkcode StreamableHTTPClientTransport} that closes itself when the response stream of a
  * request ends without that request's answer (after the SDK's own resumption attempts), since
- * the answer can then never arrive. Requests whose sender watches the stream end itself (a
- * `subscriptions/listen` stream) and requests cancelled by the client are left alone.
+ * the answer can then never arrive, and when the server answers HTTP 404 to a request carrying
+ * the session id ({@linkcode SESSION_ENDED}). Requests whose sender watches the stream end itself
+ * (a `subscriptions/listen` stream) and requests cancelled by the client are left alone.
  */
 export class WatchedStreamableHTTPClientTransport extends StreamableHTTPClientTransport {
   /** Requests sent over this transport whose answer has not arrived yet. */
@@ -32,7 +42,7 @@ export class WatchedStreamableHTTPClientTransport extends StreamableHTTPClientTr
   #wrapped: MessageHandler | undefined;
   #lost: string | undefined;
 
-  /** Why the transport closed itself, if it did. */
+  /** Why the transport closed itself, if it did ({@linkcode SESSION_ENDED} among others). */
   get lostReason(): string | undefined {
     return this.#lost;
   }
@@ -41,6 +51,18 @@ export class WatchedStreamableHTTPClientTransport extends StreamableHTTPClientTr
     message: JSONRPCMessage | JSONRPCMessage[],
     options?: SendOptions,
   ): Promise<void> {
+    const session = this.sessionId;
+    try {
+      return await this.#send(message, options);
+    } catch (error) {
+      if (session !== undefined && error instanceof SdkHttpError && error.status === 404) {
+        this.#closeLost(SESSION_ENDED);
+      }
+      throw error;
+    }
+  }
+
+  async #send(message: JSONRPCMessage | JSONRPCMessage[], options?: SendOptions): Promise<void> {
     this.#watchAnswers();
     const messages = Array.isArray(message) ? message : [message];
     for (const one of messages) {

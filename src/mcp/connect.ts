@@ -45,7 +45,7 @@ import {
   wrongScheme,
 } from "./http.ts";
 import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
-import { WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
+import { SESSION_ENDED, WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
 import { DiagnosedStdioClientTransport } from "./_stdio.ts";
 import { DiagnosedSSEClientTransport } from "./_sse.ts";
 import { StrayAnswers } from "./_stray_answers.ts";
@@ -120,6 +120,11 @@ export interface McpConnection {
   readonly pid: number | undefined;
   /** Whether the connection was lost or closed. */
   readonly closed: boolean;
+  /**
+   * Whether it was lost because the server ended the Streamable HTTP session (HTTP 404 for its
+   * session id); the next connection starts a new session.
+   */
+  readonly sessionEnded: boolean;
   /**
    * Why a stdio server went away, as a clause for an error message: its exit status and last
    * stderr lines, or stray stdout output (`undefined` when nothing is known or not stdio).
@@ -492,6 +497,10 @@ function liveConnection(
       : undefined,
     get closed() {
       return closed;
+    },
+    get sessionEnded() {
+      return attempt.transport instanceof WatchedStreamableHTTPClientTransport &&
+        attempt.transport.lostReason === SESSION_ENDED;
     },
     diagnosis() {
       return attempt.transport instanceof DiagnosedStdioClientTransport

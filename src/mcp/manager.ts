@@ -528,6 +528,17 @@ class ServerSlot {
         { cause: error },
       );
     }
+    if (connection.sessionEnded) {
+      // The spec's way to say a session is over (HTTP 404 for its id): the next call starts anew.
+      const retry = tool.readOnly ? "" : "; not retried because the tool may have side effects";
+      return new McpServerError(
+        name,
+        "closed",
+        `the server ended the MCP session during tool '${tool.originalName}' (HTTP 404 for its ` +
+          `session id)${retry}; the next call starts a new session`,
+        { cause: error },
+      );
+    }
     if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
       // The transport closes on the child's `close`, after its `exit`: the status is known here.
       const diagnosis = connection.diagnosis();

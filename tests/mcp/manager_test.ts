@@ -740,6 +740,88 @@ Deno.test("read-only calls survive a dropped session: reconnect on demand, and o
   );
 });
 
+/**
+ * The sessionful fixture over Streamable HTTP with `tools`, how many sessions it started so far,
+ * and `forget()`, which makes it end every session (HTTP 404 for their ids from then on).
+ */
+async function sessionfulServer(tools: string) {
+  const server = await startHttpFixture([
+    "--transport",
+    "http",
+    "--era",
+    "legacy",
+    "--tools",
+    tools,
+  ]);
+  return Object.assign(server, {
+    sessions: () => server.stderr().split("fixture: session started").length - 1,
+    forget: async () => {
+      const answer = await fetch(new URL("/forget-sessions", server.url), { method: "POST" });
+      assert.equal(await answer.text(), "forgot 1");
+    },
+  });
+}
+
+Deno.test("a Streamable HTTP session the server ended (HTTP 404): a new session, the read-only call retried once, a write-capable one not", async () => {
+  await using server = await sessionfulServer("echo,write_note");
+  await using h = new Harness({ reconnect: true, random: () => 0.5 });
+  await h.manager.start([serverEntry("remote", { url: server.url })]);
+  assert.equal(server.sessions(), 1);
+
+  await server.forget();
+  let retries = 0;
+  const result = await h.manager.callTool("mcp__remote__echo", { message: "again" }, {
+    onRetry: () => retries++,
+  });
+  assert.equal(textOf(result), "Echo: again");
+  assert.equal(retries, 1);
+  assert.equal(server.sessions(), 2);
+  assert.equal(h.state("remote").status, "connected");
+  const lost = h.eventsOf("remote", "lost");
+  assert.equal(lost.length, 1, JSON.stringify(h.events));
+  assert.match(
+    (lost[0] as { reason: string }).reason,
+    /^the server ended the MCP session \(HTTP 404 for its session id\)$/,
+  );
+
+  await server.forget();
+  await rejectsWith(
+    h.manager.callTool("mcp__remote__write_note", { text: "n" }, { onRetry: () => retries++ }),
+    "remote",
+    "closed",
+    /: the server ended the MCP session during tool 'write_note' \(HTTP 404 for its session id\); not retried because the tool may have side effects; the next call starts a new session$/,
+  );
+  assert.equal(retries, 1);
+  assert.equal(
+    textOf(await h.manager.callTool("mcp__remote__write_note", { text: "n" })),
+    "saved: n",
+  );
+  assert.equal(server.sessions(), 3);
+  assert.equal(h.state("remote").status, "connected");
+});
+
+Deno.test("keepalive notices a Streamable HTTP session the server ended (HTTP 404) and starts a new one", async () => {
+  await using server = await sessionfulServer("echo");
+  await using h = new Harness({ reconnect: true, random: () => 0.5 });
+  const entry = serverEntry("remote", { url: server.url });
+  // Below the 5 s floor of keepalive_interval (config.yaml's), so the test takes no minutes.
+  await h.manager.start([{ ...entry, keepaliveIntervalSeconds: 0.1 }]);
+  await server.forget();
+  const lost = await h.waitForEvent(
+    (e) => e.server === "remote" && e.type === "lost",
+    5_000,
+    "the ended session noticed",
+  );
+  assert.match((lost as { reason: string }).reason, /^the server ended the MCP session/);
+  await h.waitForEvent(
+    (e) => e.server === "remote" && e.type === "connected" && e.at > lost.at,
+    5_000,
+    "a new session",
+  );
+  assert.equal(server.sessions(), 2);
+  assert.equal(textOf(await h.manager.callTool("mcp__remote__echo", { message: "x" })), "Echo: x");
+});
+
 // ---------------------------------------------------------------------------------------------
 // Recycling
 
