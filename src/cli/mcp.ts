@@ -137,7 +137,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           io.out(
             `  timings:   connect ${server.connectMs} ms, connect + discovery ${totalMs} ms\n`,
           );
-          for (const warning of server.warnings) io.out(`  warning:   ${warning}\n`);
+          // A server's warnings quote its tool names: shown inert (--json: the exact text).
+          for (const warning of server.warnings) io.out(`  warning:   ${visible(warning)}\n`);
           io.out(`  tools:     ${tools.length}\n`);
           for (const tool of tools) {
             io.out(
@@ -183,7 +184,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             });
           }
           session.printIssues(name);
-          for (const warning of warnings) io.err(`warning: ${warning}\n`);
+          // They quote the server's tool names: shown inert (--json: the exact text).
+          for (const warning of warnings) io.err(`warning: ${visible(warning)}\n`);
           if (name && failed.length > 0) {
             throw new CliError(failed[0].error ?? `MCP server '${name}' is ${failed[0].status}`);
           }
@@ -239,10 +241,12 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         const tool = session.manager.tools().find((t) =>
           t.originalName === toolArg || t.name === toolArg
         );
+        // The server's tool names, inert on a terminal; the JSON error document keeps them exact.
+        const shown = options.json ? (text: string) => text : visible;
         if (!tool) {
           const dropped = server.dropped?.find((t) => t.originalName === toolArg);
-          if (dropped) throw new CliError(dropped.reason);
-          const names = session.manager.tools().map((t) => t.originalName).join(", ");
+          if (dropped) throw new CliError(shown(dropped.reason));
+          const names = session.manager.tools().map((t) => shown(t.originalName)).join(", ");
           throw new UsageError(
             `MCP server '${name}' has no tool '${toolArg}'. Its tools: ${names || "none"}`,
           );
@@ -258,7 +262,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           io.out(`${JSON.stringify(result.structuredContent, null, 2)}\n`);
         }
         if (result.isError) {
-          io.err(`MCP server '${name}': tool '${tool.originalName}' reported an error\n`);
+          io.err(`MCP server '${name}': tool '${shown(tool.originalName)}' reported an error\n`);
         }
       } catch (error) {
         session.signal.throwIfAborted();

@@ -1,7 +1,9 @@
 /**
  * `agent mcp tools`: a server's very long tool name is cut with `…` in the table, so the columns
  * stay aligned and a row stays readable; control and format characters in a name are shown as
- * escapes and wide characters take their two columns; `--json` keeps the exact name.
+ * escapes and wide characters take their two columns; `--json` keeps the exact name. The same
+ * escapes apply where `mcp tools`, `mcp test` and `mcp call` quote tool names in warnings and
+ * errors.
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
@@ -110,5 +112,78 @@ Deno.test("mcp tools: control and format characters in a tool's name are shown a
   assert.deepEqual(
     doc.tools.map((tool: { original_name: string }) => tool.original_name),
     names,
+  );
+});
+
+Deno.test("mcp tools, test and call: a server's tool names in warnings and in 'Its tools' are shown with escapes, --json is exact", async () => {
+  await using home = await tempHome();
+  // Listed twice (a duplicate), and two names that both become mcp__odd__clash_x (a clash).
+  const dup = "dup\u001b[31m";
+  const first = "clash\u001bx";
+  const second = "clash\u202ex";
+  const names = [dup, dup, first, second];
+  // Every call reports an error (`isError`), said on stderr with the tool's name.
+  const failing = JSON.stringify({ content: [{ type: "text", text: "no" }], isError: true });
+  const { command, args } = stdioCommand(
+    ["--tools", JSON.stringify(names), "--call-result", failing],
+    ODD_TOOLS,
+  );
+  writeConfig(
+    home.home,
+    ["mcp_servers:", "  odd:", `    command: ${yamlValue(command)}`, `    args: ${yamlValue(args)}`]
+      .join("\n") + "\n",
+  );
+  const env = denoEnv();
+  const warnings = [
+    "MCP server 'odd': tool 'clash\\u{202e}x' is not registered because tool 'clash\\u{1b}x' " +
+    "already becomes mcp__odd__clash_x after sanitising; only the first is registered",
+    "MCP server 'odd': the server lists tool 'dup\\u{1b}[31m' 2 times; only the first is registered",
+  ];
+  const inert = (text: string) => {
+    for (const character of ["\u001b", "\u202e"]) {
+      assert.ok(!text.includes(character), JSON.stringify(text));
+    }
+  };
+
+  const tools = await cli(home.home, ["mcp", "tools"], { env });
+  assert.equal(tools.code, 0, tools.stderr);
+  inert(tools.stdout + tools.stderr);
+  assert.equal(tools.stderr, warnings.map((warning) => `warning: ${warning}\n`).join(""));
+
+  const test = await cli(home.home, ["mcp", "test", "odd"], { env });
+  assert.equal(test.code, 0, test.stderr);
+  inert(test.stdout + test.stderr);
+  for (const warning of warnings) assert.ok(test.stdout.includes(`  warning:   ${warning}\n`));
+
+  const call = await cli(home.home, ["mcp", "call", "odd", "nosuch"], { env });
+  assert.equal(call.code, 2, call.stderr);
+  inert(call.stdout + call.stderr);
+  assert.match(
+    call.stderr,
+    /MCP server 'odd' has no tool 'nosuch'\. Its tools: dup\\u\{1b\}\[31m, clash\\u\{1b\}x\n/,
+  );
+
+  // A name that lost the clash, and a call that reported an error.
+  const clashed = await cli(home.home, ["mcp", "call", "odd", second], { env });
+  assert.equal(clashed.code, 1, clashed.stderr);
+  inert(clashed.stdout + clashed.stderr);
+  assert.equal(clashed.stderr, `agent: ${warnings[0]}\n`);
+  const reported = await cli(home.home, ["mcp", "call", "odd", first], { env });
+  assert.equal(reported.code, 1, reported.stderr);
+  inert(reported.stdout + reported.stderr);
+  assert.equal(reported.stdout, "no\n");
+  assert.equal(reported.stderr, "MCP server 'odd': tool 'clash\\u{1b}x' reported an error\n");
+
+  // JSON keeps the exact strings.
+  const doc = await cliJson(home.home, ["mcp", "tools", "--json"], 0, { env });
+  assert.deepEqual(doc.warnings, [
+    `MCP server 'odd': tool '${second}' is not registered because tool '${first}' already ` +
+    "becomes mcp__odd__clash_x after sanitising; only the first is registered",
+    `MCP server 'odd': the server lists tool '${dup}' 2 times; only the first is registered`,
+  ]);
+  const failed = await cliJson(home.home, ["mcp", "call", "odd", "nosuch", "--json"], 2, { env });
+  assert.equal(
+    failed.error.message,
+    `MCP server 'odd' has no tool 'nosuch'. Its tools: ${dup}, ${first}`,
   );
 });
