@@ -610,6 +610,16 @@ export function jsonRpcRefusalOf(error: unknown): string | undefined {
   return error instanceof SdkHttpError ? jsonRpcRefusal(error.status, error.data.text) : undefined;
 }
 
+/**
+ * The JSON-RPC `error` in the body of the SDK's error for an HTTP error answer (`SdkHttpError`,
+ * status 400 or more); `undefined` for any other error or body.
+ */
+export function jsonRpcErrorOf(error: unknown): { code: number; message: string } | undefined {
+  return error instanceof SdkHttpError && error.status >= 400 && typeof error.data.text === "string"
+    ? jsonRpcErrorIn(error.data.text)
+    : undefined;
+}
+
 /** The `error` of a JSON-RPC error response in `body`, `undefined` when it is not one. */
 function jsonRpcErrorIn(body: string): { code: number; message: string } | undefined {
   let value;

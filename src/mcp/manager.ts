@@ -10,13 +10,12 @@ import {
   ProtocolError,
   SdkError,
   SdkErrorCode,
-  SdkHttpError,
   type Tool,
 } from "@modelcontextprotocol/client";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
-import { answerProblem, McpServerError, messageOf, quotedServerText } from "./errors.ts";
-import { jsonRpcRefusalOf } from "./http.ts";
+import { answerProblem, McpServerError, messageOf } from "./errors.ts";
+import { jsonRpcErrorOf, jsonRpcRefusalOf } from "./http.ts";
 import { maskSubstitutions } from "./substitute.ts";
 import { OVERSIZED_MESSAGE } from "./_stdio.ts";
 import { oauthFailure } from "./oauth/provider.ts";
@@ -372,8 +371,6 @@ class ServerSlot {
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #lifetimeTimer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
-  /** Whether the server's refusal of the keepalive ping was said (once per server). */
-  #pingRefusalSaid = false;
   readonly #abort = new AbortController();
 
   constructor(config: McpServerConfig, options: ResolvedOptions, notify: () => void) {
@@ -876,30 +873,20 @@ class ServerSlot {
     } catch (error) {
       // Gone already (a session the server ended, a stream that broke): that loss is reported.
       if (this.#connection !== connection || connection.closed) return;
-      const refusal = pingRefusal(error);
-      if (refusal !== undefined) {
-        // The server answered, if only to say it has no ping: it is there.
-        this.#pingRefused(refusal);
-        return;
+      let failure = error;
+      if (pingUnsupported(error)) {
+        // No ping on this server (decisions.md): listing its tools proves liveness as well.
+        try {
+          await connection.client.listTools(undefined, { timeout });
+          return;
+        } catch (listError) {
+          if (this.#connection !== connection || connection.closed) return;
+          failure = listError;
+        }
       }
       await connection.close();
-      this.#lost(connection, `keepalive failed: ${messageOf(error)}`);
+      this.#lost(connection, `keepalive failed: ${messageOf(failure)}`);
     }
-  }
-
-  /** Says once per server that it refuses the keepalive ping (every refusal counts as alive). */
-  #pingRefused(refusal: string): void {
-    if (this.#pingRefusalSaid) return;
-    this.#pingRefusalSaid = true;
-    this.#emit({
-      type: "warning",
-      server: this.config.name,
-      message: maskSubstitutions(
-        `MCP server '${this.config.name}': the server refused the keepalive ping: ${refusal}; ` +
-          "a refusal is an answer, so the connection is kept",
-        this.config.substitutions,
-      ),
-    });
   }
 
   #afterActivity(): void {
@@ -960,21 +947,16 @@ class ServerSlot {
 }
 
 /**
- * The server's JSON-RPC error answering the keepalive ping, as a clause: a JSON-RPC error
- * response, or an HTTP 4xx whose body is one (not a refusal of the credentials, which the
- * reconnect reports); `undefined` when the ping got no answer.
+ * Whether the keepalive ping was refused as a method the server does not have (JSON-RPC -32601),
+ * in a JSON-RPC error response or, over Streamable HTTP, in the body of an HTTP 4xx.
  */
-function pingRefusal(error: unknown): string | undefined {
-  if (error instanceof ProtocolError) {
-    return `${
-      quotedServerText(answerProblem(error) ?? error.message)
-    } (JSON-RPC error ${error.code})`;
-  }
-  if (error instanceof SdkHttpError && (error.status === 401 || error.status === 403)) {
-    return undefined;
-  }
-  return jsonRpcRefusalOf(error);
+function pingUnsupported(error: unknown): boolean {
+  const code = error instanceof ProtocolError ? error.code : jsonRpcErrorOf(error)?.code;
+  return code === METHOD_NOT_FOUND;
 }
+
+/** JSON-RPC's code for a method the server does not have. */
+const METHOD_NOT_FOUND = -32601;
 
 function invalidArgs(message: string): CallToolResult {
   return { content: [{ type: "text", text: message }], isError: true };
