@@ -3,31 +3,21 @@ import type { McpServerConfig } from "../../../src/mcp/config.ts";
 import { CallbackPortPool, loopbackRedirectUris } from "../../../src/mcp/oauth/mod.ts";
 import { serverEntry } from "../_helpers.ts";
 
-/** `count` ports nobody listens on right now (bound by the OS, then released). */
-export function freePorts(count: number): number[] {
-  const listeners = Array.from(
-    { length: count },
-    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
-  );
-  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
-  for (const listener of listeners) listener.close();
-  return ports;
-}
-
 /**
- * `count` ports free now, below the kernel's range of ports handed out for port 0: a random
- * callback port can then never be one of them, as a port freePorts() found free and let go can.
+ * `count` ports free now, below the kernel's range of ports handed out for port 0: nothing else
+ * can take one of them before the test binds it (a random callback port, or the local end of any
+ * connection, is an ephemeral port), as it can a port found free with port 0 and let go.
  */
-function portsBelowEphemeralRange(count: number): number[] {
+export function freePorts(count: number): number[] {
   let low = 32768;
   try {
     low = Number(Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/)[0]);
   } catch { /* not Linux: its usual range */ }
   const [from, to] = [10_000, low - 1];
-  if (!(to - from >= 1_000)) return freePorts(count);
   const listeners: Deno.Listener[] = [];
   while (listeners.length < count) {
-    const port = from + Math.floor(Math.random() * (to - from + 1));
+    // Where no such range is left (a lowered ip_local_port_range), the OS picks.
+    const port = to - from >= 1_000 ? from + Math.floor(Math.random() * (to - from + 1)) : 0;
     try {
       listeners.push(Deno.listen({ hostname: "127.0.0.1", port }));
     } catch { /* in use: another */ }
@@ -42,7 +32,7 @@ function portsBelowEphemeralRange(count: number): number[] {
  * the pool over them, and the ten redirect URIs a document would declare for them.
  */
 export function testPins(): { ports: number[]; pool: CallbackPortPool; documentUris: string[] } {
-  const ports = portsBelowEphemeralRange(5);
+  const ports = freePorts(5);
   return { ports, pool: new CallbackPortPool(ports), documentUris: loopbackRedirectUris(ports) };
 }
 
