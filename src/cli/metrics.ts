@@ -36,6 +36,7 @@ import {
   openUsageMetrics,
   type OutboxSendOutcome,
   type SenderClaim,
+  storeAccessFix,
   type UsageMetrics,
   type UsageMetricsOptions,
   validateEndpoint,
@@ -299,7 +300,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadConfig({ env: io.env });
       const folder = config.paths.metrics;
-      if (!exists(folder)) {
+      if (!storeFolderExists(folder)) {
         if (options.json) return printJson(io, { deleted: false, path: folder });
         io.out(`Nothing to delete: ${folder} does not exist.\n`);
         return;
@@ -312,7 +313,14 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           throw new CliError("reset cancelled; nothing was deleted");
         }
       }
-      Deno.removeSync(folder, { recursive: true });
+      try {
+        Deno.removeSync(folder, { recursive: true });
+      } catch (error) {
+        throw new CliError(
+          `cannot delete ${folder} (${messageOf(error)}); part of it may be deleted already. ` +
+            `${storeAccessFix(folder)}, then run \`agent metrics reset\` again`,
+        );
+      }
       if (options.json) return printJson(io, { deleted: true, path: folder });
       io.out(`Deleted ${folder}. A new install id is created if collection is enabled again.\n`);
     });
@@ -960,6 +968,26 @@ function validateText(text: string): { valid: boolean; errors: MetricsValidation
   if (result.valid) return { valid: true, errors: [] };
   // JSON has no undefined: report a missing value as null so every error has the same keys.
   return { valid: false, errors: result.errors.map((e) => ({ ...e, value: e.value ?? null })) };
+}
+
+/**
+ * Whether the metrics folder is there for `reset` to delete. One this user may not even look at
+ * is not "nothing to delete": that is said, with the fix.
+ */
+function storeFolderExists(folder: string): boolean {
+  try {
+    Deno.statSync(folder);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return false;
+    }
+    throw new CliError(`cannot look at ${folder} (${messageOf(error)}). ${storeAccessFix(folder)}`);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function exists(path: string): boolean {

@@ -72,6 +72,7 @@ export {
   MetricsStoreUnavailableError,
   type SenderClaim,
   type SendQueue,
+  storeAccessFix,
 } from "./store.ts";
 export { escapeControls } from "./printable.ts";
 

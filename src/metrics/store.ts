@@ -93,6 +93,37 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 15_000;
 const RESET_FIX = "Fix: run `agent metrics reset` to delete it and start a new one, or move the " +
   "file aside to keep it";
 
+/**
+ * The fix of a store folder this user may not read or write (made by `sudo agent …`, on a
+ * read-only file system): deleting it would lose the counts, and could not work either.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { storeAccessFix } from "./store.ts";
+ * assert.match(storeAccessFix("/h/telemetry/shared_metrics"), /^Fix: make \/h\/telemetry\/shared_metrics /);
+ * ```
+ */
+export function storeAccessFix(folder: string): string {
+  return `Fix: make ${folder} and the files in it readable and writable by this user (check ` +
+    "their owner and mode, and that the file system is not read-only; files created with sudo " +
+    "belong to root)";
+}
+
+/**
+ * Whether `error` says this process may not read or write a file (permissions, a read-only file
+ * system), rather than that the file is damaged.
+ */
+function isAccessProblem(error: unknown): boolean {
+  if (error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.NotCapable) {
+    return true;
+  }
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === "EACCES" || code === "EPERM" || code === "EROFS" ||
+    /readonly database|unable to open database file/i.test(error.message);
+}
+
 /** The store file exists but cannot be opened; the message names the file and the fix. */
 export class MetricsStoreUnavailableError extends Error {
   /** The store file. */
@@ -100,7 +131,10 @@ export class MetricsStoreUnavailableError extends Error {
 
   constructor(path: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
-    super(`the metrics store ${path} cannot be opened (${reason}). ${RESET_FIX}`, { cause });
+    const fix = isAccessProblem(cause)
+      ? `${storeAccessFix(dirname(path))}; the counts in it are kept`
+      : RESET_FIX;
+    super(`the metrics store ${path} cannot be opened (${reason}). ${fix}`, { cause });
     this.name = "MetricsStoreUnavailableError";
     this.path = path;
   }
@@ -215,7 +249,7 @@ export class MetricsStore implements Disposable {
    * it for one piece of work.
    */
   static open(path: string, options: { busyTimeoutMs?: number } = {}): MetricsStore {
-    const folderProblem = notAFolder(dirname(path));
+    const folderProblem = notAFolder(dirname(path)) ?? notAFile(path);
     if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
     const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS));
     let db: DatabaseSync;
@@ -242,11 +276,15 @@ export class MetricsStore implements Disposable {
     const folderProblem = notAFolder(dirname(path));
     if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
     try {
-      return Deno.statSync(path).isFile;
+      Deno.statSync(path);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return false;
       throw new MetricsStoreUnavailableError(path, error);
     }
+    // A folder in its place is not "no store": the store could never be created there.
+    const fileProblem = notAFile(path);
+    if (fileProblem) throw new MetricsStoreUnavailableError(path, fileProblem);
+    return true;
   }
 
   /** How long a statement waits for another process's lock, unless {@linkcode withBusyTimeout}. */
@@ -699,6 +737,18 @@ function notAFolder(folder: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** Why `path` cannot be the store file (a folder, a pipe), or `undefined` (a file, or none). */
+function notAFile(path: string): string | undefined {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(path);
+  } catch {
+    return undefined; // missing (it is created), or a problem opening reports better
+  }
+  if (info.isFile) return undefined;
+  return info.isDirectory ? "it is a folder, not a file" : "it is not a regular file";
 }
 
 function toPackageRecord(row: Record<string, unknown>): PackageRecord {

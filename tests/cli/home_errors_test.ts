@@ -4,7 +4,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { childEnv, cli, MAIN, REPO, tempHome } from "./_helpers.ts";
+import {
+  childEnv,
+  cli,
+  enable,
+  MAIN,
+  recordEvents,
+  REPO,
+  SAMPLE_EVENTS,
+  tempHome,
+} from "./_helpers.ts";
 
 Deno.test("AGENT_HOME naming a file: one line saying it is not a folder, exit 1", async () => {
   await using h = await tempHome();
@@ -41,11 +50,11 @@ Deno.test("AGENT_HOME under a file: one line naming the file in the way, exit 1"
   assert.equal(Deno.readTextFileSync(file), "x");
 });
 
-/** Whether bubblewrap can mount a folder read-only here (it needs user namespaces). */
-async function canMountReadOnly(dir: string): Promise<boolean> {
+/** Whether bubblewrap can run a process with `sandbox` here (it needs user namespaces). */
+async function canSandbox(sandbox: string[]): Promise<boolean> {
   try {
     const { success } = await new Deno.Command("bwrap", {
-      args: ["--bind", "/", "/", "--ro-bind", dir, dir, "--dev", "/dev", "true"],
+      args: ["--bind", "/", "/", ...sandbox, "--dev", "/dev", "true"],
       stdout: "null",
       stderr: "null",
     }).output();
@@ -55,10 +64,33 @@ async function canMountReadOnly(dir: string): Promise<boolean> {
   }
 }
 
+/**
+ * Runs `agent <args>` on `home` under bubblewrap with `sandbox` (a read-only mount, or no
+ * capabilities, so that even root gets "Permission denied" from a mode-000 folder).
+ */
+async function sandboxedCli(sandbox: string[], home: string, args: string[]) {
+  const output = await new Deno.Command("bwrap", {
+    args: [
+      ...["--bind", "/", "/", ...sandbox, "--dev", "/dev", "--proc", "/proc"],
+      ...[Deno.execPath(), "run", "-A", "--quiet", "--config", join(REPO, "deno.json")],
+      ...[MAIN, ...args],
+    ],
+    env: childEnv(home),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
 const probe = await Deno.makeTempDir();
-const READ_ONLY = await canMountReadOnly(probe);
+const READ_ONLY = await canSandbox(["--ro-bind", probe, probe]);
 await Deno.remove(probe);
 if (!READ_ONLY) console.log("home_errors_test: skipping: bubblewrap cannot mount read-only here");
+const NO_CAPABILITIES = ["--cap-drop", "ALL"];
+const UNPRIVILEGED = await canSandbox(NO_CAPABILITIES);
+if (!UNPRIVILEGED) console.log("home_errors_test: skipping: bubblewrap cannot drop capabilities");
 
 Deno.test({
   name: "a read-only <home>: the write names the real file, no stack trace",
@@ -66,21 +98,7 @@ Deno.test({
   fn: async () => {
     await using h = await tempHome();
     await Deno.writeTextFile(h.config, "# mine\n");
-    const run = async (args: string[]) => {
-      const output = await new Deno.Command("bwrap", {
-        args: [
-          ...["--bind", "/", "/", "--ro-bind", h.home, h.home, "--dev", "/dev", "--proc", "/proc"],
-          ...[Deno.execPath(), "run", "-A", "--quiet", "--config", join(REPO, "deno.json")],
-          ...[MAIN, ...args],
-        ],
-        env: childEnv(h.home),
-        clearEnv: true,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-      return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
-    };
+    const run = (args: string[]) => sandboxedCli(["--ro-bind", h.home, h.home], h.home, args);
     const text = await run(["metrics", "enable"]);
     assert.equal(text.code, 1, text.stderr);
     assert.equal(
@@ -94,5 +112,74 @@ Deno.test({
       `cannot write ${h.config}: Read-only file system (os error 30)`,
     );
     assert.equal(await Deno.readTextFile(h.config), "# mine\n");
+  },
+});
+
+/** The fix of a metrics folder this user may not read or write, as the CLI words it. */
+function accessFix(folder: string): string {
+  return `Fix: make ${folder} and the files in it readable and writable by this user (check ` +
+    "their owner and mode, and that the file system is not read-only; files created with sudo " +
+    "belong to root)";
+}
+
+Deno.test({
+  name: "a read-only metrics store: the fix is access, not `metrics reset`; reset says it failed",
+  ignore: !READ_ONLY,
+  fn: async () => {
+    await using h = await tempHome();
+    await enable(h.home);
+    recordEvents(h.home, SAMPLE_EVENTS);
+    const db = join(h.metrics, "metrics.sqlite3");
+    const readOnly = ["--ro-bind", h.metrics, h.metrics];
+    for (const command of ["status", "export"]) {
+      const result = await sandboxedCli(readOnly, h.home, ["metrics", command]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.ok(
+        result.stderr.startsWith(`agent: the metrics store ${db} cannot be opened (`) &&
+          result.stderr.endsWith(`). ${accessFix(h.metrics)}; the counts in it are kept\n`),
+        result.stderr,
+      );
+      assert.doesNotMatch(result.stderr, /metrics reset/);
+    }
+    const reset = await sandboxedCli(readOnly, h.home, ["metrics", "reset", "--yes", "--json"]);
+    assert.equal(reset.code, 1, reset.stdout);
+    assert.equal(reset.stderr, "");
+    assert.equal(
+      JSON.parse(reset.stdout).error.message,
+      `cannot delete ${h.metrics} (Read-only file system (os error 30): remove '${h.metrics}'); ` +
+        `part of it may be deleted already. ${accessFix(h.metrics)}, then run ` +
+        "`agent metrics reset` again",
+    );
+    assert.ok(Deno.statSync(db).isFile);
+  },
+});
+
+Deno.test({
+  name:
+    "a metrics folder this user may not look at: reset says so (exit 1), not 'nothing to delete'",
+  ignore: !UNPRIVILEGED,
+  fn: async () => {
+    await using h = await tempHome();
+    await enable(h.home);
+    recordEvents(h.home, SAMPLE_EVENTS);
+    const telemetry = join(h.home, "telemetry");
+    Deno.chmodSync(telemetry, 0o000);
+    try {
+      const reset = await sandboxedCli(NO_CAPABILITIES, h.home, ["metrics", "reset", "--yes"]);
+      assert.equal(reset.code, 1, reset.stdout);
+      assert.equal(reset.stdout, "");
+      assert.equal(
+        reset.stderr,
+        `agent: cannot look at ${h.metrics} (Permission denied (os error 13): stat ` +
+          `'${h.metrics}'). ${accessFix(h.metrics)}\n`,
+      );
+      const status = await sandboxedCli(NO_CAPABILITIES, h.home, ["metrics", "status"]);
+      assert.equal(status.code, 1, status.stdout);
+      assert.match(status.stderr, /cannot be opened \(Permission denied/);
+      assert.ok(status.stderr.includes(accessFix(h.metrics)), status.stderr);
+    } finally {
+      Deno.chmodSync(telemetry, 0o700);
+    }
+    assert.ok(Deno.statSync(join(h.metrics, "metrics.sqlite3")).isFile);
   },
 });

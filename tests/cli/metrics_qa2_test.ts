@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { startFakeModel } from "../fixtures/fake_model.ts";
+import { loadConfig, openUsageMetrics } from "../../mod.ts";
 import {
   cli,
   cliJson,
@@ -128,6 +129,29 @@ Deno.test("telemetry/shared_metrics as a file: status and export report it (exit
     assert.equal(result.code, 1, `${command}: ${result.stdout}`);
     assertOneLine(result.stderr, /cannot be opened \(.*shared_metrics is a file, not a folder\)/);
   }
+});
+
+Deno.test("metrics.sqlite3 as a folder: status, preview and export report it (exit 1), not 'no store'", async () => {
+  await using h = await tempHome();
+  await enable(h.home);
+  const db = join(h.metrics, "metrics.sqlite3");
+  Deno.mkdirSync(db, { recursive: true });
+  for (const command of ["status", "preview", "export"]) {
+    const result = await cli(h.home, ["metrics", command]);
+    assert.equal(result.code, 1, `${command}: ${result.stdout}`);
+    assertOneLine(
+      result.stderr,
+      new RegExp(
+        `^agent: the metrics store ${db} cannot be opened \\(it is a folder, not a file\\)`,
+      ),
+    );
+  }
+  // An agent run goes on without metrics, saying why in the same words.
+  const config = loadConfig({ home: h.home, env: () => undefined });
+  const warnings: string[] = [];
+  openUsageMetrics(config, { onWarning: (message) => warnings.push(message) }).close();
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /metrics\.sqlite3 cannot be opened \(it is a folder, not a file\)/);
 });
 
 Deno.test("two `metrics send` at once post each package once; the second says why it skipped", async () => {
