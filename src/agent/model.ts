@@ -6,7 +6,7 @@
  * @module
  */
 import type { ModelSettings } from "./settings.ts";
-import { bodySummary, messageOf } from "../mcp/errors.ts";
+import { bodySummary, causeChainText } from "../mcp/errors.ts";
 
 /** A function call the model asked for (the wire shape). */
 export interface ToolCallRequest {
@@ -203,7 +203,7 @@ export class ModelClient {
       }
       return new RetryableFailure(
         "unreachable",
-        `cannot reach the model endpoint ${this.url} (${this.#redact(messageOf(error))}). ` +
+        `cannot reach the model endpoint ${this.url} (${this.#redact(networkReason(error))}). ` +
           `Fix: start the model server, or set model.base_url in ${this.#configFile}`,
         undefined,
         error,
@@ -360,6 +360,15 @@ class RetryableFailure {
       cause: this.cause,
     });
   }
+}
+
+/**
+ * Why a request got no answer. Deno's `fetch` says only "fetch failed"; the reason (connection
+ * refused, a DNS or TLS error) is in its cause, after the URL the message already names.
+ */
+function networkReason(error: unknown): string {
+  return causeChainText(error).replace(/^fetch failed: /, "")
+    .replace(/error sending request for url \([^)]*\): /, "");
 }
 
 /** `Retry-After` in seconds or as an HTTP date, capped at a minute; `undefined` if absent. */

@@ -653,6 +653,24 @@ Deno.test("unreachable endpoint → unreachable after the retries, naming model.
   assert.ok(error.cause !== undefined);
 });
 
+Deno.test("unreachable endpoint: the message says why (connection refused), not 'fetch failed'", async () => {
+  const port = closedPort();
+  const refused = await modelError(
+    new ModelClient(settingsFor(`http://127.0.0.1:${port}/v1`), instant().options)
+      .complete(HELLO, []),
+    "unreachable",
+  );
+  assert.match(
+    refused.message,
+    new RegExp(
+      `^cannot reach the model endpoint http://127\\.0\\.0\\.1:${port}/v1/chat/completions ` +
+        "\\(client error \\(Connect\\): tcp connect error: Connection refused \\(os error \\d+\\)\\)\\. " +
+        "Fix: start the model server",
+    ),
+  );
+  assert.doesNotMatch(refused.message, /fetch failed|error sending request/);
+});
+
 Deno.test("no answer within timeoutSeconds → timeout, retried, naming model.timeout_seconds", async () => {
   const { model, client, delays } = await setup(
     { turns: [{ hang: true }, { hang: true }] },
