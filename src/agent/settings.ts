@@ -12,6 +12,7 @@ import {
   type ResolvedConfig,
 } from "../home/config.ts";
 import { ConfigError } from "../home/errors.ts";
+import { closestKey } from "../home/suggest.ts";
 import type { SecretScope } from "../home/secrets.ts";
 
 /** Where the model is and how to reach it. */
@@ -196,10 +197,15 @@ export function readModelSettings(
   });
   const baseUrl = (configuredBase || known.baseUrl)?.replace(/\/+$/, "");
   if (!baseUrl) {
+    // A misspelt known provider (`opneai`) is far more likely than a custom endpoint.
+    const builtIn = Object.keys(PROVIDERS).filter((name) => PROVIDERS[name].baseUrl);
+    const meant = PROVIDERS[provider] ? undefined : closestKey(provider, builtIn);
     throw source.error(
       configuredBase === undefined ? "model.provider" : "model.base_url",
       `provider '${provider}' has no known endpoint`,
-      "set model.base_url to the OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
+      (meant ? `set model.provider to \`${meant}\` if that is what you meant, or ` : "") +
+        "set model.base_url to the OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1" +
+        (meant ? "" : ` (the providers with a built-in endpoint: ${builtIn.join(", ")})`),
     );
   }
   let parsed: URL;

@@ -226,6 +226,21 @@ Deno.test("an unknown provider without base_url → ConfigError at model.provide
   assertAt(error, "model.provider", 3);
   assert.match(error.message, /provider 'acme' has no known endpoint/);
   assert.match(error.message, /set model\.base_url/);
+  assert.match(
+    error.message,
+    /\(the providers with a built-in endpoint: openai, openrouter, .*, vllm\)$/,
+  );
+  assert.doesNotMatch(error.message, /built-in endpoint: .*\b(local|custom)\b/);
+});
+
+Deno.test("a misspelt provider without base_url → the error names the provider meant", () => {
+  const error = configError(() => modelSettings("model:\n  default: m\n  provider: opneai\n"));
+
+  assertAt(error, "model.provider", 3);
+  assert.match(
+    error.message,
+    /provider 'opneai' has no known endpoint\. Fix: set model\.provider to `openai` if that is what you meant, or set model\.base_url to /,
+  );
 });
 
 Deno.test("an unknown provider with base_url works without a key, keyed by <PROVIDER>_API_KEY", () => {
