@@ -138,7 +138,7 @@ export function writePackages(
   store: MetricsStore,
   options: WritePackagesOptions,
 ): MetricsPackage[] {
-  ensurePrivateDir(options.outbox);
+  ensureOutbox(store, options.outbox);
   const written: string[] = [];
   try {
     return store.transaction(() => {
@@ -169,6 +169,20 @@ export function writePackages(
   } catch (error) {
     for (const path of written) removeIfPresent(path);
     throw error;
+  }
+}
+
+/** Creates the outbox folder; a file in its place is a damaged store (not "File exists"). */
+function ensureOutbox(store: MetricsStore, outbox: string): void {
+  try {
+    ensurePrivateDir(outbox);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+    throw new MetricsStoreDamagedError(
+      store.path,
+      `its outbox ${outbox} is a file, not a folder`,
+      { cause: error },
+    );
   }
 }
 

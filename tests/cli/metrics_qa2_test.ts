@@ -154,6 +154,23 @@ Deno.test("metrics.sqlite3 as a folder: status, preview and export report it (ex
   assert.match(warnings[0], /metrics\.sqlite3 cannot be opened \(it is a folder, not a file\)/);
 });
 
+Deno.test("outbox as a file: export is one line naming it and the fix (exit 1), nothing packaged", async () => {
+  await using h = await tempHome();
+  await enable(h.home);
+  recordEvents(h.home, SAMPLE_EVENTS);
+  Deno.writeTextFileSync(h.outbox, "not a folder"); // the store is there, its outbox is not yet
+  const result = await cli(h.home, ["metrics", "export"]);
+  assert.equal(result.code, 1, result.stdout);
+  assertOneLine(
+    result.stderr,
+    new RegExp(
+      `^agent: the metrics store ${join(h.metrics, "metrics.sqlite3")} is damaged \\(its outbox ` +
+        `${h.outbox} is a file, not a folder\\)\\. Fix: run \`agent metrics reset\``,
+    ),
+  );
+  assert.equal((await status(h.home)).packages.pending, 0);
+});
+
 Deno.test("two `metrics send` at once post each package once; the second says why it skipped", async () => {
   await using h = await tempHome();
   let release!: () => void;
