@@ -425,7 +425,8 @@ async function withLogging(
     throw new CliError(
       `cannot write the log under ${config.paths.logs}: ${
         error instanceof Error ? error.message : error
-      }`,
+      }. Fix: make ${config.paths.logs} a folder this user can write, with gateway.log in it a ` +
+        "file or absent (check their owner and mode; files created with sudo belong to root)",
     );
   }
   try {

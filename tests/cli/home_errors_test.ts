@@ -50,6 +50,23 @@ Deno.test("AGENT_HOME under a file: one line naming the file in the way, exit 1"
   assert.equal(Deno.readTextFileSync(file), "x");
 });
 
+Deno.test("agent run and chat with a log they cannot write: one line naming the folder and the fix", async () => {
+  await using h = await tempHome();
+  const logs = join(h.home, "logs");
+  Deno.mkdirSync(join(logs, "gateway.log"), { recursive: true });
+  for (const args of [["run", "hi"], ["chat"]]) {
+    const result = await cli(h.home, args, { stdin: "" });
+    assert.equal(result.code, 1, args.join(" "));
+    assert.equal(
+      result.stderr,
+      `agent: cannot write the log under ${logs}: Is a directory (os error 21): open ` +
+        `'${join(logs, "gateway.log")}'. Fix: make ${logs} a folder this user can write, with ` +
+        "gateway.log in it a file or absent (check their owner and mode; files created with sudo " +
+        "belong to root)\n",
+    );
+  }
+});
+
 /** Whether bubblewrap can run a process with `sandbox` here (it needs user namespaces). */
 async function canSandbox(sandbox: string[]): Promise<boolean> {
   try {
