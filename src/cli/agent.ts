@@ -39,7 +39,16 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "(timeout, iteration limit, model error, Ctrl-C, SIGTERM). A prompt read from stdin loses\n" +
         "its trailing line breaks.",
     )
-    .action(async (promptArgument, options) => {
+    // Checked in the action, to say what to do: `agent run Summarise the issues` is a prompt
+    // left unquoted, not a mistake commander's "too many arguments" explains.
+    .allowExcessArguments()
+    .action(async (promptArgument, options, command) => {
+      if (command.args.length > 1) {
+        throw new UsageError(
+          `the prompt must be one argument, and ${command.args.length} were given; quote it: ` +
+            `agent run ${shellQuote(command.args.join(" "))}`,
+        );
+      }
       const config = loadConfig({ env: io.env });
       const skills = skillNames(options.skills, config);
       const prompt = await readPrompt(io, promptArgument);
@@ -396,6 +405,11 @@ function tell(io: CliIo, text: string): void {
   } catch {
     // nobody is left to read it
   }
+}
+
+/** `text` in single quotes for a POSIX shell (a `'` in it as `'\''`). */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 async function readPrompt(io: CliIo, argument: string | undefined): Promise<string> {

@@ -472,6 +472,32 @@ Deno.test("run: text mode, the prompt from an argument, from `-` and from piped 
       assert.equal(model.requests.length, before);
     },
   );
+
+  await t.step(
+    "a prompt left unquoted (several words) is a usage error saying to quote it",
+    async () => {
+      const before = model.requests.length;
+      const [text, json] = await Promise.all([
+        agentRun(home.home, ["Summarise", "Ada's", "issues"]),
+        agentRun(home.home, ["a", "b", "--json"]),
+      ]);
+      expectCode(text, 2);
+      assert.equal(text.stdout, "");
+      assert.equal(
+        text.stderr,
+        "agent: the prompt must be one argument, and 3 were given; quote it: " +
+          "agent run 'Summarise Ada'\\''s issues'\n",
+      );
+      expectCode(json, 2);
+      assert.deepEqual(json.json, {
+        error: {
+          message: "the prompt must be one argument, and 2 were given; quote it: agent run 'a b'",
+          exit_code: 2,
+        },
+      });
+      assert.equal(model.requests.length, before);
+    },
+  );
 });
 
 Deno.test("run: configuration and connection errors name the key, variable or file to fix", async (t) => {
