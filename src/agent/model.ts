@@ -295,6 +295,15 @@ export class ModelClient {
     }
     const choice = isRecord(data) && Array.isArray(data.choices) ? data.choices[0] : undefined;
     const message = isRecord(choice) ? choice.message : undefined;
+    if (!isRecord(message) && isRecord(data) && data.error !== undefined) {
+      // Some endpoints and proxies answer 200 with the error an upstream provider gave.
+      throw new ModelError(
+        "bad_response",
+        `the model endpoint ${this.url} answered HTTP ${status} with an error instead of an ` +
+          `answer: ${bodySummary(this.#redact(text)) || "no message"}`,
+        { status, retries },
+      );
+    }
     if (!isRecord(message)) throw bad("without choices[0].message");
     const toolCalls: ToolCallRequest[] = [];
     const rawCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
@@ -314,8 +323,13 @@ export class ModelClient {
       });
     }
     const usage = isRecord(data) && isRecord(data.usage) ? data.usage : undefined;
+    const content = contentText(message.content);
+    // A refusal (OpenAI's `refusal`, with no content) is what the model answered.
+    const refusal = typeof message.refusal === "string" && message.refusal
+      ? message.refusal
+      : undefined;
     return {
-      content: contentText(message.content),
+      content: content ? content : refusal ?? content,
       toolCalls,
       finishReason: isRecord(choice) && typeof choice.finish_reason === "string"
         ? choice.finish_reason

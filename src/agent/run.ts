@@ -180,6 +180,7 @@ class Run {
   readonly #timeout = new AbortController();
   readonly #signal: AbortSignal;
   readonly #messages: ChatMessage[];
+  readonly #warnings: string[];
   readonly #toolCalls: ToolCallRecord[] = [];
   /** The model's id of each recorded call. */
   readonly #callIds = new WeakMap<ToolCallRecord, string>();
@@ -196,6 +197,7 @@ class Run {
       ? AbortSignal.any([options.signal, this.#timeout.signal])
       : this.#timeout.signal;
     this.#messages = [...(options.history ?? []), { role: "user", content: options.prompt }];
+    this.#warnings = options.warnings ?? [];
   }
 
   async execute(): Promise<RunResult> {
@@ -249,7 +251,7 @@ class Run {
       retries: this.#retries,
       messages: this.#messages,
       timings: { totalMs, modelMs: this.#modelMs, toolMs: this.#toolMs },
-      warnings: o.warnings ?? [],
+      warnings: this.#warnings,
     };
   }
 
@@ -267,6 +269,8 @@ class Run {
       );
       if (reply.content) lastText = reply.content;
       if (reply.toolCalls.length === 0) {
+        const cutOff = cutOffWarning(reply.finishReason);
+        if (cutOff) this.#warnings.push(cutOff);
         return { answer: reply.content ?? "", endReason: "completed" };
       }
       const byName = new Map(available.map((tool) => [tool.name, tool]));
@@ -508,6 +512,22 @@ class Run {
     }
     return { answer: "", endReason: "failed", error: messageOf(error) };
   }
+}
+
+/**
+ * What to tell the user about a final answer the endpoint says it did not finish: cut at the
+ * token limit, or held back by a content filter. Such an answer still completes the run.
+ */
+function cutOffWarning(finishReason: string | undefined): string | undefined {
+  if (finishReason === "length") {
+    return 'the answer was cut off at the model\'s output token limit (finish_reason "length"); ' +
+      "raise model.max_tokens in config.yaml, or ask for a shorter answer";
+  }
+  if (finishReason === "content_filter") {
+    return "the model endpoint's content filter cut off or withheld the answer " +
+      '(finish_reason "content_filter")';
+  }
+  return undefined;
 }
 
 function functionTool(tool: RegisteredTool): FunctionTool {

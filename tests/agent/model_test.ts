@@ -605,6 +605,46 @@ for (const [what, body, why] of BAD_ANSWERS) {
   });
 }
 
+Deno.test("200 with an error body → the endpoint's error quoted, not 'check model.base_url'", async () => {
+  const { model, client, delays } = await setup(
+    { turns: [{ status: 200, body: { error: { message: "upstream provider overloaded" } } }] },
+    { maxRetries: 2 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_response");
+
+  assert.equal(error.status, 200);
+  assert.equal(
+    error.message,
+    `the model endpoint ${client.url} answered HTTP 200 with an error instead of an answer: ` +
+      "upstream provider overloaded",
+  );
+  assert.equal(model.requests.length, 1);
+  assert.deepEqual(delays, []);
+});
+
+Deno.test("a refusal without content is the answer's text", async () => {
+  const refusal = "I can't help with that.";
+  const { model, client } = await setup({
+    turns: [{
+      status: 200,
+      body: { choices: [{ message: { role: "assistant", content: null, refusal } }] },
+    }, {
+      status: 200,
+      body: { choices: [{ message: { role: "assistant", content: "", refusal } }] },
+    }, {
+      status: 200,
+      body: { choices: [{ message: { role: "assistant", content: "hi", refusal: null } }] },
+    }],
+  });
+  await using _ = model;
+
+  assert.equal((await client.complete(HELLO, [])).content, refusal);
+  assert.equal((await client.complete(HELLO, [])).content, refusal);
+  assert.equal((await client.complete(HELLO, [])).content, "hi");
+});
+
 Deno.test("a redirect is not followed: the request fails and the target is never asked", async () => {
   await using target = serve(() =>
     Response.json({ choices: [{ message: { role: "assistant", content: "redirected" } }] })

@@ -1046,6 +1046,42 @@ Deno.test("runLoop without tools offers none and passes history and warnings thr
   ]);
 });
 
+Deno.test("runLoop: an answer the endpoint cut off (length, content_filter) completes with a warning", async () => {
+  const cases: Array<[string, RegExp]> = [
+    [
+      "length",
+      /^the answer was cut off at the model's output token limit \(finish_reason "length"\); raise model\.max_tokens/,
+    ],
+    [
+      "content_filter",
+      /content filter cut off or withheld the answer \(finish_reason "content_filter"\)$/,
+    ],
+  ];
+  for (const [finishReason, warning] of cases) {
+    await using fake = await startFakeModel({
+      turns: [{
+        status: 200,
+        body: {
+          choices: [{
+            message: { role: "assistant", content: "partial" },
+            finish_reason: finishReason,
+          }],
+        },
+      }],
+    });
+    const result = await runLoop(runOptions({
+      model: modelClient(fake.baseUrl),
+      tools: NO_TOOLS,
+      warnings: ["skill 'x' was not found"],
+    }));
+    assert.equal(result.endReason, "completed", finishReason);
+    assert.equal(result.answer, "partial");
+    assert.equal(result.warnings.length, 2, finishReason);
+    assert.equal(result.warnings[0], "skill 'x' was not found");
+    assert.match(result.warnings[1], warning);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // resultText
 
