@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { dirname, join } from "node:path";
 import { isNode, visit } from "yaml";
 import { type ConfigSource, isPlainObject } from "./config.ts";
 import { unknownKeyMessage } from "./suggest.ts";
@@ -62,6 +63,19 @@ const KNOWN_KEYS: KeyTree = {
   logging: { level: true },
 };
 
+/**
+ * Unknown keys whose "did you mean" would mislead: an API key written into `config.yaml` is not
+ * what `model.api_key_env` takes (that names a variable), and it belongs in `.env`.
+ */
+const API_KEY_IN_CONFIG = /^(api[_-]?key|key)$/i;
+
+function apiKeyMessage(key: string, configFile: string): string {
+  return `unknown key \`${key}\` is ignored: the API key is read from ` +
+    `${join(dirname(configFile), ".env")}, never from config.yaml; move it there as ` +
+    "<PROVIDER>_API_KEY=<key> (OPENAI_API_KEY for provider openai), or name the variable that " +
+    "holds it with model.api_key_env";
+}
+
 /** A key of `config.yaml` that nothing reads. */
 export interface UnknownConfigKey {
   /** Dotted path of the key, e.g. `model.temprature`. */
@@ -109,7 +123,9 @@ export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
         found.push({
           key: keyPath,
           line: source.lineOf(keyPath),
-          message: unknownKeyMessage(key, Object.keys(known)),
+          message: path.join(".") === "model" && API_KEY_IN_CONFIG.test(key)
+            ? apiKeyMessage(key, source.file)
+            : unknownKeyMessage(key, Object.keys(known)),
         });
       } else if (typeof expected === "object" && isPlainObject(child)) {
         check(child, expected, [...path, key]);

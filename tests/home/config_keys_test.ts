@@ -55,6 +55,21 @@ Deno.test("unknownConfigKeys: a key like nothing known is reported without a gue
   });
 });
 
+Deno.test("unknownConfigKeys: an API key written in the model section says to move it to .env", () => {
+  for (const key of ["api_key", "apiKey", "api-key", "key"]) {
+    const found = unknownConfigKeys(
+      ConfigSource.parse(FILE, `model:\n  default: m\n  ${key}: sk-secret-123\n`),
+    );
+    assert.deepEqual(found, [{
+      key: `model.${key}`,
+      line: 3,
+      message: `unknown key \`${key}\` is ignored: the API key is read from /h/.env, never from ` +
+        "config.yaml; move it there as <PROVIDER>_API_KEY=<key> (OPENAI_API_KEY for provider " +
+        "openai), or name the variable that holds it with model.api_key_env",
+    }]);
+  }
+});
+
 Deno.test("unknownConfigKeys: names the user chooses (servers, routes) and scalar forms are not checked here", () => {
   const text = "mcp_servers:\n  anything_goes: {command: x}\nplatforms:\n  webhook:\n" +
     "    extra:\n      rate_limit: 30\n      routes:\n        my-route: {secret: s}\n";
