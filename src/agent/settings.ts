@@ -219,8 +219,19 @@ export function readModelSettings(
       "set model.base_url to the API root, e.g. https://api.openai.com/v1",
     );
   }
-  const apiKeyVariable = source.string("model.api_key_env")?.trim() ||
-    `${provider.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_API_KEY`;
+  const defaultVariable = `${provider.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_API_KEY`;
+  const configuredVariable = source.string("model.api_key_env")?.trim();
+  if (configuredVariable && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(configuredVariable)) {
+    // Most often the key itself pasted there: never echo it.
+    throw source.error(
+      "model.api_key_env",
+      "expected the name of the variable that holds the API key (letters, digits and _), " +
+        "got something else (not shown: it may be the key itself)",
+      `put the key in ${dotenv} as ${defaultVariable}=<your key> and remove ` +
+        "model.api_key_env, or set it to the variable's name",
+    );
+  }
+  const apiKeyVariable = configuredVariable || defaultVariable;
   const apiKey = secrets.get(apiKeyVariable)?.trim() || undefined;
   if (!apiKey && known.needsKey && !isLoopbackHost(parsed.hostname)) {
     throw source.error(

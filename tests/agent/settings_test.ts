@@ -320,6 +320,24 @@ Deno.test("the key in .env wins over the process environment", () => {
   assert.equal(envOnly.apiKey, "from-env");
 });
 
+Deno.test("model.api_key_env holding the key itself → ConfigError that does not echo it", () => {
+  for (const provider of ["openai", "custom"]) {
+    const error = configError(() =>
+      modelSettings(
+        `model:\n  default: m\n  provider: ${provider}\n  base_url: http://127.0.0.1:1/v1\n` +
+          "  api_key_env: sk-proj-SECRET-0123\n",
+      )
+    );
+    assertAt(error, "model.api_key_env", 5);
+    assert.ok(!error.message.includes("SECRET"), error.message);
+    assert.match(error.message, /not shown: it may be the key itself/);
+    assert.ok(
+      error.message.includes(`as ${provider.toUpperCase()}_API_KEY=<your key> and remove`),
+      error.message,
+    );
+  }
+});
+
 Deno.test("model.api_key_env picks another variable", () => {
   const yaml = "model:\n  default: m\n  provider: openai\n  api_key_env: WORK_OPENAI_KEY\n";
 
