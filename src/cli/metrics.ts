@@ -156,7 +156,11 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         if (!options.json) {
           // Said before the send pass, which may wait on a slow endpoint (or be stopped).
           if (built.length === 0) {
-            io.out("Nothing to export: no counts recorded since the last export.\n");
+            io.out(
+              service
+                ? "Nothing to export: no counts recorded since the last export.\n"
+                : `Nothing to export: ${consentLine(config)}.\n`,
+            );
           }
           for (const [i, entry] of built.entries()) {
             io.out(

@@ -148,6 +148,12 @@ Deno.test("status prints what decided consent in one pair of brackets; JSON unch
     preview.stdout,
     "Nothing recorded: usage metrics are off (default: off until you opt in).\n",
   );
+  // No store was ever made: there was no "last export" either.
+  const exported = await cli(h.home, ["metrics", "export"]);
+  assert.equal(
+    exported.stdout,
+    "Nothing to export: usage metrics are off (default: off until you opt in).\n",
+  );
 
   const dnt = { DO_NOT_TRACK: "1" };
   const enabled = await cli(h.home, ["metrics", "enable"], { env: dnt });
