@@ -325,11 +325,11 @@ export class ModelClient {
     const usage = isRecord(data) && isRecord(data.usage) ? data.usage : undefined;
     const content = contentText(message.content);
     // A refusal (OpenAI's `refusal`, with no content) is what the model answered.
-    const refusal = typeof message.refusal === "string" && message.refusal
+    const refusal = typeof message.refusal === "string" && message.refusal !== ""
       ? message.refusal
       : undefined;
     return {
-      content: content ? content : refusal ?? content,
+      content: content || (refusal ?? content),
       toolCalls,
       finishReason: isRecord(choice) && typeof choice.finish_reason === "string"
         ? choice.finish_reason
