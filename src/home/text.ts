@@ -89,3 +89,23 @@ export function codePointCount(text: string): number {
 export function collapseWhitespace(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
+
+/**
+ * `text` with every character that could hide or disguise text on a terminal written as a
+ * `\u{…}` escape: control characters (C0, DEL, C1), format characters (bidi overrides,
+ * zero-width joiners), line and paragraph separators.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { visible } from "./text.ts";
+ * assert.equal(visible("rm\x1b[2K -rf"), "rm\\u{1b}[2K -rf");
+ * assert.equal(visible("evil\u202Etxt.exe"), "evil\\u{202e}txt.exe");
+ * ```
+ */
+export function visible(text: string): string {
+  return text.replace(
+    /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+    (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`,
+  );
+}

@@ -10,7 +10,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { cut } from "../home/text.ts";
+import { quotedServerText } from "./errors.ts";
 
 const STDERR_LINES_KEPT = 3;
 const LINE_LENGTH_SHOWN = 120;
@@ -193,7 +193,7 @@ function sizeOf(bytes: number): string {
   return `${bytes}-byte`;
 }
 
-/** A line quoted for a message, cut to a readable length, control characters escaped. */
+/** A line quoted for a message, cut to a readable length, invisible characters escaped. */
 function shown(line: string): string {
-  return JSON.stringify(cut(line, LINE_LENGTH_SHOWN));
+  return quotedServerText(line, LINE_LENGTH_SHOWN);
 }

@@ -21,7 +21,7 @@
  */
 import { Document } from "yaml";
 import { ConfigSource, isPlainObject } from "../home/config.ts";
-import { cut } from "../home/text.ts";
+import { cut, visible } from "../home/text.ts";
 import { firstInvalidUtf8 } from "../home/utf8.ts";
 import {
   type McpConfigIssue,
@@ -30,6 +30,9 @@ import {
   SERVER_NAME_PATTERN,
 } from "./config.ts";
 import { type SubstitutionContext, unresolvedPlaceholders } from "./substitute.ts";
+
+/** Re-exported: the rule every MCP message uses to show a server's words inert on a terminal. */
+export { visible };
 
 /** The fixed start of every install link. */
 export const INSTALL_LINK_PREFIX = "agent://mcp/install";
@@ -662,26 +665,6 @@ function plainOrQuoted(text: string): string {
     !/\s$|: | #/.test(text) &&
     !/^(true|false|null|yes|no|on|off|~|[-+]?[\d.]+(e[-+]?\d+)?)$/i.test(text);
   return plain ? text : visible(JSON.stringify(text));
-}
-
-/**
- * `text` with every character that could hide or disguise text on a terminal written as a
- * `\u{…}` escape: control characters (C0, DEL, C1), format characters (bidi overrides,
- * zero-width joiners), line and paragraph separators.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { visible } from "./deeplink.ts";
- * assert.equal(visible("rm\x1b[2K -rf"), "rm\\u{1b}[2K -rf");
- * assert.equal(visible("evil\u202Etxt.exe"), "evil\\u{202e}txt.exe");
- * ```
- */
-export function visible(text: string): string {
-  return text.replace(
-    /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
-    (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`,
-  );
 }
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { collapseWhitespace, cut } from "../home/text.ts";
+import { collapseWhitespace, cut, visible } from "../home/text.ts";
 import type { McpServerConfig } from "./config.ts";
 import { maskSubstitutions, type Substitution } from "./substitute.ts";
 
@@ -32,7 +32,9 @@ const PERMANENT: ReadonlySet<McpFailureKind> = new Set([
 ]);
 
 /**
- * A failure of one MCP server, with a message that starts with `MCP server '<name>'`.
+ * A failure of one MCP server, with a message that starts with `MCP server '<name>'`. Its detail
+ * quotes a server's words (a tool's error, a stderr line), so every character that could hide or
+ * reorder text on a terminal is written as an escape ({@linkcode visible}), wherever it came from.
  *
  * @example
  * ```ts
@@ -52,11 +54,12 @@ export class McpServerError extends Error {
   readonly detail: string;
 
   constructor(server: string, kind: McpFailureKind, detail: string, options?: ErrorOptions) {
-    super(`MCP server '${server}': ${detail}`, options);
+    const shown = visible(detail);
+    super(`MCP server '${server}': ${shown}`, options);
     this.name = "McpServerError";
     this.server = server;
     this.kind = kind;
-    this.detail = detail;
+    this.detail = shown;
   }
 
   /**
@@ -74,7 +77,9 @@ export class McpServerError extends Error {
    * ```
    */
   masked(substitutions: readonly Substitution[] | undefined): McpServerError {
-    const detail = maskSubstitutions(this.detail, substitutions);
+    // The detail shows a value's invisible characters as escapes: its shown form is masked too.
+    const shown = (substitutions ?? []).map((s) => ({ ...s, value: visible(s.value) }));
+    const detail = maskSubstitutions(this.detail, [...(substitutions ?? []), ...shown]);
     return detail === this.detail
       ? this
       : new McpServerError(this.server, this.kind, detail, { cause: this.cause });
@@ -146,9 +151,15 @@ export function messageOf(error: unknown): string {
 const SERVER_TEXT_SHOWN = 200;
 
 /**
- * Words a server sent (an OAuth `error_description` …) quoted for an error message: in JSON
- * quotes, so where they end is plain and a line break or control character in them is escaped,
- * and cut to 200 characters (the last one `…`), so a server cannot flood the message.
+ * Words a server sent (an OAuth `error_description`, a stderr line …) quoted for an error
+ * message: cut to `max` characters (the last one `…`), so a server cannot flood the message, then
+ * in JSON quotes, so where they end is plain and a line break or control character is escaped,
+ * and with the characters JSON leaves as they are but a terminal hides or obeys (bidi overrides,
+ * zero-width characters, U+2028/2029) written as `\u{…}` escapes ({@linkcode visible}). Cut
+ * before escaping, so a cut never splits an escape.
+ *
+ * @param text The server's words.
+ * @param max The most characters of `text` shown, `…` included; 200 unless told.
  *
  * @example
  * ```ts
@@ -156,10 +167,11 @@ const SERVER_TEXT_SHOWN = 200;
  * import { quotedServerText } from "./errors.ts";
  * assert.equal(quotedServerText('token "t1" expired\n'), '"token \\"t1\\" expired\\n"');
  * assert.equal(quotedServerText("x".repeat(5000)), `"${"x".repeat(199)}…"`);
+ * assert.equal(quotedServerText("evil\u202Etxt.exe"), '"evil\\u{202e}txt.exe"');
  * ```
  */
-export function quotedServerText(text: string): string {
-  return JSON.stringify(cut(text, SERVER_TEXT_SHOWN));
+export function quotedServerText(text: string, max = SERVER_TEXT_SHOWN): string {
+  return visible(JSON.stringify(cut(text, max)));
 }
 
 /** How many characters of an HTTP answer's body an error message quotes. */
@@ -177,7 +189,8 @@ const ENTITIES: Record<string, string> = {
 /**
  * An HTTP answer's body as one short line for an error message: an HTML page becomes its text
  * (the `<head>` is dropped unless nothing else is left), a JSON error its `message`, whitespace
- * is collapsed and the result is cut to 200 characters (the last one `…`).
+ * is collapsed, the result is cut to 200 characters (the last one `…`) and then characters that
+ * could hide or reorder text on a terminal are written as escapes ({@linkcode visible}).
  *
  * @example
  * ```ts
@@ -188,13 +201,14 @@ const ENTITIES: Record<string, string> = {
  * assert.equal(bodySummary(page), "Cannot POST /sse");
  * assert.equal(bodySummary('{"error":{"code":-32000,"message":"No session"}}'), "No session");
  * assert.equal(bodySummary("x".repeat(500)), `${"x".repeat(199)}…`);
+ * assert.equal(bodySummary("Denied\u202E"), "Denied\\u{202e}");
  * ```
  */
 export function bodySummary(body: string): string {
   let text = body.trim();
   if (/^\s*[{[]/.test(text)) text = jsonMessage(text) ?? text;
   else if (/<(?:!doctype|html|head|body|title|p|div|pre|h\d)\b/i.test(text)) text = htmlText(text);
-  return cut(collapseWhitespace(text), BODY_SHOWN);
+  return visible(cut(collapseWhitespace(text), BODY_SHOWN));
 }
 
 /** The `message` of a JSON error body (`{error: {message}}`, `{error: "…"}`, `{message}`). */

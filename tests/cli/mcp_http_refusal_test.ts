@@ -159,3 +159,85 @@ Deno.test("mcp call: a tools/call refused with HTTP 400 and a JSON-RPC error nam
       `${QUOTED} (JSON-RPC error -32602, HTTP 400)\n`,
   );
 });
+
+/**
+ * Words that JSON quotes leave as they are but a terminal obeys or hides: a right-to-left
+ * override, a left-to-right isolate and its pop, zero-width characters, a byte-order mark and
+ * the line and paragraph separators. Each shown as a `\u{…}` escape.
+ */
+const HIDING = "Invalid \u202Efdp.exe\u2066x\u2069 \u200Bzw\u200F\uFEFF\u2028next\u2029end";
+const HIDING_SHOWN = String.raw`"Invalid \u{202e}fdp.exe\u{2066}x\u{2069} \u{200b}zw\u{200f}` +
+  String.raw`\u{feff}\u{2028}next\u{2029}end"`;
+
+Deno.test("mcp test and call: a server's words that could reorder or hide text on a terminal are shown as escapes, in every message that quotes them", async (t) => {
+  await t.step("the handshake refused (HTTP 400, quoted)", async () => {
+    await using server = refusingServer({
+      refuse: "initialize",
+      status: 400,
+      error: { code: -32602, message: HIDING },
+      get: "405",
+    });
+    await using home = await homeFor(server.url);
+    const message = "MCP server 'remote': the server refused the MCP handshake (initialize): " +
+      `${HIDING_SHOWN} (JSON-RPC error -32602, HTTP 400)`;
+    const text = await cli(home.home, ["mcp", "test", "remote"]);
+    assert.equal(text.code, 1, text.stderr);
+    assert.equal(text.stderr, `${message}\n`);
+    // --json: the error is a message, escaped the same.
+    const doc = await cliJson(home.home, ["mcp", "test", "remote", "--json"], 1);
+    assert.equal(doc.error, message);
+  });
+
+  await t.step(
+    "a call refused in a JSON-RPC error with HTTP 200 (the server's words unquoted)",
+    async () => {
+      await using server = refusingServer({
+        refuse: "tools/call",
+        status: 200,
+        error: { code: -32602, message: HIDING },
+        get: "405",
+      });
+      await using home = await homeFor(server.url);
+      const text = await cli(home.home, ["mcp", "call", "remote", "echo", "--args", "{}"]);
+      assert.equal(text.code, 1, text.stderr);
+      assert.equal(
+        text.stderr,
+        `agent: MCP server 'remote': tool 'echo' failed: ${HIDING_SHOWN.slice(1, -1)}\n`,
+      );
+    },
+  );
+
+  await t.step("an HTTP error answer that is not JSON-RPC (the body summarised)", async () => {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => new Response(`Denied \u202Etxt.exe\u200B`, { status: 500 }),
+    );
+    await using home = await homeFor(`http://127.0.0.1:${server.addr.port}/mcp`);
+    const text = await cli(home.home, ["mcp", "test", "remote"]);
+    assert.equal(text.code, 1, text.stderr);
+    assert.match(text.stderr, /: Denied \\u\{202e\}txt\.exe\\u\{200b\}/, text.stderr);
+    assert.doesNotMatch(text.stderr, /[\u200B\u202E]/);
+  });
+});
+
+Deno.test("mcp test: a cut of the server's words never splits an escape: the cut counts the server's characters, then they are escaped", async (t) => {
+  // 199 characters kept before `…`: the override as the 199th is kept whole, as the 200th it is cut.
+  for (const [before, shown] of [[198, String.raw`\u{202e}…`], [199, "…"]] as const) {
+    await t.step(`the override after ${before} characters`, async () => {
+      await using server = refusingServer({
+        refuse: "initialize",
+        status: 400,
+        error: { code: -32602, message: `${"a".repeat(before)}\u202E${"b".repeat(50)}` },
+        get: "405",
+      });
+      await using home = await homeFor(server.url);
+      const text = await cli(home.home, ["mcp", "test", "remote"]);
+      assert.equal(text.code, 1, text.stderr);
+      assert.equal(
+        text.stderr,
+        "MCP server 'remote': the server refused the MCP handshake (initialize): " +
+          `"${"a".repeat(before)}${shown}" (JSON-RPC error -32602, HTTP 400)\n`,
+      );
+    });
+  }
+});
