@@ -438,6 +438,33 @@ function isExecutable(path: string): boolean {
   }
 }
 
+/**
+ * Whether `error` is the SDK saying the connection is gone: closed while a request was out
+ * (`ConnectionClosed`), or a request made after the transport was dropped but before the close
+ * was reported, which the transports throw as `NotConnected` and the client's request funnel as
+ * a plain `Error("Not connected")` (a call whose start awaits something, such as a modern-era
+ * tool call, can land there when the close comes in between).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Client, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+ * import { isConnectionGone } from "./connect.ts";
+ * const client = new Client({ name: "c", version: "1" });
+ * const error = await client.callTool({ name: "echo" }).catch((error) => error);
+ * assert(isConnectionGone(error));
+ * assert(isConnectionGone(new SdkError(SdkErrorCode.NotConnected, "Not connected")));
+ * assert(!isConnectionGone(new Error("Not connected to the database")));
+ * ```
+ */
+export function isConnectionGone(error: unknown): boolean {
+  if (error instanceof SdkError) {
+    return error.code === SdkErrorCode.ConnectionClosed ||
+      error.code === SdkErrorCode.NotConnected;
+  }
+  return error instanceof Error && error.constructor === Error && error.message === "Not connected";
+}
+
 /** The stdio child's environment: a minimal inherited set plus the entry's `env`. */
 function childEnvironment(
   config: McpServerConfig,

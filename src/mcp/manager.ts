@@ -13,7 +13,12 @@ import {
   type Tool,
 } from "@modelcontextprotocol/client";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
-import { type ConnectOptions, connectServer, type McpConnection } from "./connect.ts";
+import {
+  type ConnectOptions,
+  connectServer,
+  isConnectionGone,
+  type McpConnection,
+} from "./connect.ts";
 import { answerProblem, McpServerError, messageOf } from "./errors.ts";
 import { jsonRpcErrorOf, jsonRpcRefusalOf } from "./http.ts";
 import { maskSubstitutions } from "./substitute.ts";
@@ -483,6 +488,11 @@ class ServerSlot {
     } catch (error) {
       const failure = this.#callError(tool, error, signal, connection)
         .masked(this.config.substitutions);
+      // The transport was dropped before its close was reported: the connection is lost now, so
+      // a retry or the next call connects anew instead of using it again.
+      if (failure.kind === "closed" && isConnectionGone(error) && !connection.closed) {
+        this.#lost(connection, "the connection was closed");
+      }
       // A dropped session may be retried for a read-only tool only: a write may have happened.
       if (
         failure.kind === "closed" && tool.readOnly && onRetry !== false && !this.#stopped &&
@@ -536,7 +546,7 @@ class ServerSlot {
         { cause: error },
       );
     }
-    if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+    if (isConnectionGone(error)) {
       // The transport closes on the child's `close`, after its `exit`: the status is known here.
       const diagnosis = connection.diagnosis();
       if (diagnosis?.startsWith(OVERSIZED_MESSAGE)) {
