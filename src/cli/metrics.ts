@@ -144,12 +144,17 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         throw new UsageError("--out needs a folder, e.g. --out ./metrics (it got an empty value)");
       }
       // Check the copy target before anything is exported, so a bad --out loses nothing.
-      const outDir = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
-      const service = openExisting(config, io);
+      const out = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
+      const outDir = out?.dir;
+      // Folders this command made for --out stay only when something is copied into them.
+      let copying = false;
+      let opened: UsageMetrics | undefined;
       try {
+        const service = opened = openExisting(config, io);
         // Packages are validated before they are written: a failure writes and sends nothing.
         const built = storeGuard(() => service?.exportNow() ?? []);
         const dropped = storeGuard(() => reportDropped(io, service));
+        copying = outDir !== undefined && built.length > 0;
         const { copies, failed } = outDir
           ? copyPackages(built, outDir)
           : { copies: [], failed: undefined };
@@ -189,7 +194,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         reportSent(io, sent);
         if (failed) throw copyFailure(failed, outDir!, built);
       } finally {
-        service?.close();
+        opened?.close();
+        if (out && !copying) removeCreated(out.created);
       }
     });
 
@@ -626,10 +632,16 @@ function reportSent(io: CliIo, sent: OutboxSendOutcome[]): void {
   );
 }
 
-function prepareOutDir(dir: string): string {
+/**
+ * Makes `dir` ready for the copies of `export --out`, before anything is exported. `created`
+ * lists the folders it made, outermost first, for {@linkcode removeCreated}.
+ */
+function prepareOutDir(dir: string): { dir: string; created: string[] } {
+  const created = missingFolders(dir);
   try {
     ensurePrivateDir(dir);
   } catch (error) {
+    removeCreated(created);
     const reason = error instanceof Deno.errors.AlreadyExists
       ? "it exists and is not a folder"
       : error instanceof Error
@@ -646,13 +658,40 @@ function prepareOutDir(dir: string): string {
     Deno.writeTextFileSync(probe, "", { createNew: true });
     Deno.removeSync(probe);
   } catch (error) {
+    removeCreated(created);
     throw new UsageError(
       `--out ${dir}: cannot write there (${
         error instanceof Error ? error.message : String(error)
       }); nothing was exported. Pick a folder you can write to`,
     );
   }
-  return dir;
+  return { dir, created };
+}
+
+/** `dir` and its parents that do not exist yet, outermost first. */
+function missingFolders(dir: string): string[] {
+  const missing: string[] = [];
+  for (let path = dir; dirname(path) !== path; path = dirname(path)) {
+    try {
+      Deno.lstatSync(path); // a link, even a broken one, is not this command's to remove
+      break;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) break;
+      missing.unshift(path);
+    }
+  }
+  return missing;
+}
+
+/** Removes the folders `export --out` made (innermost first), as long as they are empty. */
+function removeCreated(created: string[]): void {
+  for (const folder of created.toReversed()) {
+    try {
+      Deno.removeSync(folder);
+    } catch {
+      return; // not empty (or gone): what is in it stays
+    }
+  }
 }
 
 type Built = { package: MetricsPackage; path: string }[];

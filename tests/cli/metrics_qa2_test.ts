@@ -310,6 +310,41 @@ Deno.test("export --out to a folder that cannot be written: exit 2, nothing expo
   assert.equal(again.packages.length, 1, "the counts are still there to export");
 });
 
+Deno.test("export --out <new folder> leaves no folder behind when nothing is copied", async (t) => {
+  await using h = await tempHome();
+  await enable(h.home);
+  const out = join(h.home, "exports", "nested");
+  await t.step("nothing to export", async () => {
+    const result = await cli(h.home, ["metrics", "export", "--out", out]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^Nothing to export/);
+    assert.equal(exists(join(h.home, "exports")), false, "no empty folder made");
+  });
+  await t.step("a damaged store", async () => {
+    Deno.mkdirSync(h.metrics, { recursive: true });
+    Deno.writeTextFileSync(join(h.metrics, "metrics.sqlite3"), "not a database ".repeat(50));
+    const result = await cli(h.home, ["metrics", "export", "--out", out]);
+    assert.equal(result.code, 1, result.stdout);
+    assertOneLine(result.stderr, /metrics\.sqlite3 cannot be opened \(file is not a database\)/);
+    assert.equal(exists(join(h.home, "exports")), false, "no empty folder made");
+  });
+  await t.step("a folder that was there stays", async () => {
+    Deno.mkdirSync(out, { recursive: true });
+    const result = await cli(h.home, ["metrics", "export", "--out", out]);
+    assert.equal(result.code, 1, result.stdout);
+    assert.equal(exists(out), true);
+  });
+});
+
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 Deno.test("agent run --json with a damaged metrics store lists the store's warning once in warnings", async () => {
   await using h = await tempHome();
   await using _model = await modelWithMetrics(h.config);
