@@ -60,7 +60,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("status").description("show consent, store location, counts and install id")
     .option("--json", "print one JSON document").action((options) => {
       const config = loadMetricsConfig(io);
-      const service = openExisting(config, io);
+      const service = openForReading(config, io);
       try {
         storeGuard(() => showStatus(io, config, service, options.json === true));
       } finally {
@@ -847,6 +847,33 @@ function keptValue<T>(source: ConfigSource, key: string, read: () => T): T | und
 /** Opens the existing store for a metrics command; a damaged file is exit 1 naming the fix. */
 function openExisting(config: ResolvedConfig, io: CliIo): UsageMetrics | undefined {
   return storeGuard(() => openExistingUsageMetrics(config, { now: io.now }));
+}
+
+/**
+ * {@linkcode openExisting} for a command that only reads: a store this user may not write is
+ * opened read-only, with a warning in the config's warnings naming the fix.
+ */
+function openForReading(config: ResolvedConfig, io: CliIo): UsageMetrics | undefined {
+  try {
+    return openExistingUsageMetrics(config, { now: io.now });
+  } catch (error) {
+    if (!(error instanceof MetricsStoreUnavailableError) || !error.accessDenied) {
+      throw asCliError(error);
+    }
+    let service: UsageMetrics | undefined;
+    try {
+      service = openExistingUsageMetrics(config, { now: io.now, readOnly: true });
+    } catch {
+      throw asCliError(error); // it cannot be read either: the first reason is the one to fix
+    }
+    const folder = dirname(error.path);
+    config.telemetry.warnings.push(
+      `the metrics store ${error.path} cannot be written (${messageOf(error.cause)}), so it is ` +
+        "shown read-only and nothing is recorded, exported or sent from it. " +
+        storeAccessFix(folder),
+    );
+    return service;
+  }
 }
 
 /** Store problems the user can fix become one-line CLI errors (exit 1), not stack traces. */

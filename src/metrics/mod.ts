@@ -172,7 +172,7 @@ export class UsageMetrics {
     this.#store = store;
     this.#now = options.now ?? Date.now;
     this.#warn = options.onWarning ?? warnOnStderrOnce;
-    this.recorder = store && settings.enabled
+    this.recorder = store && settings.enabled && !store.readOnly
       ? new StoreRecorder(store, options.resource ?? currentResource((n) => Deno.env.get(n)), {
         now: this.#now,
         flushDelayMs: options.flushDelayMs,
@@ -184,6 +184,11 @@ export class UsageMetrics {
   /** The store file of this `<home>` (whether or not it exists). */
   get storePath(): string {
     return this.#paths.metricsDb;
+  }
+
+  /** Whether the store was opened read-only ({@linkcode openExistingUsageMetrics}'s `readOnly`). */
+  get readOnly(): boolean {
+    return this.#store?.readOnly ?? false;
   }
 
   /** Whether facts are being recorded (consent given and the store open). */
@@ -270,7 +275,7 @@ export class UsageMetrics {
    */
   takeDroppedUnsent(): DroppedUnsent | undefined {
     const store = this.#store;
-    if (!store) return undefined;
+    if (!store || store.readOnly) return undefined; // said by a command that can mark them
     let days: DroppedUnsent["days"];
     try {
       days = store.withBusyTimeout(RECORD_BUSY_TIMEOUT_MS, () => store.takeDroppedUnsent());
@@ -466,15 +471,20 @@ export function openUsageMetrics(
  */
 export function openExistingUsageMetrics(
   config: ResolvedConfig,
-  options: UsageMetricsOptions = {},
+  options: UsageMetricsOptions & {
+    /** Open it for reading only (nothing is recorded, packaged or marked). */
+    readOnly?: boolean;
+  } = {},
 ): UsageMetrics | undefined {
   if (!MetricsStore.exists(config.paths.metricsDb)) return undefined;
   return new UsageMetrics(
     config.telemetry,
     config.paths,
-    MetricsStore.open(config.paths.metricsDb, {
-      busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
-    }),
+    options.readOnly
+      ? MetricsStore.openReadOnly(config.paths.metricsDb)
+      : MetricsStore.open(config.paths.metricsDb, {
+        busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      }),
     options,
   );
 }

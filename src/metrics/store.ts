@@ -8,7 +8,8 @@
 import { hostname } from "node:os";
 import { dirname } from "node:path";
 import process from "node:process";
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { pathToFileURL } from "node:url";
 import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** One day in milliseconds. */
@@ -128,15 +129,19 @@ function isAccessProblem(error: unknown): boolean {
 export class MetricsStoreUnavailableError extends Error {
   /** The store file. */
   readonly path: string;
+  /** This user may not write it (permissions, a read-only file system); it may still be read. */
+  readonly accessDenied: boolean;
 
   constructor(path: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
-    const fix = isAccessProblem(cause)
+    const accessDenied = isAccessProblem(cause);
+    const fix = accessDenied
       ? `${storeAccessFix(dirname(path))}; the counts in it are kept`
       : RESET_FIX;
     super(`the metrics store ${path} cannot be opened (${reason}). ${fix}`, { cause });
     this.name = "MetricsStoreUnavailableError";
     this.path = path;
+    this.accessDenied = accessDenied;
   }
 }
 
@@ -227,9 +232,12 @@ export class MetricsStore implements Disposable {
   readonly #upsert: StatementSync;
   readonly #busyTimeoutMs: number;
   #inTransaction = false;
+  /** Opened with {@linkcode openReadOnly}: every write throws. */
+  readonly readOnly: boolean;
 
-  private constructor(path: string, db: DatabaseSync, busyTimeoutMs: number) {
+  private constructor(path: string, db: DatabaseSync, busyTimeoutMs: number, readOnly = false) {
     this.path = path;
+    this.readOnly = readOnly;
     this.#db = db;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#upsert = db.prepare(
@@ -264,6 +272,42 @@ export class MetricsStore implements Disposable {
     } catch (error) {
       db.close();
       throw new MetricsStoreDamagedError(path, describe(error), { cause: error });
+    }
+  }
+
+  /**
+   * Opens the existing store at `path` for reading only, for a store this user may not write
+   * (made with sudo, on a read-only file system), where {@linkcode open} fails. It is read as
+   * the file holds it: counts still in a `-wal` file that could not be merged are not seen.
+   * Throws {@linkcode MetricsStoreUnavailableError} when it cannot be read either.
+   */
+  static openReadOnly(path: string): MetricsStore {
+    const folderProblem = notAFolder(dirname(path)) ?? notAFile(path);
+    if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+    let db: DatabaseSync;
+    try {
+      // immutable: SQLite would otherwise need to create the -shm file to read a WAL database.
+      const url = pathToFileURL(path);
+      url.search = "immutable=1";
+      db = new DatabaseSync(url, { readOnly: true });
+    } catch (error) {
+      throw new MetricsStoreUnavailableError(path, error);
+    }
+    try {
+      const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
+        user_version: number;
+      };
+      if (version !== SCHEMA_VERSION) {
+        throw new Error(
+          version > SCHEMA_VERSION
+            ? `it was written by a newer version of agent (version ${version}); upgrade agent`
+            : `it has schema version ${version}, which only a writable store can be updated from`,
+        );
+      }
+      return new MetricsStore(path, db, 0, true);
+    } catch (error) {
+      db.close();
+      throw new MetricsStoreUnavailableError(path, error);
     }
   }
 

@@ -12,6 +12,7 @@ import {
   recordEvents,
   REPO,
   SAMPLE_EVENTS,
+  status,
   tempHome,
 } from "./_helpers.ts";
 
@@ -132,6 +133,15 @@ Deno.test({
   },
 });
 
+/** What `metrics status` says of a store it could only open read-only. */
+function readOnlyWarning(db: string, folder: string): RegExp {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(
+    `the metrics store ${escape(db)} cannot be written \\(.+\\), so it is shown read-only and ` +
+      `nothing is recorded, exported or sent from it\\. ${escape(accessFix(folder))}`,
+  );
+}
+
 /** The fix of a metrics folder this user may not read or write, as the CLI words it. */
 function accessFix(folder: string): string {
   return `Fix: make ${folder} and the files in it readable and writable by this user (check ` +
@@ -148,16 +158,14 @@ Deno.test({
     recordEvents(h.home, SAMPLE_EVENTS);
     const db = join(h.metrics, "metrics.sqlite3");
     const readOnly = ["--ro-bind", h.metrics, h.metrics];
-    for (const command of ["status", "export"]) {
-      const result = await sandboxedCli(readOnly, h.home, ["metrics", command]);
-      assert.equal(result.code, 1, result.stderr);
-      assert.ok(
-        result.stderr.startsWith(`agent: the metrics store ${db} cannot be opened (`) &&
-          result.stderr.endsWith(`). ${accessFix(h.metrics)}; the counts in it are kept\n`),
-        result.stderr,
-      );
-      assert.doesNotMatch(result.stderr, /metrics reset/);
-    }
+    const result = await sandboxedCli(readOnly, h.home, ["metrics", "export"]);
+    assert.equal(result.code, 1, result.stderr);
+    assert.ok(
+      result.stderr.startsWith(`agent: the metrics store ${db} cannot be opened (`) &&
+        result.stderr.endsWith(`). ${accessFix(h.metrics)}; the counts in it are kept\n`),
+      result.stderr,
+    );
+    assert.doesNotMatch(result.stderr, /metrics reset/);
     const reset = await sandboxedCli(readOnly, h.home, ["metrics", "reset", "--yes", "--json"]);
     assert.equal(reset.code, 1, reset.stdout);
     assert.equal(reset.stderr, "");
@@ -168,6 +176,43 @@ Deno.test({
         "`agent metrics reset` again",
     );
     assert.ok(Deno.statSync(db).isFile);
+  },
+});
+
+Deno.test({
+  name: "metrics status on a store it cannot write shows it read-only, with the fix",
+  ignore: !READ_ONLY || !UNPRIVILEGED,
+  fn: async (t) => {
+    await using h = await tempHome();
+    await enable(h.home);
+    recordEvents(h.home, SAMPLE_EVENTS);
+    const expected = await status(h.home);
+    const db = join(h.metrics, "metrics.sqlite3");
+    const check = async (sandbox: string[]) => {
+      const json = await sandboxedCli(sandbox, h.home, ["metrics", "status", "--json"]);
+      assert.equal(json.code, 0, json.stderr);
+      assert.equal(json.stderr, "");
+      const doc = JSON.parse(json.stdout);
+      assert.equal(doc.install_id, expected.install_id);
+      assert.equal(doc.pending_counters, expected.pending_counters);
+      assert.equal(doc.warnings.length, 1, doc.warnings);
+      assert.match(doc.warnings[0], readOnlyWarning(db, h.metrics));
+      const text = await sandboxedCli(sandbox, h.home, ["metrics", "status"]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, new RegExp(`Install id: +${expected.install_id}`));
+      assert.match(text.stderr, /^warning: the metrics store .* cannot be written/);
+      assert.match(text.stderr, readOnlyWarning(db, h.metrics));
+    };
+    await t.step("a read-only file system", () => check(["--ro-bind", h.metrics, h.metrics]));
+    await t.step("a folder this user may not write", async () => {
+      Deno.chmodSync(h.metrics, 0o500);
+      try {
+        await check(NO_CAPABILITIES);
+      } finally {
+        Deno.chmodSync(h.metrics, 0o700);
+      }
+    });
+    assert.deepEqual(await status(h.home), expected, "nothing was changed");
   },
 });
 
