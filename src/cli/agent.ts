@@ -20,7 +20,14 @@ import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { collapseWhitespace, cut } from "../home/text.ts";
 import { formatIssue } from "../mcp/mod.ts";
-import { CliError, type CliIo, printJson, type StopSignal, UsageError } from "./io.ts";
+import {
+  CliError,
+  type CliIo,
+  configFileWarnings,
+  printJson,
+  type StopSignal,
+  UsageError,
+} from "./io.ts";
 import { ChatHistoryFile } from "./chat_history.ts";
 import { type LineInput, openInput, ReadSuperseded } from "./input.ts";
 import type { CommandState } from "./mod.ts";
@@ -70,7 +77,10 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
             }
           });
           if (result.endReason !== "completed") state.exitCode = 1;
-          if (options.json) return printJson(io, runJson(result, problems));
+          // The config warnings are on stderr already (every command prints them first).
+          if (options.json) {
+            return printJson(io, runJson(result, [...configFileWarnings(config), ...problems]));
+          }
           for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
           if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
@@ -507,8 +517,11 @@ function progress(
   };
 }
 
-/** `run --json`'s document; `warnings` starts with the MCP problems (`warning: ` dropped). */
-function runJson(result: RunResult, mcpLines: string[]) {
+/**
+ * `run --json`'s document; `warnings` starts with `before` (the config warnings and the MCP
+ * problems, `warning: ` dropped).
+ */
+function runJson(result: RunResult, before: string[]) {
   return {
     answer: result.answer,
     end_reason: result.endReason,
@@ -526,7 +539,7 @@ function runJson(result: RunResult, mcpLines: string[]) {
     retries: result.retries,
     duration_ms: Math.round(result.timings.totalMs),
     warnings: [
-      ...mcpLines.map((line) => line.replace(/^warning: /, "")),
+      ...before.map((line) => line.replace(/^warning: /, "")),
       ...result.warnings,
     ],
   };

@@ -5,7 +5,7 @@
  * @module
  */
 import process from "node:process";
-import { loadConfig } from "../home/config.ts";
+import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import type { EnvReader } from "../home/paths.ts";
 import type { EditorTerminal } from "./line_editor.ts";
@@ -275,12 +275,19 @@ function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Arra
 export function warnAboutUnknownKeys(io: CliIo): void {
   let warnings: string[];
   try {
-    const config = loadConfig({ env: io.env });
-    warnings = [...unknownConfigKeyWarnings(config.source), ...config.dotenvWarnings];
+    warnings = configFileWarnings(loadConfig({ env: io.env }));
   } catch {
     return;
   }
   for (const warning of warnings) io.err(`warning: ${warning}\n`);
+}
+
+/**
+ * What {@linkcode warnAboutUnknownKeys} prints for `config` (without `warning: `), for a
+ * `--json` document's `warnings`.
+ */
+export function configFileWarnings(config: ResolvedConfig): string[] {
+  return [...unknownConfigKeyWarnings(config.source), ...config.dotenvWarnings];
 }
 
 /** The terminal's size, zeros when unknown (no terminal, or it went away). */

@@ -579,6 +579,20 @@ Deno.test("run: configuration and connection errors name the key, variable or fi
   });
 });
 
+Deno.test("run --json: config.yaml's warnings are in warnings too, and on stderr once", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, { baseUrl: model.baseUrl, extra: { modle: { default: "x" } } });
+  const json = await agentRun(home.home, ["hi", "--json"]);
+  expectCode(json, 0);
+  const unknown = /config\.yaml:\d+: modle: unknown key `modle` is ignored; did you mean `model`\?/;
+  const warnings = json.json!.warnings as string[];
+  assert.equal(warnings.length, 1, warnings.join("\n"));
+  assert.ok(warnings[0].startsWith(join(home.home, "config.yaml")), warnings[0]);
+  assert.match(warnings[0], new RegExp(`${unknown.source}$`));
+  assert.equal(json.stderr.match(new RegExp(unknown.source, "g"))?.length, 1, json.stderr);
+});
+
 Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; the run goes on", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });
