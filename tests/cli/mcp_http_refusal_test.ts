@@ -74,6 +74,16 @@ async function homeFor(url: string) {
   return home;
 }
 
+/**
+ * `agent <args>` run on a home whose server `remote` is a {@linkcode refusingServer} (its GETs
+ * answered 405), stopped after.
+ */
+async function refusedRun(options: Omit<RefusingOptions, "get">, args: string[]) {
+  await using server = refusingServer({ ...options, get: "405" });
+  await using home = await homeFor(server.url);
+  return await cli(home.home, args);
+}
+
 /** The server's words: a line break, an escape sequence, and more than 200 characters. */
 const START = "Invalid params: protocolVersion\n\u001b[31m";
 const WORDS = `${START}${"x".repeat(300)}`;
@@ -109,14 +119,10 @@ Deno.test("mcp test: an initialize refused with HTTP 400 and a JSON-RPC error re
 });
 
 Deno.test("mcp test: a 404 with a JSON-RPC error is the server's refusal, with no hint about the url's path", async () => {
-  await using server = refusingServer({
-    refuse: "initialize",
-    status: 404,
-    error: { code: -32001, message: "Session not found" },
-    get: "405",
-  });
-  await using home = await homeFor(server.url);
-  const text = await cli(home.home, ["mcp", "test", "remote"]);
+  const text = await refusedRun(
+    { refuse: "initialize", status: 404, error: { code: -32001, message: "Session not found" } },
+    ["mcp", "test", "remote"],
+  );
   assert.equal(text.code, 1, text.stderr);
   assert.equal(
     text.stderr,
@@ -126,14 +132,10 @@ Deno.test("mcp test: a 404 with a JSON-RPC error is the server's refusal, with n
 });
 
 Deno.test("mcp test: a tools/list refused with HTTP 400 and a JSON-RPC error is a failed discovery in the server's quoted words", async () => {
-  await using server = refusingServer({
-    refuse: "tools/list",
-    status: 400,
-    error: { code: -32603, message: WORDS },
-    get: "405",
-  });
-  await using home = await homeFor(server.url);
-  const text = await cli(home.home, ["mcp", "test", "remote"]);
+  const text = await refusedRun(
+    { refuse: "tools/list", status: 400, error: { code: -32603, message: WORDS } },
+    ["mcp", "test", "remote"],
+  );
   assert.equal(text.code, 1, text.stderr);
   assert.equal(
     text.stderr,
@@ -143,14 +145,10 @@ Deno.test("mcp test: a tools/list refused with HTTP 400 and a JSON-RPC error is 
 });
 
 Deno.test("mcp call: a tools/call refused with HTTP 400 and a JSON-RPC error names the call's refusal in the server's quoted words", async () => {
-  await using server = refusingServer({
-    refuse: "tools/call",
-    status: 400,
-    error: { code: -32602, message: WORDS },
-    get: "405",
-  });
-  await using home = await homeFor(server.url);
-  const text = await cli(home.home, ["mcp", "call", "remote", "echo", "--args", "{}"]);
+  const text = await refusedRun(
+    { refuse: "tools/call", status: 400, error: { code: -32602, message: WORDS } },
+    ["mcp", "call", "remote", "echo", "--args", "{}"],
+  );
   assert.equal(text.code, 1, text.stderr);
   assert.equal(text.stdout, "");
   assert.equal(
@@ -191,14 +189,10 @@ Deno.test("mcp test and call: a server's words that could reorder or hide text o
   await t.step(
     "a call refused in a JSON-RPC error with HTTP 200 (the server's words unquoted)",
     async () => {
-      await using server = refusingServer({
-        refuse: "tools/call",
-        status: 200,
-        error: { code: -32602, message: HIDING },
-        get: "405",
-      });
-      await using home = await homeFor(server.url);
-      const text = await cli(home.home, ["mcp", "call", "remote", "echo", "--args", "{}"]);
+      const text = await refusedRun(
+        { refuse: "tools/call", status: 200, error: { code: -32602, message: HIDING } },
+        ["mcp", "call", "remote", "echo", "--args", "{}"],
+      );
       assert.equal(text.code, 1, text.stderr);
       assert.equal(
         text.stderr,
@@ -224,14 +218,14 @@ Deno.test("mcp test: a cut of the server's words never splits an escape: the cut
   // 199 characters kept before `…`: the override as the 199th is kept whole, as the 200th it is cut.
   for (const [before, shown] of [[198, String.raw`\u{202e}…`], [199, "…"]] as const) {
     await t.step(`the override after ${before} characters`, async () => {
-      await using server = refusingServer({
-        refuse: "initialize",
-        status: 400,
-        error: { code: -32602, message: `${"a".repeat(before)}\u202E${"b".repeat(50)}` },
-        get: "405",
-      });
-      await using home = await homeFor(server.url);
-      const text = await cli(home.home, ["mcp", "test", "remote"]);
+      const text = await refusedRun(
+        {
+          refuse: "initialize",
+          status: 400,
+          error: { code: -32602, message: `${"a".repeat(before)}\u202E${"b".repeat(50)}` },
+        },
+        ["mcp", "test", "remote"],
+      );
       assert.equal(text.code, 1, text.stderr);
       assert.equal(
         text.stderr,
