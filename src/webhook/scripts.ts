@@ -628,8 +628,8 @@ async function execute(
   try {
     const [[out, err], status] = await Promise.all([
       Promise.all([
-        readCapped(stdout, maxOutputBytes, () => halt("output_too_large")),
-        readHead(stderr, MAX_STDERR_BYTES),
+        readUpTo(stdout, maxOutputBytes, () => halt("output_too_large")),
+        readUpTo(stderr, MAX_STDERR_BYTES),
       ]).finally(() => {
         readDone = true;
       }),
@@ -677,10 +677,15 @@ function killProcess(pid: number, ownGroup: boolean, exited: boolean): void {
   }
 }
 
-async function readCapped(
+/**
+ * Reads `reader` keeping its first `max` bytes. Past them, `onOverflow` is called and reading
+ * stops; without `onOverflow`, the rest is read and dropped, so the script never blocks on a full
+ * pipe. A read cancelled at a timeout keeps what was read.
+ */
+async function readUpTo(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   max: number,
-  onOverflow: () => void,
+  onOverflow?: () => void,
 ): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -688,35 +693,13 @@ async function readCapped(
     while (true) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (size + value.length > max) {
+      if (onOverflow && size + value.length > max) {
         onOverflow();
         break;
       }
-      chunks.push(value);
-      size += value.length;
-    }
-  } catch {
-    // Cancelled at a timeout: keep what was read.
-  }
-  return concatBytes(chunks, size);
-}
-
-/** Reads to the end, keeping the first `max` bytes, so the script never blocks on a full pipe. */
-async function readHead(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  max: number,
-): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (size < max) {
-        const kept = value.subarray(0, max - size);
-        chunks.push(kept);
-        size += kept.length;
-      }
+      const kept = value.subarray(0, max - size);
+      if (kept.length > 0) chunks.push(kept);
+      size += kept.length;
     }
   } catch {
     // Cancelled at a timeout: keep what was read.
