@@ -1,7 +1,7 @@
 /**
  * Proves the MCP test fixtures (tests/fixtures/mcp) behave as documented, using the bare SDK
- * client. This is the only test file that talks to the SDK directly; everything else goes
- * through src/mcp.
+ * client. Besides streamable_http_test.ts (our transport under the SDK's client), this is the only
+ * test file that talks to the SDK directly; everything else goes through src/mcp.
  */
 import assert from "node:assert/strict";
 import { createPrivateKey } from "node:crypto";

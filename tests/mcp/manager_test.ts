@@ -822,6 +822,33 @@ Deno.test("keepalive notices a Streamable HTTP session the server ended (HTTP 40
   assert.equal(textOf(await h.manager.callTool("mcp__remote__echo", { message: "x" })), "Echo: x");
 });
 
+Deno.test("the event stream notices a Streamable HTTP session the server ended (HTTP 404 to its GET) and a new one starts, without a request", async () => {
+  await using server = await sessionfulServer("echo");
+  await using h = new Harness({ reconnect: true, random: () => 0.5 });
+  // No keepalive within the test: only the event stream can notice.
+  await h.manager.start([serverEntry("remote", { url: server.url, keepalive_interval: 3600 })]);
+  // Ending the session closes its event stream; the SDK opens it again and gets the 404.
+  await server.forget();
+  const lost = await h.waitForEvent(
+    (e) => e.server === "remote" && e.type === "lost",
+    10_000,
+    "the ended session noticed",
+  );
+  assert.equal(
+    (lost as { reason: string }).reason,
+    "the server ended the MCP session (HTTP 404 for its session id)",
+  );
+  await h.waitForEvent(
+    (e) => e.server === "remote" && e.type === "connected" && e.at > lost.at,
+    10_000,
+    "a new session",
+  );
+  assert.equal(server.sessions(), 2);
+  assert.deepEqual(h.toolNames("remote"), ["mcp__remote__echo"]);
+  assert.equal(textOf(await h.manager.callTool("mcp__remote__echo", { message: "x" })), "Echo: x");
+  assert.equal(h.eventsOf("remote", "lost").length, 1, JSON.stringify(h.events));
+});
+
 // ---------------------------------------------------------------------------------------------
 // Recycling
 
