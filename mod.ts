@@ -49,6 +49,7 @@ export {
   type AskLine,
   type ChatMessage,
   type FunctionTool,
+  isEmptyAnswer,
   ModelClient,
   type ModelClientOptions,
   ModelError,

@@ -37,6 +37,7 @@ export {
 } from "./model.ts";
 export { buildSystemPrompt } from "./prompt.ts";
 export {
+  isEmptyAnswer,
   type ModelHost,
   resultText,
   RunCancelled,

@@ -269,9 +269,12 @@ class Run {
       );
       if (reply.content) lastText = reply.content;
       if (reply.toolCalls.length === 0) {
-        const cutOff = cutOffWarning(reply.finishReason);
-        if (cutOff) this.#warnings.push(cutOff);
-        return { answer: reply.content ?? "", endReason: "completed" };
+        // Blanks only are no answer: nothing to print or deliver.
+        const answer = reply.content?.trim() ? reply.content : "";
+        const warning = cutOffWarning(reply.finishReason) ??
+          (answer === "" ? emptyAnswerWarning(reply.finishReason) : undefined);
+        if (warning) this.#warnings.push(warning);
+        return { answer, endReason: "completed" };
       }
       const byName = new Map(available.map((tool) => [tool.name, tool]));
       const started = this.#clock();
@@ -528,6 +531,33 @@ function cutOffWarning(finishReason: string | undefined): string | undefined {
       '(finish_reason "content_filter")';
   }
   return undefined;
+}
+
+/** What to tell the user about a final answer with no text (and no tool calls). */
+function emptyAnswerWarning(finishReason: string | undefined): string {
+  const reason = finishReason === undefined
+    ? "no finish_reason"
+    : `finish_reason ${JSON.stringify(cut(finishReason, 40))}`;
+  return `the model gave an empty answer (${reason}, no text and no tool calls); try another ` +
+    "model (model.default in config.yaml) or a clearer prompt";
+}
+
+/**
+ * Whether a run completed with an empty final answer (no text, or blanks only): a run that
+ * ended without an answer as much as one that failed. `[SILENT]` is an answer.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isEmptyAnswer, type RunResult } from "./run.ts";
+ * const result = { answer: "", endReason: "completed" } as RunResult;
+ * assert.equal(isEmptyAnswer(result), true);
+ * assert.equal(isEmptyAnswer({ ...result, answer: "[SILENT]" }), false);
+ * assert.equal(isEmptyAnswer({ ...result, endReason: "failed" }), false);
+ * ```
+ */
+export function isEmptyAnswer(result: Pick<RunResult, "answer" | "endReason">): boolean {
+  return result.endReason === "completed" && result.answer.trim() === "";
 }
 
 function functionTool(tool: RegisteredTool): FunctionTool {

@@ -8,6 +8,7 @@ import {
   AgentSession,
   type ApprovalSurface,
   type ChatMessage,
+  isEmptyAnswer,
   PolicyApprovals,
   PromptApprovals,
   readAgentSettings,
@@ -43,8 +44,8 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
       "\nThe model comes from model.default / model.provider / model.base_url in config.yaml;\n" +
         "the key from <PROVIDER>_API_KEY (or model.api_key_env) in <home>/.env. Every tool of\n" +
         "the enabled mcp_servers is offered. Exit code 1 when the run ends without an answer\n" +
-        "(timeout, iteration limit, model error, Ctrl-C, SIGTERM). A prompt read from stdin loses\n" +
-        "its trailing line breaks.",
+        "(timeout, iteration limit, model error, an empty answer, Ctrl-C, SIGTERM). A prompt read\n" +
+        "from stdin loses its trailing line breaks.",
     )
     // Checked in the action, to say what to do: `agent run Summarise the issues` is a prompt
     // left unquoted, not a mistake commander's "too many arguments" explains.
@@ -76,7 +77,9 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
               shown?.done();
             }
           });
-          if (result.endReason !== "completed") state.exitCode = 1;
+          // An empty answer is no answer either (a warning says so): a script must not take it
+          // for one.
+          if (result.endReason !== "completed" || isEmptyAnswer(result)) state.exitCode = 1;
           // The config warnings are on stderr already (every command prints them first).
           if (options.json) {
             return printJson(io, runJson(result, [...configFileWarnings(config), ...problems]));

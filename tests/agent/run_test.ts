@@ -9,6 +9,7 @@ import type { CallToolResult } from "@modelcontextprotocol/client";
 import { PolicyApprovals } from "../../src/agent/approvals.ts";
 import type { ChatMessage } from "../../src/agent/model.ts";
 import {
+  isEmptyAnswer,
   resultText,
   RunCancelled,
   runLoop,
@@ -1079,6 +1080,38 @@ Deno.test("runLoop: an answer the endpoint cut off (length, content_filter) comp
     assert.equal(result.warnings.length, 2, finishReason);
     assert.equal(result.warnings[0], "skill 'x' was not found");
     assert.match(result.warnings[1], warning);
+  }
+});
+
+Deno.test("runLoop: an empty final answer (no text, null, blanks) completes with a warning; [SILENT] does not", async () => {
+  const reply = (content: unknown, finishReason?: string) => ({
+    status: 200,
+    body: {
+      choices: [{
+        message: { role: "assistant", content },
+        ...(finishReason === undefined ? {} : { finish_reason: finishReason }),
+      }],
+    },
+  });
+  const empty =
+    /^the model gave an empty answer \(finish_reason "stop", no text and no tool calls\); try another model \(model\.default in config\.yaml\) or a clearer prompt$/;
+  const cases: Array<[string, ReturnType<typeof reply>, string, RegExp[]]> = [
+    ["empty text", reply("", "stop"), "", [empty]],
+    ["null", reply(null, "stop"), "", [empty]],
+    ["blanks only", reply(" \n\t\n", "stop"), "", [empty]],
+    ["no finish_reason", reply(""), "", [/^the model gave an empty answer \(no finish_reason, /]],
+    // The cut-off warning says why already.
+    ["cut off", reply("", "length"), "", [/^the answer was cut off/]],
+    ["[SILENT]", reply("[SILENT]", "stop"), "[SILENT]", []],
+  ];
+  for (const [name, turn, answer, warnings] of cases) {
+    await using fake = await startFakeModel({ turns: [turn] });
+    const result = await runLoop(runOptions({ model: modelClient(fake.baseUrl), tools: NO_TOOLS }));
+    assert.equal(result.endReason, "completed", name);
+    assert.equal(result.answer, answer, name);
+    assert.equal(result.warnings.length, warnings.length, `${name}: ${result.warnings}`);
+    warnings.forEach((warning, index) => assert.match(result.warnings[index], warning, name));
+    assert.equal(isEmptyAnswer(result), answer === "", name);
   }
 });
 

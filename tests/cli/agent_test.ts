@@ -652,6 +652,32 @@ Deno.test("run: agent.max_iterations ends a run whose model keeps calling tools 
   assert.equal(model.requests.length, 4);
 });
 
+Deno.test("run: an empty answer is a warning on stderr and in --json's warnings, and exit 1; [SILENT] is an answer", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({
+    fallback: (request) => ({ content: lastUser(request) === "silent" ? "[SILENT]" : " \n" }),
+  });
+  configure(home.home, { baseUrl: model.baseUrl });
+  const warning = 'the model gave an empty answer (finish_reason "stop", no text and no tool ' +
+    "calls); try another model (model.default in config.yaml) or a clearer prompt";
+  const [text, json, silent] = await Promise.all([
+    agentRun(home.home, ["hi"]),
+    agentRun(home.home, ["hi", "--json"]),
+    agentRun(home.home, ["silent"]),
+  ]);
+  expectCode(text, 1);
+  assert.equal(text.stdout, "");
+  assert.equal(text.stderr, `warning: ${warning}\n`);
+  expectCode(json, 1);
+  assert.equal(json.json!.answer, "");
+  assert.equal(json.json!.end_reason, "completed");
+  assert.equal(json.json!.error, undefined);
+  assert.deepEqual(json.json!.warnings, [warning]);
+  expectCode(silent, 0);
+  assert.equal(silent.stdout, "[SILENT]\n");
+  assert.equal(silent.stderr, "");
+});
+
 Deno.test("run --skills: a skill's body reaches the system prompt; a missing one is a warning", async (t) => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });
