@@ -1,12 +1,13 @@
 /**
  * The gateway's workers: take accepted events from the inbox, run the agent on each prompt,
  * deliver the answer to the route's target, and retry a failed delivery with backoff. A final
- * answer that is exactly `[SILENT]` is not delivered. A delivery that keeps failing is logged
+ * answer that is exactly `[SILENT]` is not delivered. A run that ends without an answer (failed,
+ * or with an empty one) delivers a notice saying so. A delivery that keeps failing is logged
  * with the event id and marked failed.
  *
  * @module
  */
-import type { RunResult } from "../agent/run.ts";
+import { isEmptyAnswer, type RunResult } from "../agent/run.ts";
 import type { Inbox, InboxEvent } from "./inbox.ts";
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
@@ -16,6 +17,10 @@ const MAX_RETRY_WAIT_MS = 60 * 60_000;
  * from another process, which cannot wake this one.
  */
 export const IDLE_POLL_MS = 5_000;
+
+/** Why a run that completed has no answer to deliver, in the inbox and the log. */
+const EMPTY_ANSWER_ERROR = "the model gave an empty answer (no text and no tool calls); " +
+  "try another model (model.default in config.yaml) or a clearer prompt for the route";
 
 /** Runs the agent for one event. */
 export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<RunResult>;
@@ -198,26 +203,32 @@ export class WorkerPool {
       if (current.state === "running") {
         const result = await this.#o.run(current, this.#abort.signal);
         if (this.#abort.signal.aborted) return; // shutdown: it runs again after the restart
-        const answer = result.answer.trim();
-        const silent = answer === "[SILENT]";
+        const silent = result.answer.trim() === "[SILENT]";
         const failed = result.endReason !== "completed";
+        // Not sent as it is: the platforms refuse an empty message, and nobody would learn why.
+        const empty = isEmptyAnswer(result);
+        const error = failed ? result.error : empty ? EMPTY_ANSWER_ERROR : undefined;
         // The notice may land somewhere public (an issue comment): the error itself, which can
         // name endpoints and settings, goes to the log only.
-        const message = failed
+        const message = failed || empty
           ? `The agent run for ${current.route} (${current.event}, delivery ` +
-            `${current.deliveryId}) ended without an answer: ${result.endReason}. ` +
-            "The gateway log has the details."
+            `${current.deliveryId}) ended without an answer: ${
+              failed ? result.endReason : "the model's answer was empty"
+            }. The gateway log has the details.`
           : result.answer;
         inbox.finishRun(current.id, {
           answer: message,
           endReason: result.endReason,
-          error: result.error,
+          error,
           deliver: !silent,
         }, this.#o.now());
         log(
-          failed ? "warning" : "info",
+          failed || empty ? "warning" : "info",
           failed
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}"
+            : empty
+            ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}, but {error}; a " +
+              "notice saying so is delivered instead"
             : silent
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}; the answer is " +
               "[SILENT], so nothing is delivered"
@@ -227,7 +238,7 @@ export class WorkerPool {
             delivery_id: current.deliveryId,
             route: current.route,
             endReason: result.endReason,
-            ...(failed ? { error: result.error ?? "no answer" } : {}),
+            ...(failed || empty ? { error: error ?? "no answer" } : {}),
           },
         );
         if (silent) return;

@@ -149,6 +149,33 @@ Deno.test("a run without an answer delivers a notice naming the end reason, and 
   );
 });
 
+Deno.test("an empty answer is not delivered as it is: a notice says the run ended without one", async () => {
+  await using t = await setup({ answers: { d1: result(""), d2: result(" \n ") } });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.inbox.enqueue(event("d2"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 2);
+  assert.deepEqual(
+    t.deliveries.map((d) => d.message).sort(),
+    ["d1", "d2"].map((id) =>
+      `The agent run for github (issues, delivery ${id}) ended without an answer: the model's ` +
+      "answer was empty. The gateway log has the details."
+    ),
+  );
+  const events = t.inbox.list({ limit: 10 });
+  assert.deepEqual(events.map((e) => [e.state, e.endReason]), [
+    ["done", "completed"],
+    ["done", "completed"],
+  ]);
+  assert.ok(events.every((e) => /^the model gave an empty answer/.test(e.error ?? "")));
+  const logged = t.logs.filter((entry) =>
+    /a notice saying so is delivered instead/.test(entry.message)
+  );
+  assert.deepEqual(logged.map((entry) => entry.level), ["warning", "warning"]);
+  assert.deepEqual(logged.map((entry) => entry.properties?.delivery_id).sort(), ["d1", "d2"]);
+});
+
 Deno.test("a failing delivery is retried without running again, then succeeds", async () => {
   let failures = 2;
   await using t = await setup({
