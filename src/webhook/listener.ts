@@ -717,6 +717,33 @@ function dispatch(deps: ListenerDeps): Step {
   };
 }
 
+/**
+ * A direct delivery whose template renders an empty message for this payload: nothing is sent
+ * (every platform refuses an empty text) and, as for any failed direct delivery, the answer is 502
+ * with the claim released, so the sender's retry is delivered once the route's prompt is fixed.
+ */
+function emptyMessage(
+  deps: ListenerDeps,
+  c: Context,
+  route: ServedRoute,
+  id: string,
+): Response {
+  deps.inbox.release(route.name, id);
+  deps.log(
+    "warning",
+    "route {route}: direct delivery {delivery_id} to {target} not sent: the route's prompt " +
+      "template renders an empty message for this payload (the fields it names are empty or " +
+      "blank); change it with agent webhook subscribe {route} --prompt ...",
+    { route: route.name, delivery_id: id, target: route.deliver },
+  );
+  return c.json({
+    error: "nothing to deliver: the route's prompt template renders an empty message for this " +
+      "payload",
+    route: route.name,
+    delivery_id: id,
+  }, 502);
+}
+
 /** How long a delivery id stays claimed, in ms. */
 function ttlOf(deps: ListenerDeps): number {
   return deps.settings.idempotencyTtlSeconds * 1000;
@@ -732,6 +759,7 @@ async function deliverNow(
   event: string,
   id: string,
 ): Promise<Response> {
+  if (message.trim() === "") return emptyMessage(deps, c, route, id);
   // A sender retrying after a 502 gets the parts of a split message that did not go out, not
   // the ones it already delivered (when it is the same message to the same place).
   const messageKey = createHash("sha256")

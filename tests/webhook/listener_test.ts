@@ -1163,6 +1163,34 @@ Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim 
   );
 });
 
+Deno.test("direct delivery of a template that renders empty or blank: 502, nothing sent, the reason logged; the retry is served again", async () => {
+  await using h = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true, prompt: "{comment.body}" }) },
+  });
+  for (const [id, body] of [["1", ""], ["2", " \n\t "]]) {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const response = await h.signed("r", { comment: { body } }, { "x-github-delivery": id });
+      assert.equal(response.status, 502, `${JSON.stringify(body)}, attempt ${attempt}`);
+      assert.deepEqual(await response.json(), {
+        error: "nothing to deliver: the route's prompt template renders an empty message for " +
+          "this payload",
+        route: "r",
+        delivery_id: id,
+      });
+    }
+  }
+  assert.deepEqual(h.delivered, [], "no platform call for an empty message");
+  assert.deepEqual(
+    h.logs,
+    ["1", "1", "2", "2"].map((id) =>
+      "warning: route {route}: direct delivery {delivery_id} to {target} not sent: the route's " +
+      "prompt template renders an empty message for this payload (the fields it names are empty " +
+      "or blank); change it with agent webhook subscribe {route} --prompt ... " +
+      `{"route":"r","delivery_id":"${id}","target":"telegram"}`
+    ),
+  );
+});
+
 Deno.test("subscriptions are reloaded when the file changes; a corrupt file keeps the routes", async () => {
   await using h = await harness();
   const write = (records: unknown) =>

@@ -1,0 +1,115 @@
+/**
+ * Empty messages against the real gateway process and the fake Telegram API (which refuses an
+ * empty text as the real one does): a run whose model answers with no text delivers the notice
+ * of a run without an answer, and a deliver-only route whose template renders empty fails (502)
+ * without calling the platform.
+ */
+import assert from "node:assert/strict";
+import { cli, parseOneJson, tempHome } from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
+import { startFakeModel } from "../fixtures/fake_model.ts";
+import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
+import {
+  inboxIdle,
+  post,
+  signGithub,
+  startGateway,
+  subscribe,
+  waitUntil,
+  writeGatewayConfig,
+} from "./_gateway.ts";
+
+/** The gateway log's entries (JSON lines). */
+function logEntries(
+  log: string,
+): Array<{ level: string; message: string; properties: Record<string, unknown> }> {
+  return log.split("\n").filter(Boolean).map((line) => JSON.parse(line));
+}
+
+Deno.test("gateway e2e: an empty model answer delivers a notice; a deliver-only template that renders empty fails without a platform call", async (t) => {
+  await using h = await tempHome();
+  await using model = await startFakeModel({ turns: [{ content: "" }] });
+  await using platforms = await startFakePlatforms();
+  const env = { WEBHOOK_PORT: String(freePort()), ...platforms.env };
+  writeGatewayConfig(h.home, {
+    modelBaseUrl: model.baseUrl,
+    apiBaseUrls: { telegram: platforms.baseUrls.telegram },
+  });
+  const chat = ["--deliver", "telegram", "--deliver-chat-id", "-1001234"];
+  const triage = await subscribe(h.home, env, "triage", [...chat, "--prompt", "Triage {title}"]);
+  const direct = await subscribe(h.home, env, "direct", [
+    ...chat,
+    "--deliver-only",
+    "--prompt",
+    "{comment.body}",
+  ]);
+
+  const gateway = await startGateway(h.home, env);
+  try {
+    await t.step("an empty answer: the notice of a run without an answer", async () => {
+      const body = JSON.stringify({ title: "Found a bug" });
+      const accepted = await post(gateway, triage.name, body, {
+        "x-github-event": "issues",
+        "x-github-delivery": "d-empty",
+        "x-hub-signature-256": signGithub(triage.secret, body),
+      });
+      assert.equal(accepted.status, 202);
+      await waitUntil(() => model.requests.length === 1 && inboxIdle(h.home), "the event to end");
+      assert.equal(platforms.telegram.requests.length, 1, "the notice, sent once");
+      assert.deepEqual(platforms.telegram.requests[0].body, {
+        chat_id: "-1001234",
+        text: "The agent run for triage (issues, delivery d-empty) ended without an answer: the " +
+          "model's answer was empty. The gateway log has the details.",
+      });
+      const events = await cli(h.home, ["webhook", "events", "--json"]);
+      assert.equal(events.code, 0, events.stderr);
+      const [event] = (parseOneJson(events.stdout) as { events: Record<string, unknown>[] }).events;
+      assert.equal(event.state, "done");
+      assert.equal(event.end_reason, "completed");
+      assert.equal(event.delivery_attempts, 1);
+      assert.match(
+        String(event.error),
+        /^the model gave an empty answer \(no text and no tool calls/,
+      );
+      await waitUntil(
+        () =>
+          logEntries(gateway.log()).some(({ level, message, properties }) =>
+            level === "WARN" && /a notice saying so is delivered instead$/.test(message) &&
+            properties.id === event.id && properties.delivery_id === "d-empty" &&
+            properties.route === "triage"
+          ),
+        "the warning naming the event",
+      );
+    });
+
+    // As any failed direct delivery (decisions.md §6): 502, the claim released, so the sender's
+    // retry is delivered once the route's prompt is fixed.
+    await t.step("deliver-only, a template that renders empty: 502, nothing sent", async () => {
+      const blank = JSON.stringify({ comment: { body: " \n " } });
+      const headers = {
+        "x-github-event": "issue_comment",
+        "x-github-delivery": "d-blank",
+        "x-hub-signature-256": signGithub(direct.secret, blank),
+      };
+      const sent = () => platforms.telegram.requests.length;
+      const before = sent();
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const failed = await post(gateway, direct.name, blank, headers);
+        assert.equal(failed.status, 502, `attempt ${attempt}: the retry is not a duplicate`);
+        assert.match(String(failed.json?.error), /renders an empty message for this payload$/);
+      }
+      assert.equal(sent(), before, "nothing more was sent");
+      await waitUntil(
+        () =>
+          logEntries(gateway.log()).some(({ level, message, properties }) =>
+            level === "WARN" && /renders an empty message for this payload/.test(message) &&
+            properties.route === "direct" && properties.delivery_id === "d-blank"
+          ),
+        "the warning naming the route and the delivery",
+      );
+    });
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
