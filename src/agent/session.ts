@@ -220,6 +220,7 @@ export class AgentSession {
     }
     warnings.push(...this.#takeMetricsWarnings());
     for (const warning of warnings) log.warn(warning);
+    const before = warnings.length;
     const result = await runLoop({
       systemPrompt: buildSystemPrompt({ extra: this.settings.systemPrompt, skills }),
       prompt,
@@ -239,8 +240,9 @@ export class AgentSession {
     });
     this.#afterRun();
     const late = this.#takeMetricsWarnings();
-    for (const warning of late) log.warn(warning);
     result.warnings.push(...late);
+    // The loop's own (an answer cut off or empty) and the late ones: the gateway has only the log.
+    for (const warning of result.warnings.slice(before)) log.warn(warning);
     return result;
   }
 

@@ -26,7 +26,7 @@ function logEntries(
   return log.split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }
 
-Deno.test("gateway e2e: an empty model answer delivers a notice; a deliver-only template that renders empty fails without a platform call", async (t) => {
+Deno.test("gateway e2e: an empty model answer delivers a notice, a cut-off one is logged; a deliver-only template that renders empty fails without a platform call", async (t) => {
   await using h = await tempHome();
   await using model = await startFakeModel({ turns: [{ content: "" }] });
   await using platforms = await startFakePlatforms();
@@ -79,6 +79,42 @@ Deno.test("gateway e2e: an empty model answer delivers a notice; a deliver-only 
             properties.route === "triage"
           ),
         "the warning naming the event",
+      );
+    });
+
+    await t.step("a cut-off answer is delivered, and the log says it was cut off", async () => {
+      model.push({
+        status: 200,
+        body: {
+          id: "chatcmpl-cut",
+          object: "chat.completion",
+          model: "fake",
+          choices: [{
+            index: 0,
+            message: { role: "assistant", content: "Labelled it as a b" },
+            finish_reason: "length",
+          }],
+        },
+      });
+      const body = JSON.stringify({ title: "Long one" });
+      const accepted = await post(gateway, triage.name, body, {
+        "x-github-event": "issues",
+        "x-github-delivery": "d-cut",
+        "x-hub-signature-256": signGithub(triage.secret, body),
+      });
+      assert.equal(accepted.status, 202);
+      await waitUntil(() => model.requests.length === 2 && inboxIdle(h.home), "the event to end");
+      assert.deepEqual(platforms.telegram.requests.at(-1)?.body, {
+        chat_id: "-1001234",
+        text: "Labelled it as a b",
+      });
+      await waitUntil(
+        () =>
+          logEntries(gateway.log()).some(({ level, message }) =>
+            level === "WARN" &&
+            /^the answer was cut off at the model's output token limit/.test(message)
+          ),
+        "the warning of the cut-off answer in the log",
       );
     });
 
