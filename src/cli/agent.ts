@@ -58,6 +58,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         );
       }
       const config = loadConfig({ env: io.env });
+      warnAboutMetricsSettings(io, config);
       const skills = skillNames(options.skills, config);
       const prompt = await readPrompt(io, promptArgument);
       await withLogging(io, config, async () => {
@@ -80,9 +81,11 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
           // An empty answer is no answer either (a warning says so): a script must not take it
           // for one.
           if (result.endReason !== "completed" || isEmptyAnswer(result)) state.exitCode = 1;
-          // The config warnings are on stderr already (every command prints them first).
+          // The config warnings are on stderr already: the file's (every command prints them
+          // first) and the usage-metrics settings' (said above).
           if (options.json) {
-            return printJson(io, runJson(result, [...configFileWarnings(config), ...problems]));
+            const before = [...configFileWarnings(config), ...config.telemetry.warnings];
+            return printJson(io, runJson(result, [...before, ...problems]));
           }
           for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
@@ -115,6 +118,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
     )
     .action(async (options) => {
       const config = loadConfig({ env: io.env });
+      warnAboutMetricsSettings(io, config);
       const skills = skillNames(options.skills, config);
       await withLogging(io, config, async () => {
         const history = new ChatHistoryFile(
@@ -314,6 +318,14 @@ async function chatCommand(
       io.out(`Unknown command ${command}. Type /help for the commands.\n`);
       return true;
   }
+}
+
+/**
+ * Says the warnings of the usage-metrics settings (`telemetry` in config.yaml,
+ * `AGENT_SHARED_METRICS`) on stderr, after the config file's own: runs record and send by them.
+ */
+function warnAboutMetricsSettings(io: CliIo, config: ResolvedConfig): void {
+  for (const warning of config.telemetry.warnings) io.err(`warning: ${warning}\n`);
 }
 
 /**
@@ -521,8 +533,8 @@ function progress(
 }
 
 /**
- * `run --json`'s document; `warnings` starts with `before` (the config warnings and the MCP
- * problems, `warning: ` dropped).
+ * `run --json`'s document; `warnings` starts with `before` (the config file's warnings, the
+ * usage-metrics settings' and the MCP problems, `warning: ` dropped).
  */
 function runJson(result: RunResult, before: string[]) {
   return {

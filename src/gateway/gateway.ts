@@ -104,6 +104,8 @@ export class Gateway {
     const agent = readAgentSettings(config);
     for (const warning of unknownConfigKeyWarnings(config.source)) log.warn(warning);
     for (const warning of config.dotenvWarnings) log.warn(warning);
+    // The usage-metrics settings too: the gateway records and sends by them.
+    for (const warning of config.telemetry.warnings) log.warn(warning);
     for (const problem of settings.routeProblems) log.error(problem);
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {

@@ -593,6 +593,42 @@ Deno.test("run --json: config.yaml's warnings are in warnings too, and on stderr
   assert.equal(json.stderr.match(new RegExp(unknown.source, "g"))?.length, 1, json.stderr);
 });
 
+Deno.test("run and chat: the usage-metrics settings' warnings are on stderr once, and in run --json's warnings after config.yaml's", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, {
+    baseUrl: model.baseUrl,
+    extra: { modle: { default: "x" }, telemetry: { shared_metrics: { send: true, endpoint: 5 } } },
+  });
+  const unknown = "modle: unknown key `modle` is ignored; did you mean `model`?";
+  const endpoint = "(key telemetry.shared_metrics.endpoint): expected a string, got number 5; " +
+    "not used while usage metrics are off. Fix: quote the value before enabling them";
+  const sendOff = "telemetry.shared_metrics.send is true but collection is off; nothing is sent";
+  const once = (stderr: string, text: string) =>
+    assert.equal(stderr.split(text).length - 1, 1, `${text}\n--- stderr ---\n${stderr}`);
+
+  const json = await agentRun(home.home, ["hi", "--json"]);
+  expectCode(json, 0);
+  const warnings = json.json!.warnings as string[];
+  assert.equal(warnings.length, 3, warnings.join("\n"));
+  assert.ok(warnings[0].endsWith(unknown), warnings[0]);
+  assert.ok(warnings[1].startsWith(join(home.home, "config.yaml")), warnings[1]);
+  assert.ok(warnings[1].endsWith(endpoint), warnings[1]);
+  assert.equal(warnings[2], sendOff);
+  for (const text of [unknown, endpoint, sendOff]) once(json.stderr, text);
+
+  const run = await agentRun(home.home, ["hi"]);
+  expectCode(run, 0);
+  assert.equal(run.stdout, "reply to hi\n");
+  const chat = await spawnCli(home.home, ["chat"], { stdin: "" });
+  expectCode(chat, 0);
+  for (const result of [run, chat]) {
+    for (const text of [unknown, endpoint, sendOff]) once(result.stderr, text);
+    assert.match(result.stderr, new RegExp(`^warning: .*config\\.yaml:\\d+ \\(key telemetry`, "m"));
+    assert.ok(result.stderr.includes(`warning: ${sendOff}\n`), result.stderr);
+  }
+});
+
 Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; the run goes on", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });

@@ -8,7 +8,7 @@ import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts"
 import { cli, tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
-Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspelled key and a .env line that gives nothing are warned about on stderr", async () => {
+Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspelled key, a .env line that gives nothing and a usage-metrics setting that does nothing are warned about on stderr", async () => {
   await using h = await tempHome();
   const dotenv = join(h.home, ".env");
   Deno.writeTextFileSync(dotenv, "# secrets\nTELEGRAM TOKEN=123:abc-secret\n");
@@ -21,6 +21,9 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
       },
       rate_limt: 5,
     },
+  });
+  Deno.writeTextFileSync(h.config, "telemetry:\n  shared_metrics:\n    send: true\n", {
+    append: true,
   });
   const gateway = await startGateway(h.home, {
     WEBHOOK_PORT: String(freePort()),
@@ -81,6 +84,9 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
     "`=` is not a variable name (letters, digits, `_`, `.` and `-`, no spaces); write it as " +
     "NAME=value";
   assert.equal(lines.filter((line) => line === ignoredLine).length, 1, stderr);
+  const sendOff = "warning: telemetry.shared_metrics.send is true but collection is off; " +
+    "nothing is sent";
+  assert.equal(lines.filter((line) => line === sendOff).length, 1, stderr);
   assert.doesNotMatch(stderr, /abc-secret/);
   // Only warnings and errors, as plain text: no info lines, no JSON.
   assert.doesNotMatch(stderr, /gateway listening on|gateway stopped|"level"|@timestamp/i);
@@ -89,6 +95,7 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
   assert.match(log, /INSECURE_NO_AUTH is on/);
   assert.match(log, /unknown key `rate_limt` is ignored/);
   assert.match(log, /\.env:2: nothing is read from this line/);
+  assert.match(log, /telemetry\.shared_metrics\.send is true but collection is off/);
   assert.doesNotMatch(log, /abc-secret/);
   assert.match(log, /gateway listening on/);
 });
