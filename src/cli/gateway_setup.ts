@@ -28,6 +28,7 @@ import {
   type AnswerCheck,
   CliError,
   type CliIo,
+  configFileWarnings,
   printJson,
   PromptCancelled,
   type Prompter,
@@ -121,7 +122,13 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
         choices = fromFlags ?? defaultChoices(current);
       }
       const report = applyChoices(config, current, choices, io, interactive ? "wizard" : "flags");
-      if (flags.json) return printJson(io, report);
+      if (flags.json) {
+        // What every command says on stderr first (unknown keys, .env lines) comes first.
+        return printJson(io, {
+          ...report,
+          warnings: [...configFileWarnings(config), ...report.warnings],
+        });
+      }
       printReport(io, report);
     });
 }

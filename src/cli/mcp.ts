@@ -41,6 +41,7 @@ import { AGENT_VERSION } from "../version.ts";
 import {
   CliError,
   type CliIo,
+  configFileWarnings,
   printJson,
   PromptCancelled,
   type Prompter,
@@ -72,7 +73,12 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           warnings: [...session.warningsOf(row.name), ...row.warnings],
         }));
         if (options.json) {
-          return printJson(io, { servers: rows.map(serverRow), issues: session.issues });
+          return printJson(io, {
+            servers: rows.map(serverRow),
+            issues: session.issues,
+            // What every command says on stderr first (unknown keys, .env lines).
+            warnings: configFileWarnings(session.config),
+          });
         }
         session.printIssues();
         if (rows.length === 0) {
@@ -118,7 +124,11 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             return printJson(io, {
               ok,
               ...serverRow(server),
-              warnings: [...configWarnings, ...server.warnings],
+              warnings: [
+                ...configFileWarnings(session.config),
+                ...configWarnings,
+                ...server.warnings,
+              ],
               enabled: config.enabled,
               total_ms: totalMs,
               tools: tools.map(toolRow),
@@ -180,7 +190,11 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             return printJson(io, {
               tools: tools.map(toolRow),
               errors: [...failed, ...invalid].map((s) => ({ server: s.name, error: s.error })),
-              warnings: [...configWarnings, ...warnings],
+              warnings: [
+                ...configFileWarnings(session.config),
+                ...configWarnings,
+                ...warnings,
+              ],
             });
           }
           session.printIssues(name);

@@ -42,7 +42,7 @@ import {
   validateEndpoint,
   validateMetricsPackage,
 } from "../metrics/mod.ts";
-import { CliError, type CliIo, ExitCode, printJson, UsageError } from "./io.ts";
+import { CliError, type CliIo, configFileWarnings, ExitCode, printJson, UsageError } from "./io.ts";
 import type { CommandState } from "./mod.ts";
 import { clockTime, comingTime } from "./time_words.ts";
 
@@ -372,7 +372,7 @@ function showStatus(
       },
       due_now: queue.due,
       ...(dropped ? { dropped_unsent: dropped } : {}),
-      warnings: t.warnings,
+      warnings: jsonWarnings(config),
     });
   }
   io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${decidedBy(config)})\n`);
@@ -461,7 +461,7 @@ function reportConsentChange(
         was: entry.value ?? null,
         expected: entry.expected,
       })),
-      warnings: t.warnings,
+      warnings: jsonWarnings(config),
     });
   }
   for (const entry of replaced) {
@@ -478,6 +478,14 @@ function reportConsentChange(
   }
   if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
   for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+}
+
+/**
+ * A metrics command's `--json` warnings: the config file's (every command says them on stderr
+ * first), then the usage-metrics settings' (said on stderr only without `--json`).
+ */
+function jsonWarnings(config: ResolvedConfig): string[] {
+  return [...configFileWarnings(config), ...config.telemetry.warnings];
 }
 
 function consentLine(config: ResolvedConfig): string {

@@ -60,7 +60,7 @@ import {
   type SubscriptionRecords,
   updateSubscriptions,
 } from "../webhook/subscriptions.ts";
-import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import { CliError, type CliIo, configFileWarnings, printJson, UsageError } from "./io.ts";
 import { addWebhookEventCommands } from "./webhook_events.ts";
 import type { CommandState } from "./mod.ts";
 
@@ -122,7 +122,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           base_url: webhookBaseUrl(settings),
           subscriptions: rows,
           problems,
-          warnings,
+          // What every command says on stderr first (unknown keys, .env lines) comes first.
+          warnings: [...configFileWarnings(config), ...warnings],
         });
       }
       if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);

@@ -44,6 +44,38 @@ Deno.test("a misspelled config key is a warning on stderr naming file, line, key
   assert.doesNotMatch(broken.stderr, /warning:/);
 });
 
+Deno.test("every --json document with warnings starts them with the config file's, which stderr has once", async () => {
+  await using h = await tempHome();
+  const file = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(file, "modle: x\nmcp_servers:\n  gone:\n    command: /no/such/server\n");
+  Deno.writeTextFileSync(join(h.home, ".env"), "pasted-without-a-name\n");
+  const fileWarnings = [
+    `${file}:1: modle: unknown key \`modle\` is ignored; did you mean \`model\`?`,
+    `${join(h.home, ".env")}:1: nothing is read from this line: it has no \`=\`; write it as ` +
+    "NAME=value",
+  ];
+  const commands = [
+    { argv: ["mcp", "list", "--json"], code: 0 },
+    { argv: ["mcp", "tools", "--json"], code: 0 },
+    { argv: ["mcp", "test", "gone", "--json"], code: 1 },
+    { argv: ["webhook", "list", "--json"], code: 0 },
+    { argv: ["metrics", "status", "--json"], code: 0 },
+    { argv: ["metrics", "enable", "--json"], code: 0 },
+    { argv: ["metrics", "disable", "--json"], code: 0 },
+    { argv: ["gateway", "setup", "--json"], code: 0 },
+  ];
+  for (const { argv, code } of commands) {
+    const label = `agent ${argv.join(" ")}`;
+    const result = await cli(h.home, argv);
+    assert.equal(result.code, code, `${label}\n${result.stdout}\n${result.stderr}`);
+    const warnings = parseOneJson(result.stdout).warnings as string[];
+    assert.deepEqual(warnings.slice(0, 2), fileWarnings, label);
+    for (const warning of fileWarnings) {
+      assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, label);
+    }
+  }
+});
+
 Deno.test("a config.yaml that is a folder is one line naming the path, no stack", async () => {
   // A home that is a file: see home_errors_test.ts.
   await using h = await tempHome();

@@ -113,10 +113,11 @@ Deno.test("mcp list: a table of every server with its status; broken and invalid
   );
 });
 
-Deno.test("mcp list --json: one document with servers and issues", async () => {
+Deno.test("mcp list --json: one document with servers, issues and warnings", async () => {
   await using fx = await fixtureHome();
   const doc = await fx.json(["mcp", "list", "--json"]);
-  assert.deepEqual(Object.keys(doc), ["servers", "issues"]);
+  assert.deepEqual(Object.keys(doc), ["servers", "issues", "warnings"]);
+  assert.deepEqual(doc.warnings, []);
   const byName = new Map(
     (doc.servers as Array<Record<string, unknown>>).map((server) => [server.name, server]),
   );
@@ -160,7 +161,7 @@ Deno.test("mcp list on a fresh home says how to add a server", async () => {
   assert.match(result.stdout, /^No MCP servers configured\. Add one with `agent mcp add`/);
   assert.ok(result.stdout.includes(home.config), result.stdout);
   const doc = await cliJson(home.home, ["mcp", "list", "--json"], 0, { env: denoEnv() });
-  assert.deepEqual(doc, { servers: [], issues: [] });
+  assert.deepEqual(doc, { servers: [], issues: [], warnings: [] });
 });
 
 // ---------------------------------------------------------------------------------------------
