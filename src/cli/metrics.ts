@@ -24,6 +24,7 @@ import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
+  canCreateUsageMetricsStore,
   droppedUnsentWarning,
   escapeControls,
   InvalidStoredCountsError,
@@ -354,6 +355,8 @@ function showStatus(
       endpoint: t.endpoint ?? null,
       store: config.paths.metricsDb,
       store_exists: summary !== undefined,
+      // Without a store: whether this user could create it (recording would, once enabled).
+      store_writable: service ? !service.readOnly : canCreateUsageMetricsStore(config),
       install_id: summary?.installId ?? null,
       pending_counters: summary?.pendingRows ?? 0,
       pending_events: summary?.pendingEvents ?? 0,

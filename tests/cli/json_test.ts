@@ -42,6 +42,7 @@ const STATUS_KEYS = [
   "endpoint",
   "store",
   "store_exists",
+  "store_writable",
   "install_id",
   "pending_counters",
   "pending_events",
