@@ -24,7 +24,6 @@ import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import {
-  canCreateUsageMetricsStore,
   droppedUnsentWarning,
   escapeControls,
   InvalidStoredCountsError,
@@ -355,8 +354,8 @@ function showStatus(
       endpoint: t.endpoint ?? null,
       store: config.paths.metricsDb,
       store_exists: summary !== undefined,
-      // Without a store: whether this user could create it (recording would, once enabled).
-      store_writable: service ? !service.readOnly : canCreateUsageMetricsStore(config),
+      // Only an existing store can be writable or not: status never writes to find out.
+      store_writable: service ? !service.readOnly : null,
       install_id: summary?.installId ?? null,
       pending_counters: summary?.pendingRows ?? 0,
       pending_events: summary?.pendingEvents ?? 0,

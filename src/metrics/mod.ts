@@ -465,15 +465,6 @@ export function openUsageMetrics(
 }
 
 /**
- * Whether this user could create the usage-metrics store of `config`'s `<home>` now, for one that
- * does not exist yet: a folder is made and removed at once where creating it would write first
- * (see {@linkcode MetricsStore.canCreate}).
- */
-export function canCreateUsageMetricsStore(config: ResolvedConfig): boolean {
-  return MetricsStore.canCreate(config.paths.metricsDb);
-}
-
-/**
  * Opens an existing store regardless of consent (for status, preview and export of data already
  * collected), or returns `undefined` when none exists. Never creates one. Throws
  * {@linkcode MetricsStoreUnavailableError} when the file cannot be opened.

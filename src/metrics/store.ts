@@ -331,47 +331,6 @@ export class MetricsStore implements Disposable {
     return true;
   }
 
-  /**
-   * Whether this user could create a store at `path` now (for one that does not exist yet).
-   * Creating it writes in the nearest folder on the way that exists, so that is tried: a folder
-   * is made there and removed at once (nothing is left). A permission or a read-only file system
-   * that refuses it, or a file on the way, is `false`.
-   *
-   * @example
-   * ```ts
-   * import assert from "node:assert/strict";
-   * import { MetricsStore } from "./store.ts";
-   * const home = await Deno.makeTempDir();
-   * assert(MetricsStore.canCreate(`${home}/telemetry/shared_metrics/metrics.sqlite3`));
-   * assert.deepEqual([...Deno.readDirSync(home)], []);
-   * Deno.writeTextFileSync(`${home}/telemetry`, "");
-   * assert(!MetricsStore.canCreate(`${home}/telemetry/shared_metrics/metrics.sqlite3`));
-   * ```
-   */
-  static canCreate(path: string): boolean {
-    let folder = dirname(path);
-    for (;;) {
-      try {
-        if (!Deno.statSync(folder).isDirectory) return false;
-        break;
-      } catch (error) {
-        const up = dirname(folder);
-        if (!(error instanceof Deno.errors.NotFound) || up === folder) return false;
-        folder = up;
-      }
-    }
-    let probe: string;
-    try {
-      probe = Deno.makeTempDirSync({ dir: folder, prefix: ".agent-store-check-" });
-    } catch {
-      return false;
-    }
-    try {
-      Deno.removeSync(probe);
-    } catch { /* made, so the folder can be written; an empty folder of ours at worst */ }
-    return true;
-  }
-
   /** How long a statement waits for another process's lock, unless {@linkcode withBusyTimeout}. */
   get busyTimeoutMs(): number {
     return this.#busyTimeoutMs;
