@@ -67,6 +67,42 @@ function assertIssue(
   return issue;
 }
 
+type Fragment = string | RegExp;
+
+/** An issue expected on server `s` (the one most tests write with {@linkcode one}). */
+interface ExpectedIssue {
+  key: string;
+  severity: "error" | "warning";
+  line?: number;
+  fragments: Fragment[];
+}
+
+/** An error of server `s` at `key` and `line` whose message holds every fragment. */
+function errorAt(key: string, line: number | undefined, ...fragments: Fragment[]): ExpectedIssue {
+  return { key, severity: "error", line, fragments };
+}
+
+/** A warning of server `s` at `key` and `line` whose message holds every fragment. */
+function warningAt(key: string, line: number | undefined, ...fragments: Fragment[]): ExpectedIssue {
+  return { key, severity: "warning", line, fragments };
+}
+
+/** {@linkcode assertIssue} for each expected issue of server `s`; returns the last issue found. */
+function assertIssues(result: McpServersResult, ...expected: ExpectedIssue[]): McpConfigIssue {
+  const found = expected.map(({ fragments, ...where }) =>
+    assertIssue(result, { server: "s", ...where }, ...fragments)
+  );
+  return found[found.length - 1];
+}
+
+/** Server `s` written as `keys` is left out of the servers, with each expected issue. */
+function assertRefused(keys: string[], ...expected: ExpectedIssue[]): McpServersResult {
+  const result = one("s", keys);
+  assert.deepEqual(result.servers, [], keys.join("; "));
+  assertIssues(result, ...expected);
+  return result;
+}
+
 function assertNoIssues(result: McpServersResult): void {
   assert.deepEqual(result.issues, []);
 }
@@ -136,38 +172,43 @@ Deno.test("parseMcpServers: servers keep file order and their names as written",
 
 // --- defaults --------------------------------------------------------------------------------
 
+/** The defaults of a stdio and an HTTP entry alike (all but name, transport and keepalive). */
+const SHARED_DEFAULTS = {
+  configFile: FILE,
+  args: [],
+  env: {},
+  headers: {},
+  sslVerify: true,
+  enabled: true,
+  timeoutSeconds: 300,
+  connectTimeoutSeconds: 60,
+  protocol: "auto",
+  supportsParallelToolCalls: false,
+  skipPreflight: false,
+  idleTimeoutSeconds: 0,
+  maxLifetimeSeconds: 0,
+  tools: { resources: true, prompts: true },
+  sampling: {
+    enabled: true,
+    maxTokensCap: 4096,
+    timeoutSeconds: 30,
+    maxRpm: 10,
+    maxToolRounds: 5,
+    allowedModels: [],
+  },
+  elicitation: { enabled: true, timeoutSeconds: 300 },
+  trust: "full",
+};
+
 Deno.test("parseMcpServers: a stdio entry gets every default", () => {
   const result = one("files", ["command: npx"]);
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "files")), {
+    ...SHARED_DEFAULTS,
     name: "files",
-    configFile: FILE,
     transport: "stdio",
     command: "npx",
-    args: [],
-    env: {},
-    headers: {},
-    sslVerify: true,
-    enabled: true,
-    timeoutSeconds: 300,
-    connectTimeoutSeconds: 60,
-    protocol: "auto",
-    supportsParallelToolCalls: false,
-    skipPreflight: false,
     keepaliveIntervalSeconds: null,
-    idleTimeoutSeconds: 0,
-    maxLifetimeSeconds: 0,
-    tools: { resources: true, prompts: true },
-    sampling: {
-      enabled: true,
-      maxTokensCap: 4096,
-      timeoutSeconds: 30,
-      maxRpm: 10,
-      maxToolRounds: 5,
-      allowedModels: [],
-    },
-    elicitation: { enabled: true, timeoutSeconds: 300 },
-    trust: "full",
   });
 });
 
@@ -175,34 +216,11 @@ Deno.test("parseMcpServers: an HTTP entry gets every default (keepalive 180)", (
   const result = one("remote", ["url: https://mcp.example.com/mcp"]);
   assertNoIssues(result);
   assert.deepEqual(withoutFingerprint(serverOf(result, "remote")), {
+    ...SHARED_DEFAULTS,
     name: "remote",
-    configFile: FILE,
     transport: "http",
-    args: [],
-    env: {},
     url: "https://mcp.example.com/mcp",
-    headers: {},
-    sslVerify: true,
-    enabled: true,
-    timeoutSeconds: 300,
-    connectTimeoutSeconds: 60,
-    protocol: "auto",
-    supportsParallelToolCalls: false,
-    skipPreflight: false,
     keepaliveIntervalSeconds: 180,
-    idleTimeoutSeconds: 0,
-    maxLifetimeSeconds: 0,
-    tools: { resources: true, prompts: true },
-    sampling: {
-      enabled: true,
-      maxTokensCap: 4096,
-      timeoutSeconds: 30,
-      maxRpm: 10,
-      maxToolRounds: 5,
-      allowedModels: [],
-    },
-    elicitation: { enabled: true, timeoutSeconds: 300 },
-    trust: "full",
   });
 });
 
@@ -377,19 +395,15 @@ Deno.test("parseMcpServers: enabled is boolish; disabled servers are still liste
 
 Deno.test("parseMcpServers: a non-boolean boolean key is an error naming key and value", () => {
   for (const key of ["enabled", "supports_parallel_tool_calls"]) {
-    const result = one("s", ["command: npx", `${key}: maybe`]);
-    assert.deepEqual(result.servers, []);
-    assertIssue(
-      result,
-      { server: "s", key, severity: "error", line: 4 },
-      `${key} must be true or false, got "maybe"`,
+    assertRefused(
+      ["command: npx", `${key}: maybe`],
+      errorAt(key, 4, `${key} must be true or false, got "maybe"`),
     );
   }
   const preflight = one("s", ["url: https://x.example", "skip_preflight: 2"]);
-  assertIssue(
+  assertIssues(
     preflight,
-    { server: "s", key: "skip_preflight", severity: "error", line: 4 },
-    "skip_preflight must be true or false, got 2",
+    errorAt("skip_preflight", 4, "skip_preflight must be true or false, got 2"),
   );
 });
 
@@ -426,12 +440,9 @@ Deno.test("parseMcpServers: neither url nor command → error naming the fix", (
 
 Deno.test("parseMcpServers: command must be a non-empty string", () => {
   for (const value of ["''", "'  '", "[npx]", "5"]) {
-    const result = one("s", [`command: ${value}`]);
-    assert.deepEqual(result.servers, []);
-    assertIssue(
-      result,
-      { server: "s", key: "command", severity: "error", line: 3 },
-      "command must be a non-empty string naming the executable",
+    assertRefused(
+      [`command: ${value}`],
+      errorAt("command", 3, "command must be a non-empty string naming the executable"),
     );
   }
 });
@@ -447,12 +458,9 @@ Deno.test("parseMcpServers: url must be http(s) and parse", () => {
       ["[https://x.example]", "a list"],
     ]
   ) {
-    const result = one("s", [`url: ${value}`]);
-    assert.deepEqual(result.servers, []);
-    assertIssue(
-      result,
-      { server: "s", key: "url", severity: "error", line: 3 },
-      `url must be an http:// or https:// URL, got ${shown}`,
+    assertRefused(
+      [`url: ${value}`],
+      errorAt("url", 3, `url must be an http:// or https:// URL, got ${shown}`),
     );
   }
   for (const good of ["http://127.0.0.1:8000/mcp", "HTTPS://X.example"]) {
@@ -462,11 +470,9 @@ Deno.test("parseMcpServers: url must be http(s) and parse", () => {
 
 Deno.test("parseMcpServers: a url with an unset variable says which variable to set", () => {
   const result = one("s", ["url: ${MCP_URL}"]);
-  const issue = assertIssue(
+  const issue = assertIssues(
     result,
-    { server: "s", key: "url", severity: "error", line: 3 },
-    'got "${MCP_URL}"',
-    "set MCP_URL in <home>/.env",
+    errorAt("url", 3, 'got "${MCP_URL}"', "set MCP_URL in <home>/.env"),
   );
   assert.equal(
     formatIssue(issue, FILE),
@@ -498,12 +504,7 @@ Deno.test("parseMcpServers: an unknown transport warns and uses Streamable HTTP"
   for (const [value, shown] of [["websocket", '"websocket"'], ["3", "3"]]) {
     const result = one("s", ["url: https://x.example", `transport: ${value}`]);
     assert.equal(serverOf(result, "s").transport, "http");
-    assertIssue(
-      result,
-      { server: "s", key: "transport", severity: "warning", line: 4 },
-      `unknown transport ${shown}`,
-      "transport: sse",
-    );
+    assertIssues(result, warningAt("transport", 4, `unknown transport ${shown}`, "transport: sse"));
   }
 });
 
@@ -515,11 +516,9 @@ Deno.test("parseMcpServers: protocol auto/stateless/legacy; unknown → auto wit
   }
   const result = one("s", ["command: npx", "protocol: modern"]);
   assert.equal(serverOf(result, "s").protocol, "auto");
-  assertIssue(
+  assertIssues(
     result,
-    { server: "s", key: "protocol", severity: "warning", line: 4 },
-    'unknown protocol "modern"; using auto',
-    "auto, stateless, legacy",
+    warningAt("protocol", 4, 'unknown protocol "modern"; using auto', "auto, stateless, legacy"),
   );
 });
 
@@ -531,50 +530,30 @@ Deno.test("parseMcpServers: trust full/untrusted; anything else → untrusted wi
   ) {
     const result = one("s", ["command: npx", `trust: ${value}`]);
     assert.equal(serverOf(result, "s").trust, "untrusted");
-    assertIssue(
-      result,
-      { server: "s", key: "trust", severity: "warning", line: 4 },
-      `unknown trust ${shown}; treated as untrusted`,
-    );
+    assertIssues(result, warningAt("trust", 4, `unknown trust ${shown}; treated as untrusted`));
   }
 });
 
 Deno.test("parseMcpServers: auth must be oauth", () => {
-  const result = one("s", ["url: https://x.example", "auth: basic"]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "auth", severity: "error", line: 4 },
-    'auth must be "oauth"',
-    'got "basic"',
-    "`headers`",
+  assertRefused(
+    ["url: https://x.example", "auth: basic"],
+    errorAt("auth", 4, 'auth must be "oauth"', 'got "basic"', "`headers`"),
   );
 });
 
 Deno.test("parseMcpServers: oauth settings without auth: oauth warn; oauth must be a mapping", () => {
   const unused = one("s", ["url: https://x.example", "oauth: { cimd: false }"]);
   assert.equal(serverOf(unused, "s").oauth, undefined, "no settings without auth: oauth");
-  assertIssue(
-    unused,
-    { server: "s", key: "oauth", severity: "warning", line: 4 },
-    "add `auth: oauth`",
-  );
-  const bad = one("s", ["url: https://x.example", "auth: oauth", "oauth: true"]);
-  assert.deepEqual(bad.servers, []);
-  assertIssue(
-    bad,
-    { server: "s", key: "oauth", severity: "error", line: 5 },
-    "oauth must be a mapping of keys, got true",
+  assertIssues(unused, warningAt("oauth", 4, "add `auth: oauth`"));
+  assertRefused(
+    ["url: https://x.example", "auth: oauth", "oauth: true"],
+    errorAt("oauth", 5, "oauth must be a mapping of keys, got true"),
   );
 });
 
 Deno.test("parseMcpServers: sampling must be a mapping", () => {
   const bad = one("s", ["command: npx", "sampling: [a]"]);
-  assertIssue(
-    bad,
-    { server: "s", key: "sampling", severity: "error", line: 4 },
-    "sampling must be a mapping of keys, got a list",
-  );
+  assertIssues(bad, errorAt("sampling", 4, "sampling must be a mapping of keys, got a list"));
 });
 
 // --- numbers ---------------------------------------------------------------------------------
@@ -592,12 +571,9 @@ Deno.test("parseMcpServers: timeout and connect_timeout must be numbers > 0", ()
         ["'0x10'", '"0x10"'],
       ]
     ) {
-      const result = one("s", ["command: npx", `${key}: ${value}`]);
-      assert.deepEqual(result.servers, [], `${key}: ${value}`);
-      assertIssue(
-        result,
-        { server: "s", key, severity: "error", line: 4 },
-        `${key} must be a number of seconds > 0, got ${shown}`,
+      assertRefused(
+        ["command: npx", `${key}: ${value}`],
+        errorAt(key, 4, `${key} must be a number of seconds > 0, got ${shown}`),
       );
     }
   }
@@ -637,12 +613,13 @@ Deno.test("parseMcpServers: keepalive_interval is floored at 5; default 180 for 
 });
 
 Deno.test("parseMcpServers: a bad keepalive_interval is an error", () => {
-  const result = one("s", ["url: https://x.example", "keepalive_interval: -1"]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "keepalive_interval", severity: "error", line: 4 },
-    "keepalive_interval must be a number of seconds >= 0 (floored at 5), got -1",
+  assertRefused(
+    ["url: https://x.example", "keepalive_interval: -1"],
+    errorAt(
+      "keepalive_interval",
+      4,
+      "keepalive_interval must be a number of seconds >= 0 (floored at 5), got -1",
+    ),
   );
 });
 
@@ -674,65 +651,59 @@ Deno.test("parseMcpServers: the top-level lifecycle value wins over the nested o
   const server = serverOf(result, "s");
   assert.equal(server.idleTimeoutSeconds, 10);
   assert.equal(server.maxLifetimeSeconds, 30);
-  assertIssue(
+  assertIssues(
     result,
-    { server: "s", key: "lifecycle.idle_timeout_seconds", severity: "warning", line: 6 },
-    "set both at the top level and under lifecycle; the top-level value wins",
+    warningAt(
+      "lifecycle.idle_timeout_seconds",
+      6,
+      "set both at the top level and under lifecycle; the top-level value wins",
+    ),
   );
   assert.equal(result.issues.length, 1);
 });
 
 Deno.test("parseMcpServers: bad lifecycle values are errors with the nested key and line", () => {
-  const result = one("s", [
-    "command: npx",
-    "max_lifetime_seconds: forever",
-    "lifecycle:",
-    "  idle_timeout_seconds: -1",
-  ]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "max_lifetime_seconds", severity: "error", line: 4 },
-    'max_lifetime_seconds must be a number of seconds >= 0 (0 disables), got "forever"',
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "lifecycle.idle_timeout_seconds", severity: "error", line: 6 },
-    "lifecycle.idle_timeout_seconds must be a number of seconds >= 0 (0 disables), got -1",
+  assertRefused(
+    [
+      "command: npx",
+      "max_lifetime_seconds: forever",
+      "lifecycle:",
+      "  idle_timeout_seconds: -1",
+    ],
+    errorAt(
+      "max_lifetime_seconds",
+      4,
+      'max_lifetime_seconds must be a number of seconds >= 0 (0 disables), got "forever"',
+    ),
+    errorAt(
+      "lifecycle.idle_timeout_seconds",
+      6,
+      "lifecycle.idle_timeout_seconds must be a number of seconds >= 0 (0 disables), got -1",
+    ),
   );
   const notMapping = one("s", ["command: npx", "lifecycle: 60"]);
-  assertIssue(
-    notMapping,
-    { server: "s", key: "lifecycle", severity: "error", line: 4 },
-    "lifecycle must be a mapping of keys, got 60",
-  );
+  assertIssues(notMapping, errorAt("lifecycle", 4, "lifecycle must be a mapping of keys, got 60"));
 });
 
 // --- args, env, headers ----------------------------------------------------------------------
 
 Deno.test("parseMcpServers: args must be a list; numbers are stringified", () => {
-  const result = one("s", ["command: npx", "args: --port 80"]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "args", severity: "error", line: 4 },
-    'args must be a list of strings, got "--port 80"',
-    'args: ["--flag", "value"]',
+  assertRefused(
+    ["command: npx", "args: --port 80"],
+    errorAt(
+      "args",
+      4,
+      'args must be a list of strings, got "--port 80"',
+      'args: ["--flag", "value"]',
+    ),
   );
 });
 
 Deno.test("parseMcpServers: a bad args item is an error at the item's line", () => {
-  const result = one("s", ["command: npx", "args:", "  - ok", "  - { a: 1 }", "  - true"]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "args.1", severity: "error", line: 6 },
-    "args items must be strings or numbers, got a mapping",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "args.2", severity: "error", line: 7 },
-    "got true; quote the item",
+  assertRefused(
+    ["command: npx", "args:", "  - ok", "  - { a: 1 }", "  - true"],
+    errorAt("args.1", 6, "args items must be strings or numbers, got a mapping"),
+    errorAt("args.2", 7, "got true; quote the item"),
   );
 });
 
@@ -747,35 +718,21 @@ Deno.test("parseMcpServers: env and headers are mappings of scalars, stringified
 
 Deno.test("parseMcpServers: env/headers that are not mappings, or hold non-scalars, are errors", () => {
   const env = one("s", ["command: npx", "env: [A=1]"]);
-  assertIssue(
-    env,
-    { server: "s", key: "env", severity: "error", line: 4 },
-    "env must be a mapping of NAME: value pairs, got a list",
-  );
-  const headers = one("s", [
-    "url: https://x.example",
-    "headers:",
-    "  Good: yes",
-    "  Empty:",
-    "  List: [a]",
-  ]);
-  assert.deepEqual(headers.servers, []);
-  assertIssue(
-    headers,
-    { server: "s", key: "headers.Empty", severity: "error", line: 6 },
-    "headers values must be strings, numbers or booleans, got null",
-    'write "" for an empty one',
-  );
-  assertIssue(
-    headers,
-    { server: "s", key: "headers.List", severity: "error", line: 7 },
-    "got a list",
+  assertIssues(env, errorAt("env", 4, "env must be a mapping of NAME: value pairs, got a list"));
+  assertRefused(
+    ["url: https://x.example", "headers:", "  Good: yes", "  Empty:", "  List: [a]"],
+    errorAt(
+      "headers.Empty",
+      6,
+      "headers values must be strings, numbers or booleans, got null",
+      'write "" for an empty one',
+    ),
+    errorAt("headers.List", 7, "got a list"),
   );
   const notMapping = one("s", ["url: https://x.example", "headers: Bearer x"]);
-  assertIssue(
+  assertIssues(
     notMapping,
-    { server: "s", key: "headers", severity: "error", line: 4 },
-    'headers must be a mapping of Header-Name: value pairs, got "Bearer x"',
+    errorAt("headers", 4, 'headers must be a mapping of Header-Name: value pairs, got "Bearer x"'),
   );
 });
 
@@ -799,10 +756,13 @@ Deno.test("parseMcpServers: ssl_verify is boolish or a CA bundle path (~ expande
   }
   for (const [value, shown] of [["''", '""'], ["5", "5"], ["[a]", "a list"]]) {
     const result = one("s", ["url: https://x.example", `ssl_verify: ${value}`]);
-    assertIssue(
+    assertIssues(
       result,
-      { server: "s", key: "ssl_verify", severity: "error", line: 4 },
-      `ssl_verify must be true, false or the path to a PEM CA bundle, got ${shown}`,
+      errorAt(
+        "ssl_verify",
+        4,
+        `ssl_verify must be true, false or the path to a PEM CA bundle, got ${shown}`,
+      ),
     );
   }
 });
@@ -842,38 +802,33 @@ Deno.test("parseMcpServers: bad client_cert shapes are errors", () => {
       ["[a, 1234]", "got 1234 at position 2; quote it", "client_cert.1", 4],
     ] as const
   ) {
-    const result = one("s", ["url: https://x.example", `client_cert: ${value}`]);
-    assert.deepEqual(result.servers, [], value);
-    assertIssue(
-      result,
-      { server: "s", key, severity: "error", line },
-      "client_cert must be a path, or a list [cert, key] or [cert, key, password]",
-      fragment,
+    assertRefused(
+      ["url: https://x.example", `client_cert: ${value}`],
+      errorAt(
+        key,
+        line,
+        "client_cert must be a path, or a list [cert, key] or [cert, key, password]",
+        fragment,
+      ),
     );
   }
   const badKey = one("s", ["url: https://x.example", "client_cert: c.pem", "client_key: [k]"]);
-  assertIssue(
+  assertIssues(
     badKey,
-    { server: "s", key: "client_key", severity: "error", line: 5 },
-    "client_key must be the path to a PEM private key, got a list",
+    errorAt("client_key", 5, "client_key must be the path to a PEM private key, got a list"),
   );
 });
 
 Deno.test("parseMcpServers: client_key is ignored with a list client_cert or without client_cert", () => {
   const list = one("s", ["url: https://x.example", "client_cert: [c, k]", "client_key: other"]);
   assert.deepEqual(serverOf(list, "s").clientCert, { cert: "c", key: "k" });
-  assertIssue(
+  assertIssues(
     list,
-    { server: "s", key: "client_key", severity: "warning", line: 5 },
-    "client_key is ignored because client_cert is a list",
+    warningAt("client_key", 5, "client_key is ignored because client_cert is a list"),
   );
   const alone = one("s", ["url: https://x.example", "client_key: k.pem"]);
   assert.equal(serverOf(alone, "s").clientCert, undefined);
-  assertIssue(
-    alone,
-    { server: "s", key: "client_key", severity: "warning", line: 4 },
-    "client_key is ignored without client_cert",
-  );
+  assertIssues(alone, warningAt("client_key", 4, "client_key is ignored without client_cert"));
 });
 
 // --- tools, elicitation ----------------------------------------------------------------------
@@ -881,11 +836,7 @@ Deno.test("parseMcpServers: client_key is ignored with a list client_cert or wit
 Deno.test("parseMcpServers: tools include/exclude take a name or a list; include: [] is kept", () => {
   const result = one("s", ["command: npx", "tools: { include: [], exclude: 'write_*' }"]);
   // Both set: exclude is kept as written but does nothing, and a warning says so.
-  assertIssue(
-    result,
-    { server: "s", key: "tools.exclude", severity: "warning", line: 4 },
-    "exclude is ignored when include is set",
-  );
+  assertIssues(result, warningAt("tools.exclude", 4, "exclude is ignored when include is set"));
   assert.equal(result.issues.length, 1);
   assert.deepEqual(serverOf(result, "s").tools, {
     include: [],
@@ -896,60 +847,34 @@ Deno.test("parseMcpServers: tools include/exclude take a name or a list; include
 });
 
 Deno.test("parseMcpServers: bad tools values are errors with their keys", () => {
-  const result = one("s", [
-    "command: npx",
-    "tools:",
-    "  include: 5",
-    "  exclude: [ok, [nested]]",
-    "  resources: sometimes",
-  ]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "tools.include", severity: "error", line: 5 },
-    "tools.include must be a tool name or a list of tool names, got 5",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "tools.exclude.1", severity: "error", line: 6 },
-    "tools.exclude items must be tool names (strings), got a list",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "tools.resources", severity: "error", line: 7 },
-    'tools.resources must be true or false, got "sometimes"',
+  assertRefused(
+    [
+      "command: npx",
+      "tools:",
+      "  include: 5",
+      "  exclude: [ok, [nested]]",
+      "  resources: sometimes",
+    ],
+    errorAt("tools.include", 5, "tools.include must be a tool name or a list of tool names, got 5"),
+    errorAt("tools.exclude.1", 6, "tools.exclude items must be tool names (strings), got a list"),
+    errorAt("tools.resources", 7, 'tools.resources must be true or false, got "sometimes"'),
   );
   const notMapping = one("s", ["command: npx", "tools: [a]"]);
-  assertIssue(
-    notMapping,
-    { server: "s", key: "tools", severity: "error", line: 4 },
-    "tools must be a mapping of keys, got a list",
-  );
+  assertIssues(notMapping, errorAt("tools", 4, "tools must be a mapping of keys, got a list"));
 });
 
 Deno.test("parseMcpServers: elicitation values are checked; unknown keys warn", () => {
-  const result = one("s", [
-    "command: npx",
-    "elicitation:",
-    "  enabled: perhaps",
-    "  timeout: 0",
-    "  timout: 5",
-  ]);
-  assert.deepEqual(result.servers, []);
-  assertIssue(
-    result,
-    { server: "s", key: "elicitation.enabled", severity: "error", line: 5 },
-    'elicitation.enabled must be true or false, got "perhaps"',
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "elicitation.timeout", severity: "error", line: 6 },
-    "elicitation.timeout must be a number of seconds > 0, got 0",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "elicitation.timout", severity: "warning", line: 7 },
-    "did you mean `timeout`?",
+  assertRefused(
+    [
+      "command: npx",
+      "elicitation:",
+      "  enabled: perhaps",
+      "  timeout: 0",
+      "  timout: 5",
+    ],
+    errorAt("elicitation.enabled", 5, 'elicitation.enabled must be true or false, got "perhaps"'),
+    errorAt("elicitation.timeout", 6, "elicitation.timeout must be a number of seconds > 0, got 0"),
+    warningAt("elicitation.timout", 7, "did you mean `timeout`?"),
   );
 });
 
@@ -971,12 +896,7 @@ Deno.test("parseMcpServers: stdio-only keys on an HTTP server warn and are ignor
   assert.equal(server.maxLifetimeSeconds, 0);
   const keys = ["args", "env", "idle_timeout_seconds", "max_lifetime_seconds", "lifecycle"];
   keys.forEach((key, index) => {
-    assertIssue(
-      result,
-      { server: "s", key, severity: "warning", line: 4 + index },
-      `${key} applies to stdio servers`,
-      "ignored",
-    );
+    assertIssues(result, warningAt(key, 4 + index, `${key} applies to stdio servers`, "ignored"));
   });
   assert.equal(result.issues.length, keys.length, "ignored values are not validated");
 });
@@ -1012,12 +932,7 @@ Deno.test("parseMcpServers: HTTP-only keys on a stdio server warn and are ignore
     "oauth",
   ];
   keys.forEach((key, index) => {
-    assertIssue(
-      result,
-      { server: "s", key, severity: "warning", line: 4 + index },
-      `${key} applies to HTTP servers`,
-      "ignored",
-    );
+    assertIssues(result, warningAt(key, 4 + index, `${key} applies to HTTP servers`, "ignored"));
   });
   assert.equal(result.issues.length, keys.length, "ignored values are not validated");
 });
@@ -1040,11 +955,7 @@ Deno.test("parseMcpServers: unknown keys warn with the closest valid key", () =>
   for (const [key, suggestion] of cases) {
     const result = one("s", ["command: npx", `${key}: 1`]);
     serverOf(result, "s"); // a warning only: the server stays
-    const issue = assertIssue(
-      result,
-      { server: "s", key, severity: "warning", line: 4 },
-      `unknown key \`${key}\` is ignored`,
-    );
+    const issue = assertIssues(result, warningAt(key, 4, `unknown key \`${key}\` is ignored`));
     if (suggestion) {
       assert.ok(issue.message.endsWith(`did you mean \`${suggestion}\`?`), issue.message);
     } else assert.ok(!issue.message.includes("did you mean"), issue.message);
@@ -1057,20 +968,11 @@ Deno.test("parseMcpServers: unknown keys inside tools and lifecycle warn too", (
     "tools: { includes: [a], prompt: false }",
     "lifecycle: { max_lifetime: 5 }",
   ]);
-  assertIssue(
+  assertIssues(
     result,
-    { server: "s", key: "tools.includes", severity: "warning", line: 4 },
-    "did you mean `include`?",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "tools.prompt", severity: "warning", line: 4 },
-    "did you mean `prompts`?",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "lifecycle.max_lifetime", severity: "warning", line: 5 },
-    "did you mean `max_lifetime_seconds`?",
+    warningAt("tools.includes", 4, "did you mean `include`?"),
+    warningAt("tools.prompt", 4, "did you mean `prompts`?"),
+    warningAt("lifecycle.max_lifetime", 5, "did you mean `max_lifetime_seconds`?"),
   );
 });
 
@@ -1145,20 +1047,15 @@ Deno.test("parseMcpServers: unset or empty variables keep the placeholder and wa
   ], { EMPTY: "" });
   const server = serverOf(result, "s");
   assert.deepEqual(server.headers, { Authorization: "Bearer ${ TOKEN }", "X-Empty": "${EMPTY}" });
-  assertIssue(
+  assertIssues(
     result,
-    { server: "s", key: "headers.Authorization", severity: "warning", line: 5 },
-    "${ TOKEN } is not set (or empty) in <home>/.env or the process environment",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "headers.X-Empty", severity: "warning", line: 6 },
-    "${EMPTY}",
-  );
-  assertIssue(
-    result,
-    { server: "s", key: "tools.include.1", severity: "warning", line: 7 },
-    "${NOPE}",
+    warningAt(
+      "headers.Authorization",
+      5,
+      "${ TOKEN } is not set (or empty) in <home>/.env or the process environment",
+    ),
+    warningAt("headers.X-Empty", 6, "${EMPTY}"),
+    warningAt("tools.include.1", 7, "${NOPE}"),
   );
   assert.equal(result.issues.length, 3);
 });
@@ -1219,11 +1116,7 @@ Deno.test("parseMcpServers: a dotted server name has no line (lineOf cannot addr
 
 Deno.test("parseMcpServers: a dotted nested key points at its nearest addressable parent", () => {
   const result = one("s", ["url: https://x.example", "headers:", "  X.Trace: [a]"]);
-  assertIssue(
-    result,
-    { server: "s", key: "headers.X.Trace", severity: "error", line: 4 },
-    "got a list",
-  );
+  assertIssues(result, errorAt("headers.X.Trace", 4, "got a list"));
 });
 
 Deno.test("formatIssue: file, line, key path and message; absent parts are left out", () => {
