@@ -14,14 +14,16 @@ import {
   RunCancelled,
   runLoop,
   type RunOptions,
+  type RunResult,
   type ToolHost,
 } from "../../src/agent/run.ts";
+import type { ModelSettings } from "../../src/agent/settings.ts";
 import type { McpManager } from "../../src/mcp/manager.ts";
 import type { RegisteredTool } from "../../src/mcp/registry.ts";
 import { DURATION_BUCKETS, TOOL_LATENCY_BUCKETS } from "../../src/metrics/contract.ts";
 import { validateMetricsPackage } from "../../src/metrics/schema.ts";
 import { everythingStdio } from "../cli/_mcp_helpers.ts";
-import { startFakeModel } from "../fixtures/fake_model.ts";
+import { type ChatRequest, type FakeModelOptions, startFakeModel } from "../fixtures/fake_model.ts";
 import { serverEntry } from "../mcp/_helpers.ts";
 import {
   assertNoDanglingToolCalls,
@@ -54,6 +56,20 @@ function runOptions(
     surface: "api",
     ...options,
   };
+}
+
+/**
+ * Runs the loop once against a fake model playing `script` (closed after the run), with the quiet
+ * defaults of {@linkcode runOptions}; returns the result and the requests the model received.
+ */
+async function runScripted(
+  script: FakeModelOptions,
+  options: Partial<RunOptions> & Pick<RunOptions, "tools">,
+  model: Partial<ModelSettings> = {},
+): Promise<{ result: RunResult; requests: ChatRequest[] }> {
+  await using fake = await startFakeModel(script);
+  const result = await runLoop(runOptions({ ...options, model: modelClient(fake.baseUrl, model) }));
+  return { result, requests: fake.requests };
 }
 
 /** A tool host without tools. */
@@ -108,19 +124,17 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
   await t.step(
     "echo: the answer carries the tool result; the requests are well formed",
     async () => {
-      await using fake = await startFakeModel({
+      const { result, requests } = await runScripted({
         turns: [
           { toolCalls: [{ name: "mcp__everything__echo", arguments: { message: "hello there" } }] },
           { contentFromTools: "The tool said: " },
         ],
-      });
-      const result = await runLoop(runOptions({
+      }, {
         prompt: "Echo hello there",
-        model: modelClient(fake.baseUrl),
         tools: manager,
         // untrusted server, but echo is read-only: nobody may be asked
         approvals: NEVER_ASK,
-      }));
+      });
 
       assert.equal(result.endReason, "completed", result.error);
       assert.equal(result.answer, "The tool said: Echo: hello there");
@@ -137,8 +151,8 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
       assert.equal(record.error, undefined);
 
       // First request: system prompt, then the user's prompt, and every tool offered.
-      assert.equal(fake.requests.length, 2);
-      const [first, second] = fake.requests;
+      assert.equal(requests.length, 2);
+      const [first, second] = requests;
       assert.equal(first.model, "gpt-4.1-mini");
       assert.deepEqual(first.messages.map((m) => m.role), ["system", "user"]);
       assert.equal(first.messages[0].content, "You are the test agent.");
@@ -184,16 +198,14 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
   await t.step(
     "a tool result with isError goes back as 'Error: …' and the run goes on",
     async () => {
-      await using fake = await startFakeModel({
+      const { result } = await runScripted({
         turns: [
           { toolCalls: [{ name: "mcp__everything__get_sum", arguments: { a: "one", b: 2 } }] },
           { contentFromTools: "seen: " },
         ],
-      });
-      const result = await runLoop(runOptions({
-        model: modelClient(fake.baseUrl),
+      }, {
         tools: manager,
-      }));
+      });
       assert.equal(result.endReason, "completed", result.error);
       const [[, content]] = toolMessages(result.messages);
       assert.match(content, /^Error: .*expected number/s);
@@ -206,20 +218,18 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
 
   await t.step("the debug transcript passes every logged text through redact", async () => {
     const secret = "sk-live-SECRET-4242424242";
-    await using fake = await startFakeModel({
+    const logged: { message: string; properties: Record<string, unknown> }[] = [];
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ name: "mcp__everything__echo", arguments: { message: `key ${secret}` } }] },
         { contentFromTools: "Done: " },
       ],
-    });
-    const logged: { message: string; properties: Record<string, unknown> }[] = [];
-    const result = await runLoop(runOptions({
+    }, {
       prompt: `Please echo my key ${secret}`,
-      model: modelClient(fake.baseUrl),
       tools: manager,
       log: { debug: (message, properties) => logged.push({ message, properties }) },
       redact: (value) => value.split(secret).join("[REDACTED]"),
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     // The secret really went through the run (the answer is not redacted, the log is).
     assert.ok(result.answer.includes(secret));
@@ -251,20 +261,18 @@ Deno.test("runLoop with server-everything: real tool calls, their results and th
     const secret = "sk-live-SECRET-4242424242";
     // `Echo: ` and 1974 a's put the secret at 1980: a cut at 2000 would keep its first 19.
     const message = `${"a".repeat(1974)}${secret}`;
-    await using fake = await startFakeModel({
+    const logged: { message: string; properties: Record<string, unknown> }[] = [];
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ name: "mcp__everything__echo", arguments: { message } }] },
         { content: "done" },
       ],
-    });
-    const logged: { message: string; properties: Record<string, unknown> }[] = [];
-    const result = await runLoop(runOptions({
+    }, {
       prompt: "echo it",
-      model: modelClient(fake.baseUrl),
       tools: manager,
       log: { debug: (message, properties) => logged.push({ message, properties }) },
       redact: (value) => value.split(secret).join("[REDACTED]"),
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     const [[, content]] = toolMessages(result.messages);
     assert.equal(content.indexOf(secret), 1980, content.slice(0, 10));
@@ -290,7 +298,7 @@ Deno.test("runLoop: one turn's calls overlap on a parallel server, run one by on
   ]);
 
   await t.step("supports_parallel_tool_calls: true → the two calls meet", async () => {
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       turns: [
         {
           toolCalls: [
@@ -302,18 +310,16 @@ Deno.test("runLoop: one turn's calls overlap on a parallel server, run one by on
         },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: mcp.manager,
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.deepEqual(toolMessages(result.messages), [
       ["r1", "in flight together: 2"],
       ["r2", "in flight together: 2"],
       ["sum", "5"],
     ]);
-    assert.deepEqual(toolMessages(fake.requests[1].messages), toolMessages(result.messages));
+    assert.deepEqual(toolMessages(requests[1].messages), toolMessages(result.messages));
     assert.equal(result.answer, "in flight together: 2\nin flight together: 2\n5");
     assert.deepEqual(result.toolCalls.map((call) => call.outcome), [
       "success",
@@ -329,7 +335,7 @@ Deno.test("runLoop: one turn's calls overlap on a parallel server, run one by on
   });
 
   await t.step("supports_parallel_tool_calls: false → each call waits alone", async () => {
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         {
           toolCalls: [
@@ -339,11 +345,9 @@ Deno.test("runLoop: one turn's calls overlap on a parallel server, run one by on
         },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: mcp.manager,
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.deepEqual(toolMessages(result.messages), [
       ["s1", "in flight together: 1"],
@@ -362,16 +366,14 @@ Deno.test("runLoop: iteration limit, run timeout and cancellation each end the r
   const { manager } = mcp;
 
   await t.step("agent.max_iterations: a model that never stops calling tools", async () => {
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       fallback: { toolCalls: [{ name: "mcp__tools__add", arguments: { a: 1, b: 1 } }] },
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: manager,
       limits: { maxIterations: 3, runTimeoutSeconds: 60 },
-    }));
+    });
     assert.equal(result.endReason, "iteration_limit");
-    assert.equal(fake.requests.length, 3);
+    assert.equal(requests.length, 3);
     assert.equal(result.modelCalls, 3);
     assert.match(result.error ?? "", /agent\.max_iterations \(3\)/);
     assert.equal(result.answer, "");
@@ -466,19 +468,17 @@ Deno.test("runLoop: iteration limit, run timeout and cancellation each end the r
         return call;
       },
     };
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       turns: [{ toolCalls: [{ id: "h", name: "mcp__tools__hang" }] }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       signal: controller.signal,
-    }));
+    });
     assert.equal(result.endReason, "user_cancelled");
     assert.equal(result.toolCalls.length, 1);
     assert.equal(result.toolCalls[0].outcome, "cancelled");
     assert.equal(result.toolCalls[0].server, "tools");
-    assert.equal(fake.requests.length, 1);
+    assert.equal(requests.length, 1);
     assertNoDanglingToolCalls(result.messages);
     assert.deepEqual(toolMessages(result.messages).map(([id]) => id), ["h"]);
   });
@@ -494,19 +494,17 @@ Deno.test({
         trust: "full",
       }),
     ]);
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [{
         toolCalls: [
           { id: "quick", name: "mcp__tools__add", arguments: { a: 1, b: 2 } },
           { id: "stuck", name: "mcp__tools__hang" },
         ],
       }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: mcp.manager,
       limits: { maxIterations: 10, runTimeoutSeconds: 0.5 },
-    }));
+    });
     assert.equal(result.endReason, "timed_out");
     assert.equal(
       result.toolCalls.find((call) => call.name === "mcp__tools__add")?.outcome,
@@ -522,19 +520,17 @@ Deno.test({
 Deno.test("runLoop: model failures — retried 5xx, refused key, exhausted retries — and their metrics", async (t) => {
   await t.step("HTTP 500 twice, then an answer: completed after 2 retries", async () => {
     await using home = await metricsHome();
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       turns: [{ status: 500 }, { status: 500 }, { content: "third time lucky" }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl, { maxRetries: 2 }),
+    }, {
       tools: NO_TOOLS,
       metrics: home.metrics.recorder,
-    }));
+    }, { maxRetries: 2 });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.answer, "third time lucky");
     assert.equal(result.retries, 2);
     assert.equal(result.modelCalls, 1);
-    assert.equal(fake.requests.length, 3);
+    assert.equal(requests.length, 3);
     const packages = home.metrics.preview();
     assert.equal(
       valueOf(packages, "agent.task_run.finished", {
@@ -551,22 +547,20 @@ Deno.test("runLoop: model failures — retried 5xx, refused key, exhausted retri
 
   await t.step("HTTP 401: failed at once, naming the key variable", async () => {
     await using home = await metricsHome();
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       apiKey: "sk-the-right-key",
       fallback: { content: "never" },
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: NO_TOOLS,
       metrics: home.metrics.recorder,
-    }));
+    });
     assert.equal(result.endReason, "failed");
     assert.match(result.error ?? "", /HTTP 401/);
     assert.match(result.error ?? "", /CUSTOM_API_KEY/);
     assert.match(result.error ?? "", /it is not set/);
     assert.equal(result.answer, "");
     assert.equal(result.retries, 0);
-    assert.equal(fake.requests.length, 1, "a refused key is not retried");
+    assert.equal(requests.length, 1, "a refused key is not retried");
     const packages = home.metrics.preview();
     assert.equal(
       valueOf(packages, "agent.task_run.finished", {
@@ -582,16 +576,14 @@ Deno.test("runLoop: model failures — retried 5xx, refused key, exhausted retri
 
   await t.step("HTTP 500 on every attempt: failed, the retries still counted", async () => {
     await using home = await metricsHome();
-    await using fake = await startFakeModel({ fallback: { status: 503 } });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl, { maxRetries: 2 }),
+    const { result, requests } = await runScripted({ fallback: { status: 503 } }, {
       tools: NO_TOOLS,
       metrics: home.metrics.recorder,
-    }));
+    }, { maxRetries: 2 });
     assert.equal(result.endReason, "failed");
     assert.match(result.error ?? "", /HTTP 503.*after 3 attempts/);
     assert.equal(result.retries, 2);
-    assert.equal(fake.requests.length, 3);
+    assert.equal(requests.length, 3);
     assert.equal(
       valueOf(home.metrics.preview(), "agent.task_run.finished", {
         end_reason: "failed",
@@ -613,15 +605,14 @@ Deno.test("runLoop: unknown tools, broken arguments and tool errors go back to t
 
   await t.step("a tool name nobody registered", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       turns: [
         { toolCalls: [{ id: "u1", name: "mcp__nowhere__thing", arguments: {} }] },
         { contentFromTools: "model saw: " },
       ],
-    });
-    const result = await runLoop(runOptions({ model: modelClient(fake.baseUrl), tools: host }));
+    }, { tools: host });
     assert.equal(result.endReason, "completed", result.error);
-    const [[id, content]] = toolMessages(fake.requests[1].messages);
+    const [[id, content]] = toolMessages(requests[1].messages);
     assert.equal(id, "u1");
     assert.equal(
       content,
@@ -639,7 +630,7 @@ Deno.test("runLoop: unknown tools, broken arguments and tool errors go back to t
 
   await t.step("arguments that are not JSON, or not a JSON object", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         {
           toolCalls: [
@@ -649,8 +640,7 @@ Deno.test("runLoop: unknown tools, broken arguments and tool errors go back to t
         },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({ model: modelClient(fake.baseUrl), tools: host }));
+    }, { tools: host });
     assert.equal(result.endReason, "completed", result.error);
     const [[, broken], [, list]] = toolMessages(result.messages);
     assert.match(broken, /^Error: the arguments are not valid JSON \(.+\); send a JSON object$/);
@@ -662,14 +652,13 @@ Deno.test("runLoop: unknown tools, broken arguments and tool errors go back to t
 
   await t.step("a tool that reports isError (arguments of the wrong type)", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ id: "bad", name: "mcp__tools__add", arguments: { a: "one", b: 2 } }] },
         { toolCalls: [{ id: "good", name: "mcp__tools__add", arguments: { a: 1, b: 2 } }] },
         { contentFromTools: "sum: " },
       ],
-    });
-    const result = await runLoop(runOptions({ model: modelClient(fake.baseUrl), tools: host }));
+    }, { tools: host });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.answer, "sum: 3");
     const [[, bad], [, good]] = toolMessages(result.messages);
@@ -694,17 +683,15 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
 
   await t.step("read-only echo: nobody is asked", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ name: "mcp__notes__echo", arguments: { message: "hi" } }] },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       approvals: NEVER_ASK,
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.answer, "Echo: hi");
     assert.equal(result.toolCalls[0].approval, "not_required");
@@ -713,21 +700,19 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
 
   await t.step("write_note denied by policy: not made, the model is told", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result, requests } = await runScripted({
       turns: [{ toolCalls: [writeCall] }, { contentFromTools: "" }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       approvals: new PolicyApprovals("deny"),
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.deepEqual(host.calls, [], "the call was not made");
     const [record] = result.toolCalls;
     assert.equal(record.outcome, "blocked");
     assert.equal(record.approval, "denied");
     assert.equal(record.server, "notes");
-    const [[id, content]] = toolMessages(fake.requests[1].messages);
+    const [[id, content]] = toolMessages(requests[1].messages);
     assert.equal(id, "w");
     assert.match(content, /^The call of mcp__notes__write_note was not made: /);
     assert.match(content, /nobody could be asked to approve it, and approvals\.gateway is deny/);
@@ -741,14 +726,12 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
 
   await t.step("write_note allowed by policy: made", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [{ toolCalls: [writeCall] }, { contentFromTools: "" }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       approvals: new PolicyApprovals("allow"),
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.answer, "saved: memo");
     assert.deepEqual(host.calls, ["mcp__notes__write_note"]);
@@ -761,14 +744,12 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
     async () => {
       host.calls.length = 0;
       const surface = new ScriptedApprovals("timed_out");
-      await using fake = await startFakeModel({
+      const { result } = await runScripted({
         turns: [{ toolCalls: [writeCall] }, { contentFromTools: "" }],
-      });
-      const result = await runLoop(runOptions({
-        model: modelClient(fake.baseUrl),
+      }, {
         tools: host,
         approvals: surface,
-      }));
+      });
       assert.equal(result.endReason, "completed", result.error);
       assert.deepEqual(host.calls, []);
       assert.equal(result.toolCalls[0].approval, "timed_out");
@@ -785,17 +766,15 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
 
   await t.step("an approval surface that fails counts as denied", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [{ toolCalls: [writeCall] }, { contentFromTools: "" }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       approvals: {
         interactive: true,
         approve: () => Promise.reject(new Error("the terminal went away")),
       },
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.deepEqual(host.calls, []);
     assert.equal(result.toolCalls[0].approval, "denied");
@@ -804,17 +783,15 @@ Deno.test("runLoop: write-capable tools of an untrusted server need approval; re
 
   await t.step("trust: full never asks, even for write_note", async () => {
     host.calls.length = 0;
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ name: "mcp__vault__write_note", arguments: { text: "kept" } }] },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: host,
       approvals: NEVER_ASK,
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.answer, "saved: kept");
     assert.equal(result.toolCalls[0].approval, "not_required");
@@ -828,14 +805,12 @@ Deno.test({
     await using mcp = await startManager([
       fixtureServer("notes", ["write_note"], { trust: "untrusted" }),
     ]);
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [
         { toolCalls: [{ name: "mcp__notes__write_note", arguments: { text: "memo" } }] },
         { contentFromTools: "" },
       ],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: mcp.manager,
       approvals: {
         interactive: true,
@@ -843,7 +818,7 @@ Deno.test({
           throw new Error("the terminal went away");
         },
       },
-    }));
+    });
     assert.equal(result.endReason, "completed", result.error);
     assert.equal(result.toolCalls.length, 1);
     assert.equal(result.toolCalls[0].approval, "denied");
@@ -860,26 +835,24 @@ Deno.test("runLoop metrics: one run's facts are counted, the package validates, 
   await using mcp = await startManager([
     fixtureServer("notes", ["echo", "write_note"], { trust: "untrusted" }),
   ]);
-  await using fake = await startFakeModel({
+  const { result, requests } = await runScripted({
     turns: [
       { toolCalls: [{ name: "mcp__notes__write_note", arguments: { text: CANARY } }] },
       { contentFromTools: `Stored ${CANARY}: ` },
     ],
-  });
-  const result = await runLoop(runOptions({
+  }, {
     prompt: `Remember ${CANARY}`,
     systemPrompt: `System ${CANARY}`,
-    model: modelClient(fake.baseUrl),
     tools: mcp.manager,
     approvals: new PolicyApprovals("allow"),
     entrypoint: "interactive",
     surface: "cli",
     metrics: home.metrics.recorder,
-  }));
+  });
   assert.equal(result.endReason, "completed", result.error);
   // The canary went everywhere content goes.
   assert.equal(result.answer, `Stored ${CANARY}: saved: ${CANARY}`);
-  assert.ok(JSON.stringify(fake.requests).includes(CANARY));
+  assert.ok(JSON.stringify(requests).includes(CANARY));
 
   const packages = home.metrics.preview();
   assert.ok(packages.length >= 1);
@@ -983,16 +956,15 @@ Deno.test("runLoop reads the tool list at every turn: the next request offers th
       return Promise.resolve(text(`ran ${name}`));
     },
   };
-  await using fake = await startFakeModel({
+  const { result, requests } = await runScripted({
     turns: [
       { toolCalls: [{ name: "mcp__made__alpha" }] },
       { toolCalls: [{ name: "mcp__made__alpha" }] },
       { contentFromTools: "" },
     ],
-  });
-  const result = await runLoop(runOptions({ model: modelClient(fake.baseUrl), tools: host }));
+  }, { tools: host });
   assert.equal(result.endReason, "completed", result.error);
-  const offered = fake.requests.map((request) =>
+  const offered = requests.map((request) =>
     (request.tools ?? []).map((tool) => tool.function.name)
   );
   assert.deepEqual(offered, [
@@ -1007,34 +979,32 @@ Deno.test("runLoop reads the tool list at every turn: the next request offers th
     "Error: there is no tool named 'mcp__made__alpha'; available tools: mcp__made__gamma",
   );
   // A missing description and a non-object schema are filled in.
-  const [beta] = (fake.requests[0].tools ?? []).filter((tool) =>
+  const [beta] = (requests[0].tools ?? []).filter((tool) =>
     tool.function.name === "mcp__made__beta"
   );
   assert.equal(beta.function.description, "Tool 'beta' of MCP server 'made'.");
-  assert.deepEqual(fake.requests[1].tools?.[0].function.parameters, {
+  assert.deepEqual(requests[1].tools?.[0].function.parameters, {
     type: "object",
     properties: {},
   });
 });
 
 Deno.test("runLoop without tools offers none and passes history and warnings through", async () => {
-  await using fake = await startFakeModel({ turns: [{ content: "second answer" }] });
   const history: ChatMessage[] = [
     { role: "user", content: "first question" },
     { role: "assistant", content: "first answer" },
   ];
-  const result = await runLoop(runOptions({
+  const { result, requests } = await runScripted({ turns: [{ content: "second answer" }] }, {
     prompt: "second question",
     history,
-    model: modelClient(fake.baseUrl),
     tools: NO_TOOLS,
     warnings: ["skill 'x' was not found"],
-  }));
+  });
   assert.equal(result.endReason, "completed");
   assert.equal(result.answer, "second answer");
   assert.deepEqual(result.warnings, ["skill 'x' was not found"]);
-  assert.equal(fake.requests[0].tools, undefined);
-  assert.deepEqual(fake.requests[0].messages.map((m) => m.content), [
+  assert.equal(requests[0].tools, undefined);
+  assert.deepEqual(requests[0].messages.map((m) => m.content), [
     "You are the test agent.",
     "first question",
     "first answer",
@@ -1059,7 +1029,7 @@ Deno.test("runLoop: an answer the endpoint cut off (length, content_filter) comp
     ],
   ];
   for (const [finishReason, warning] of cases) {
-    await using fake = await startFakeModel({
+    const { result } = await runScripted({
       turns: [{
         status: 200,
         body: {
@@ -1069,12 +1039,10 @@ Deno.test("runLoop: an answer the endpoint cut off (length, content_filter) comp
           }],
         },
       }],
-    });
-    const result = await runLoop(runOptions({
-      model: modelClient(fake.baseUrl),
+    }, {
       tools: NO_TOOLS,
       warnings: ["skill 'x' was not found"],
-    }));
+    });
     assert.equal(result.endReason, "completed", finishReason);
     assert.equal(result.answer, "partial");
     assert.equal(result.warnings.length, 2, finishReason);
