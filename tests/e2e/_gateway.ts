@@ -11,9 +11,10 @@ import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { childEnv, cliJson, MAIN, REPO } from "../cli/_helpers.ts";
+import { childEnv, cliJson, MAIN, REPO, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-import type { FakePlatforms } from "../fixtures/fake_platforms.ts";
+import { type FakeModel, type FakeModelOptions, startFakeModel } from "../fixtures/fake_model.ts";
+import { type FakePlatforms, startFakePlatforms } from "../fixtures/fake_platforms.ts";
 
 /** A GitHub `issues` event (opened), as GitHub documents it, trimmed. */
 export const ISSUES_PAYLOAD = {
@@ -219,6 +220,47 @@ export function writeGatewayConfig(home: string, config: GatewayConfig): void {
   Deno.writeTextFileSync(join(home, "config.yaml"), yaml);
 }
 
+/** A temp home, the fake platforms and a fake model, and a config.yaml that uses them. */
+export interface FakeStack extends AsyncDisposable {
+  home: string;
+  /** The gateway's environment: a free `WEBHOOK_PORT`, a global secret, the platforms' tokens. */
+  env: Record<string, string>;
+  platforms: FakePlatforms;
+  model: FakeModel;
+}
+
+/**
+ * Starts the fake platforms and a fake model playing `model`, and writes a config with `webhook`
+ * that sends every API call to them; the gateway is left to the test. Disposed in reverse: the
+ * model, the platforms, then the home.
+ */
+export async function startFakeStack(
+  options: { model?: FakeModelOptions; webhook?: GatewayConfig["webhook"] } = {},
+): Promise<FakeStack> {
+  await using stack = new AsyncDisposableStack();
+  const h = stack.use(await tempHome());
+  const platforms = stack.use(await startFakePlatforms());
+  const model = stack.use(await startFakeModel(options.model));
+  const env = {
+    WEBHOOK_PORT: String(freePort()),
+    WEBHOOK_SECRET: "global-secret-not-used-by-subscriptions",
+    ...platforms.env,
+  };
+  writeGatewayConfig(h.home, {
+    webhook: options.webhook,
+    apiBaseUrls: platforms.baseUrls,
+    modelBaseUrl: model.baseUrl,
+  });
+  const owned = stack.move();
+  return {
+    home: h.home,
+    env,
+    platforms,
+    model,
+    [Symbol.asyncDispose]: () => owned.disposeAsync(),
+  };
+}
+
 /** A subscription as `agent webhook subscribe --json` prints it. */
 export interface Subscription {
   name: string;
@@ -290,6 +332,25 @@ export async function post(
     throw new Error(`HTTP ${response.status} from /webhooks/${route} is not JSON: ${text}`);
   }
   return { status: response.status, json, headers: response.headers };
+}
+
+/**
+ * POSTs `payload` as JSON to `sub`'s route as GitHub sends it: `X-GitHub-Event: <event>`,
+ * `X-GitHub-Delivery: <id>` and the body signed with the route's secret.
+ */
+export function postGithub(
+  gateway: Pick<GatewayProcess, "url">,
+  sub: Pick<Subscription, "name" | "secret">,
+  event: string,
+  id: string,
+  payload: unknown,
+): ReturnType<typeof post> {
+  const body = JSON.stringify(payload);
+  return post(gateway, sub.name, body, {
+    "x-github-event": event,
+    "x-github-delivery": id,
+    "x-hub-signature-256": signGithub(sub.secret, body),
+  });
 }
 
 /**
@@ -442,4 +503,15 @@ export function paragraphs(count: number, label: string, sentence: string, repea
 /** The texts the fake Discord received, in order. */
 export function discordTexts(platforms: FakePlatforms): string[] {
   return platforms.discord.requests.map((r) => (r.body as { content: string }).content);
+}
+
+/**
+ * Asserts that the `parts` of a split message, where part `resent` (from 0) went out twice (cut
+ * off or refused, then sent again, `why`), make `whole` once that first try is left out.
+ */
+export function assertResentOnce(parts: string[], resent: number, whole: string, why: string) {
+  assert.ok(parts.length >= resent + 3, `${parts.length} requests`);
+  assert.equal(parts[resent], parts[resent + 1], why);
+  // Cut at paragraph breaks, which go with the cut.
+  assert.equal([...parts.slice(0, resent), ...parts.slice(resent + 1)].join("\n\n"), whole);
 }

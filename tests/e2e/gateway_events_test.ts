@@ -9,8 +9,7 @@ import { freePort } from "../cli/_mcp_helpers.ts";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import {
   inboxEvents,
-  post,
-  signGithub,
+  postGithub,
   startGateway,
   subscribe,
   within,
@@ -39,12 +38,7 @@ Deno.test("gateway e2e: webhook events shows a run under way as running, and as 
 
   const gateway = await startGateway(h.home, env);
   try {
-    const body = JSON.stringify({ issue: { number: 7 } });
-    const accepted = await post(gateway, sub.name, body, {
-      "x-github-event": "issues",
-      "x-github-delivery": "d-7",
-      "x-hub-signature-256": signGithub(sub.secret, body),
-    });
+    const accepted = await postGithub(gateway, sub, "issues", "d-7", { issue: { number: 7 } });
     assert.equal(accepted.status, 202);
     await within(model.waitForRequests(1), "the run to reach the model");
     assert.deepEqual(inboxEvents(h.home).map((row) => row.state), ["running"]);

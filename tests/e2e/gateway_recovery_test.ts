@@ -7,15 +7,15 @@
 import assert from "node:assert/strict";
 import { childEnv, MAIN, processesWithEnv, REPO, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-import { type ChatRequest, startFakeModel, type Turn } from "../fixtures/fake_model.ts";
-import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
+import type { ChatRequest, Turn } from "../fixtures/fake_model.ts";
 import {
+  type FakeStack,
   type GatewayProcess,
   inboxCounts,
   inboxEvents,
   inboxIdle,
-  post,
-  signGithub,
+  postGithub,
+  startFakeStack,
   startGateway,
   subscribe,
   type Subscription,
@@ -26,15 +26,10 @@ import {
 
 /** Sends a signed GitHub `issues` event about issue `number` with delivery id `id`. */
 function sendIssue(gateway: GatewayProcess, sub: Subscription, id: string, number: number) {
-  const body = JSON.stringify({
+  return postGithub(gateway, sub, "issues", id, {
     action: "opened",
     issue: { number, title: `Bug ${number}` },
     repository: { full_name: "octocat/Hello-World" },
-  });
-  return post(gateway, sub.name, body, {
-    "x-github-event": "issues",
-    "x-github-delivery": id,
-    "x-hub-signature-256": signGithub(sub.secret, body),
   });
 }
 
@@ -43,27 +38,11 @@ function promptOf(request: ChatRequest): string {
   return String(request.messages.at(-1)!.content);
 }
 
-/**
- * The gateway config of these tests (the fakes as API roots and model) and a `triage`
- * subscription that renders `prompt` and delivers to the fake Telegram chat -1001234.
- */
-async function triageRoute(
-  home: string,
-  platforms: { env: Record<string, string>; baseUrls: Record<string, string> },
-  model: { baseUrl: string },
-  prompt: string,
-  webhook?: Record<string, unknown>,
-): Promise<{ env: Record<string, string>; sub: Subscription }> {
-  const env = { WEBHOOK_PORT: String(freePort()), WEBHOOK_SECRET: "global", ...platforms.env };
-  writeGatewayConfig(home, {
-    webhook,
-    apiBaseUrls: platforms.baseUrls,
-    modelBaseUrl: model.baseUrl,
-  });
-  const sub = await subscribe(home, env, "triage", [
+/** A `triage` subscription that renders `prompt` and delivers to the fake Telegram chat -1001234. */
+function triageRoute(s: FakeStack, prompt: string): Promise<Subscription> {
+  return subscribe(s.home, s.env, "triage", [
     ...["--prompt", prompt, "--deliver", "telegram", "--deliver-chat-id", "-1001234"],
   ]);
-  return { env, sub };
 }
 
 /**
@@ -78,46 +57,39 @@ function switchableModel() {
 }
 
 Deno.test("gateway e2e: kill -9 during an agent run; after a restart the event is run again and delivered once", async () => {
-  await using h = await tempHome();
-  await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
-  await using model = await startFakeModel({ fallback });
-  const { env, sub } = await triageRoute(
-    h.home,
-    platforms,
-    model,
-    "Triage #{issue.number}: {issue.title}",
-  );
+  await using s = await startFakeStack({ model: { fallback } });
+  const sub = await triageRoute(s, "Triage #{issue.number}: {issue.title}");
 
-  const first = await startGateway(h.home, env);
+  const first = await startGateway(s.home, s.env);
   let accepted;
   try {
     accepted = await sendIssue(first, sub, "d-crash", 1);
     assert.equal(accepted.status, 202);
-    await within(model.waitForRequests(1), "the run to reach the model");
-    assert.deepEqual(inboxEvents(h.home).map((row) => row.state), ["running"]);
+    await within(s.model.waitForRequests(1), "the run to reach the model");
+    assert.deepEqual(inboxEvents(s.home).map((row) => row.state), ["running"]);
   } finally {
     const killed = await first.kill("SIGKILL");
     assert.equal(killed.signal, "SIGKILL");
   }
-  assert.equal(platforms.telegram.requests.length, 0);
+  assert.equal(s.platforms.telegram.requests.length, 0);
 
   state.answering = true;
-  const second = await startGateway(h.home, env);
+  const second = await startGateway(s.home, s.env);
   try {
-    await within(platforms.telegram.waitForRequests(1), "the delivery after the restart");
-    await waitUntil(() => inboxIdle(h.home), "the inbox to have nothing left to do");
-    assert.equal(platforms.telegram.requests.length, 1, "exactly one delivery");
-    assert.deepEqual(platforms.telegram.requests[0].body, {
+    await within(s.platforms.telegram.waitForRequests(1), "the delivery after the restart");
+    await waitUntil(() => inboxIdle(s.home), "the inbox to have nothing left to do");
+    assert.equal(s.platforms.telegram.requests.length, 1, "exactly one delivery");
+    assert.deepEqual(s.platforms.telegram.requests[0].body, {
       chat_id: "-1001234",
       text: "Answer to: Triage #1: Bug 1",
     });
-    const [row] = inboxEvents(h.home);
+    const [row] = inboxEvents(s.home);
     assert.deepEqual(
       { state: row.state, runs: row.run_attempts, deliveries: row.delivery_attempts },
       { state: "done", runs: 2, deliveries: 1 },
     );
-    assert.equal(model.requests.length, 2, "the interrupted run and its rerun");
+    assert.equal(s.model.requests.length, 2, "the interrupted run and its rerun");
     assert.match(second.log(), /requeued 1 event whose run did not finish/);
     // A redelivery by the sender after the restart is still a duplicate (the claim is durable).
     const again = await sendIssue(second, sub, "d-crash", 1);
@@ -129,21 +101,14 @@ Deno.test("gateway e2e: kill -9 during an agent run; after a restart the event i
 });
 
 Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way; it runs again at the next start", async () => {
-  await using h = await tempHome();
-  await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
-  await using model = await startFakeModel({ fallback });
-  const { env, sub } = await triageRoute(
-    h.home,
-    platforms,
-    model,
-    "Triage #{issue.number}: {issue.title}",
-  );
-  const first = await startGateway(h.home, env);
+  await using s = await startFakeStack({ model: { fallback } });
+  const sub = await triageRoute(s, "Triage #{issue.number}: {issue.title}");
+  const first = await startGateway(s.home, s.env);
   let exit;
   try {
     assert.equal((await sendIssue(first, sub, "d-stop", 1)).status, 202);
-    await within(model.waitForRequests(1), "the run to reach the (hanging) model");
+    await within(s.model.waitForRequests(1), "the run to reach the (hanging) model");
     first.signal("SIGTERM");
     await waitUntil(() => first.stdout().includes("press Ctrl-C again"), "the stop notice");
     // The run hangs: without a second signal the stop would wait out its grace (30 s).
@@ -155,15 +120,15 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
   assert.equal(exit.code, 0, exit.stderr);
   assert.match(exit.stdout, /Stopping the agent runs under way now; they run again at the next/);
   assert.match(exit.stdout, /Gateway stopped\.\n$/);
-  assert.equal(platforms.telegram.requests.length, 0);
+  assert.equal(s.platforms.telegram.requests.length, 0);
 
   state.answering = true;
-  const second = await startGateway(h.home, env);
+  const second = await startGateway(s.home, s.env);
   try {
-    await within(platforms.telegram.waitForRequests(1), "the delivery after the restart");
-    await waitUntil(() => inboxIdle(h.home), "the inbox to have nothing left to do");
-    assert.equal(platforms.telegram.requests.length, 1, "exactly one delivery");
-    assert.equal(model.requests.length, 2, "the aborted run and its rerun");
+    await within(s.platforms.telegram.waitForRequests(1), "the delivery after the restart");
+    await waitUntil(() => inboxIdle(s.home), "the inbox to have nothing left to do");
+    assert.equal(s.platforms.telegram.requests.length, 1, "exactly one delivery");
+    assert.equal(s.model.requests.length, 2, "the aborted run and its rerun");
   } finally {
     const end = await second.stop();
     assert.equal(end.code, 0, end.stderr);
@@ -171,13 +136,11 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
 });
 
 Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still queued; each is delivered once after a restart", async () => {
-  await using h = await tempHome();
-  await using platforms = await startFakePlatforms();
   const { state, fallback } = switchableModel();
-  await using model = await startFakeModel({ fallback });
-  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}");
+  await using s = await startFakeStack({ model: { fallback } });
+  const sub = await triageRoute(s, "Triage #{issue.number}");
 
-  const first = await startGateway(h.home, env);
+  const first = await startGateway(s.home, s.env);
   let sent = 0;
   try {
     // Every worker takes an event the moment it is committed, so once one is left `queued` the
@@ -186,13 +149,13 @@ Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still 
       sent++;
       const accepted = await sendIssue(first, sub, `d-${sent}`, sent);
       assert.equal(accepted.status, 202);
-      const row = inboxEvents(h.home).find((event) => event.delivery_id === `d-${sent}`);
+      const row = inboxEvents(s.home).find((event) => event.delivery_id === `d-${sent}`);
       assert.ok(row, `d-${sent} is committed before its 202`);
       if (row.state === "queued") break;
       assert.ok(sent < 10, "an event stays queued once the workers are busy");
     }
-    await within(model.waitForRequests(sent - 1), "the runs under way to reach the model");
-    assert.deepEqual(inboxCounts(h.home), {
+    await within(s.model.waitForRequests(sent - 1), "the runs under way to reach the model");
+    assert.deepEqual(inboxCounts(s.home), {
       queued: 1,
       running: sent - 1,
       delivering: 0,
@@ -204,17 +167,17 @@ Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still 
   }
 
   state.answering = true;
-  const second = await startGateway(h.home, env);
+  const second = await startGateway(s.home, s.env);
   try {
-    await within(platforms.telegram.waitForRequests(sent), "a delivery of every event");
-    await waitUntil(() => inboxIdle(h.home), "the inbox to have nothing left to do");
-    const texts = platforms.telegram.requests.map((r) => (r.body as { text: string }).text);
+    await within(s.platforms.telegram.waitForRequests(sent), "a delivery of every event");
+    await waitUntil(() => inboxIdle(s.home), "the inbox to have nothing left to do");
+    const texts = s.platforms.telegram.requests.map((r) => (r.body as { text: string }).text);
     assert.deepEqual(
       texts.toSorted(),
       Array.from({ length: sent }, (_, i) => `Answer to: Triage #${i + 1}`).toSorted(),
       "each event delivered exactly once",
     );
-    const rows = inboxEvents(h.home);
+    const rows = inboxEvents(s.home);
     assert.ok(rows.every((row) => row.state === "done" && row.delivery_attempts === 1));
     const queued = rows.find((row) => row.delivery_id === `d-${sent}`)!;
     assert.equal(queued.run_attempts, 1, "the queued event was run once, after the restart");
@@ -226,15 +189,12 @@ Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still 
 });
 
 Deno.test("gateway e2e: one delivery id sent 20 times at once is accepted once, run once, delivered once", async () => {
-  await using h = await tempHome();
-  await using platforms = await startFakePlatforms();
-  await using model = await startFakeModel({
-    fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }),
+  await using s = await startFakeStack({
+    model: { fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }) },
+    webhook: { rate_limit: 1000 },
   });
-  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}", {
-    rate_limit: 1000,
-  });
-  await using gateway = await startGateway(h.home, env);
+  const sub = await triageRoute(s, "Triage #{issue.number}");
+  await using gateway = await startGateway(s.home, s.env);
   const answers = await Promise.all(
     Array.from({ length: 20 }, () => sendIssue(gateway, sub, "d-same", 5)),
   );
@@ -244,28 +204,26 @@ Deno.test("gateway e2e: one delivery id sent 20 times at once is accepted once, 
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.json, { status: "duplicate", delivery_id: "d-same" });
   }
-  await within(platforms.telegram.waitForRequests(1), "the delivery");
-  await waitUntil(() => inboxIdle(h.home), "the inbox to have nothing left to do");
-  assert.equal(inboxEvents(h.home).length, 1);
-  assert.equal(model.requests.length, 1, "one run");
-  assert.equal(platforms.telegram.requests.length, 1, "one delivery");
+  await within(s.platforms.telegram.waitForRequests(1), "the delivery");
+  await waitUntil(() => inboxIdle(s.home), "the inbox to have nothing left to do");
+  assert.equal(inboxEvents(s.home).length, 1);
+  assert.equal(s.model.requests.length, 1, "one run");
+  assert.equal(s.platforms.telegram.requests.length, 1, "one delivery");
 });
 
 Deno.test("gateway e2e: an answer being delivered is not delivered again when another event is accepted meanwhile", async () => {
-  await using h = await tempHome();
-  const platforms = await startFakePlatforms();
-  await using model = await startFakeModel({
-    fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }),
+  await using s = await startFakeStack({
+    model: { fallback: (request) => ({ content: `Answer to: ${promptOf(request)}` }) },
   });
-  const { env, sub } = await triageRoute(h.home, platforms, model, "Triage #{issue.number}");
-  const gateway = await startGateway(h.home, env);
+  const sub = await triageRoute(s, "Triage #{issue.number}");
+  const gateway = await startGateway(s.home, s.env);
   try {
     // The first delivery hangs: event 1 stays in delivery while event 2 is accepted and run.
-    platforms.telegram.push("hang");
+    s.platforms.telegram.push("hang");
     assert.equal((await sendIssue(gateway, sub, "d-1", 1)).status, 202);
-    await within(platforms.telegram.waitForRequests(1), "the delivery of event 1");
+    await within(s.platforms.telegram.waitForRequests(1), "the delivery of event 1");
     assert.equal((await sendIssue(gateway, sub, "d-2", 2)).status, 202);
-    const texts = () => platforms.telegram.requests.map((r) => (r.body as { text: string }).text);
+    const texts = () => s.platforms.telegram.requests.map((r) => (r.body as { text: string }).text);
     await waitUntil(
       () => texts().includes("Answer to: Triage #2"),
       "the delivery of event 2",
@@ -273,7 +231,7 @@ Deno.test("gateway e2e: an answer being delivered is not delivered again when an
     assert.deepEqual(texts(), ["Answer to: Triage #1", "Answer to: Triage #2"]);
   } finally {
     // Closing the fakes ends the hanging request, so the gateway can drain and stop at once.
-    await platforms.close();
+    await s.platforms.close();
     const exit = await gateway.stop();
     assert.equal(exit.code, 0, exit.stderr);
   }
@@ -318,12 +276,7 @@ Deno.test("gateway e2e: a flood of unique events keeps being answered with bound
     const client = async () => {
       while (sent < end) {
         const id = `flood-${sent++}`;
-        const body = JSON.stringify({ id, padding: PADDING });
-        const answer = await post(gateway, sub.name, body, {
-          "x-github-event": "push",
-          "x-github-delivery": id,
-          "x-hub-signature-256": signGithub(sub.secret, body),
-        });
+        const answer = await postGithub(gateway, sub, "push", id, { id, padding: PADDING });
         assert.equal(answer.status, 202, `${id}: ${JSON.stringify(answer.json)}`);
       }
     };
