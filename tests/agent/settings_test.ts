@@ -9,6 +9,7 @@ import {
 import { ConfigSource } from "../../src/home/config.ts";
 import { ConfigError } from "../../src/home/errors.ts";
 import { SecretScope } from "../../src/home/secrets.ts";
+import { configError } from "../home/_helpers.ts";
 
 const FILE = "/h/config.yaml";
 const DOTENV = "/h/.env";
@@ -28,17 +29,6 @@ function agentSettings(yaml: string, secrets: SecretScope = scope()): AgentSetti
 
 function modelSettings(yaml: string, secrets: SecretScope = scope()): ModelSettings {
   return readModelSettings(ConfigSource.parse(FILE, yaml), secrets, DOTENV);
-}
-
-/** Runs `body`, asserts it throws a ConfigError and returns it. */
-function configError(body: () => unknown): ConfigError {
-  try {
-    body();
-  } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected a ConfigError, nothing was thrown");
 }
 
 /** Asserts `error` is located at `key` on `line` and its message says so. */

@@ -1,4 +1,6 @@
-/** Shared helpers of the `<home>` tests. */
+/** Shared helpers of the `<home>` tests, and of the tests of settings read from config.yaml. */
+import assert from "node:assert/strict";
+import { ConfigError } from "../../src/home/errors.ts";
 import type { EnvReader } from "../../src/home/paths.ts";
 
 /** An environment reader over a fixed record; the real process environment is never read. */
@@ -31,4 +33,15 @@ export async function withTempDir<T>(body: (dir: string) => T | Promise<T>): Pro
 /** Escapes `text` for use inside a regular expression. */
 export function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** Runs `body`, asserts it throws a ConfigError and returns it. */
+export function configError(body: () => unknown): ConfigError {
+  try {
+    body();
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${error}`);
+    return error;
+  }
+  assert.fail("expected a ConfigError, nothing was thrown");
 }

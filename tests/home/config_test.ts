@@ -2,21 +2,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ConfigSource, isPlainObject, loadConfig, parseBoolish } from "../../src/home/config.ts";
 import { ConfigError } from "../../src/home/errors.ts";
-import { envOf, escapeRegExp, namesIn, withTempDir } from "./_helpers.ts";
+import { configError, envOf, escapeRegExp, namesIn, withTempDir } from "./_helpers.ts";
 
 const FILE = "/h/config.yaml";
 const ENABLED = "telemetry.shared_metrics.enabled";
-
-/** Runs `body`, asserts it throws a ConfigError and returns it. */
-function configError(body: () => unknown): ConfigError {
-  try {
-    body();
-  } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected a ConfigError, nothing was thrown");
-}
 
 /** `enabled: <value>` under telemetry.shared_metrics, at line 3. */
 function enabledYaml(value: string): string {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigSource } from "../../src/home/config.ts";
-import { ConfigError } from "../../src/home/errors.ts";
+import type { ConfigError } from "../../src/home/errors.ts";
 import { SecretScope } from "../../src/home/secrets.ts";
 import type { Route } from "../../src/webhook/routes.ts";
 import {
@@ -10,6 +10,7 @@ import {
   webhookBaseUrl,
   type WebhookSettings,
 } from "../../src/webhook/settings.ts";
+import { configError } from "../home/_helpers.ts";
 
 const FILE = "/h/config.yaml";
 const ENABLED = "platforms.webhook.enabled";
@@ -40,17 +41,6 @@ function extraYaml(...lines: string[]): string {
 /** `platforms.webhook.enabled: <value>`, on line 3. */
 function enabledYaml(value: string): string {
   return `platforms:\n  webhook:\n    enabled: ${value}\n`;
-}
-
-/** Runs `body`, asserts it throws a ConfigError and returns it. */
-function configError(body: () => unknown): ConfigError {
-  try {
-    body();
-  } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected a ConfigError, nothing was thrown");
 }
 
 /**
