@@ -243,6 +243,28 @@ export function countersOf(packages: MetricsPackage[]): Record<string, number> {
   return counters;
 }
 
+/** A package as `metrics export --json` lists it. */
+export interface ExportedPackage {
+  package_id: string;
+  path: string;
+}
+
+/**
+ * Turns collection on (sending off) and exports `count` packages, each its own `metrics export`:
+ * the first holds SAMPLE_EVENTS, each further one a single task_started event. Returns the first
+ * package each export listed.
+ */
+export async function exportWithSendingOff(home: string, count = 1): Promise<ExportedPackage[]> {
+  await enable(home);
+  recordEvents(home, SAMPLE_EVENTS);
+  const packages: ExportedPackage[] = [];
+  for (let i = 0; i < count; i++) {
+    if (i > 0) recordEvents(home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
+    packages.push((await cliJson(home, ["metrics", "export", "--json"])).packages[0]);
+  }
+  return packages;
+}
+
 /** Names of the files in a folder (none when it does not exist). */
 export function filesIn(dir: string): string[] {
   try {

@@ -11,6 +11,7 @@ import {
   cliJson,
   DAY,
   enable,
+  exportWithSendingOff,
   filesIn,
   recordEvents,
   REPO,
@@ -78,13 +79,9 @@ for (
   Deno.test(`send refuses an outbox file holding ${label}, moves it aside, once`, async () => {
     await using h = await tempHome();
     await using collector = startCollector(202);
-    await enable(h.home);
-    recordEvents(h.home, SAMPLE_EVENTS);
-    const first = await cliJson(h.home, ["metrics", "export", "--json"]);
-    recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
-    const second = await cliJson(h.home, ["metrics", "export", "--json"]);
-    const tampered: string = first.packages[0].path;
-    const good: string = second.packages[0].path;
+    const [first, second] = await exportWithSendingOff(h.home, 2);
+    const tampered = first.path;
+    const good = second.path;
     Deno.writeTextFileSync(tampered, content);
     await enable(h.home, "--send", "--endpoint", collector.endpoint);
 
@@ -94,7 +91,7 @@ for (
     assert.ok(result.stderr.includes(tampered), result.stderr);
     assert.match(result.stderr, /does not validate against agent\.shared_metrics\.v2 \(.+\)/);
     assert.match(result.stderr, /delete it/);
-    const rejected = join(h.outbox, "rejected", `${first.packages[0].package_id}.json`);
+    const rejected = join(h.outbox, "rejected", `${first.package_id}.json`);
     assert.ok(result.stderr.includes(rejected), result.stderr);
     assert.equal(Deno.readTextFileSync(rejected), content, "kept for the user to look at");
     assert.deepEqual((await status(h.home)).packages, { pending: 0, sent: 1, rejected: 1 });

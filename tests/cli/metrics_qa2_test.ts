@@ -13,6 +13,7 @@ import {
   cli,
   cliJson,
   enable,
+  exportWithSendingOff,
   recordEvents,
   SAMPLE_EVENTS,
   spawnCli,
@@ -266,10 +267,7 @@ Deno.test("validate prints no control characters from a hostile file; --json kee
 Deno.test("send: an edited outbox file's reason is printed without control characters", async () => {
   await using h = await tempHome();
   await using collector = startCollector(202);
-  await enable(h.home);
-  recordEvents(h.home, SAMPLE_EVENTS);
-  const exported = await cliJson(h.home, ["metrics", "export", "--json"]);
-  const path = exported.packages[0].path;
+  const [{ path }] = await exportWithSendingOff(h.home);
   const pkg = JSON.parse(Deno.readTextFileSync(path));
   Deno.writeTextFileSync(path, JSON.stringify({ ...pkg, ["\u001b[2Jevil\r"]: 1 }));
   await enable(h.home, "--send", "--endpoint", collector.endpoint);

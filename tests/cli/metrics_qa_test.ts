@@ -8,6 +8,7 @@ import {
   cli,
   cliJson,
   enable,
+  exportWithSendingOff,
   NOW,
   recordEvents,
   SAMPLE_EVENTS,
@@ -37,23 +38,18 @@ Deno.test("export --json and send --json print snake_case send outcomes", async 
 
   // Packages exported while sending was off go out with `metrics send`.
   await using other = await tempHome();
-  await enable(other.home);
-  recordEvents(other.home, SAMPLE_EVENTS);
-  const second = await cliJson(other.home, ["metrics", "export", "--json"]);
+  const [second] = await exportWithSendingOff(other.home);
   await enable(other.home, "--send", "--endpoint", collector.endpoint);
   const sent = await cliJson(other.home, ["metrics", "send", "--json"]);
   assert.deepEqual(sent, {
-    sent: [{ package_id: second.packages[0].package_id, status: "sent", http_status: 202 }],
+    sent: [{ package_id: second.package_id, status: "sent", http_status: 202 }],
   });
 });
 
 Deno.test("send exits 1 when the endpoint defers a package (429), and says when it is retried", async () => {
   await using h = await tempHome();
   await using collector = startCollector(429);
-  await enable(h.home);
-  recordEvents(h.home, SAMPLE_EVENTS);
-  const exported = await cliJson(h.home, ["metrics", "export", "--json"]);
-  const id: string = exported.packages[0].package_id;
+  const [{ package_id: id }] = await exportWithSendingOff(h.home);
   await enable(h.home, "--send", "--endpoint", collector.endpoint);
 
   const doc = await cliJson(h.home, ["metrics", "send", "--json"], 1);
@@ -187,12 +183,7 @@ Deno.test("status prints what decided consent in one pair of brackets; JSON unch
 Deno.test("send reports a deleted outbox file as rejected, names it, and exits 1", async () => {
   await using h = await tempHome();
   await using collector = startCollector(202);
-  await enable(h.home);
-  recordEvents(h.home, SAMPLE_EVENTS);
-  const first = await cliJson(h.home, ["metrics", "export", "--json"]);
-  recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
-  const second = await cliJson(h.home, ["metrics", "export", "--json"]);
-  const [deleted, kept] = [first.packages[0], second.packages[0]];
+  const [deleted, kept] = await exportWithSendingOff(h.home, 2);
   Deno.removeSync(deleted.path);
   await enable(h.home, "--send", "--endpoint", collector.endpoint);
 
@@ -212,9 +203,7 @@ Deno.test("send reports a deleted outbox file as rejected, names it, and exits 1
 Deno.test("send --json lists a deleted outbox file as a rejected package with its reason", async () => {
   await using h = await tempHome();
   await using collector = startCollector(202);
-  await enable(h.home);
-  recordEvents(h.home, SAMPLE_EVENTS);
-  const [entry] = (await cliJson(h.home, ["metrics", "export", "--json"])).packages;
+  const [entry] = await exportWithSendingOff(h.home);
   Deno.removeSync(entry.path);
   await enable(h.home, "--send", "--endpoint", collector.endpoint);
 

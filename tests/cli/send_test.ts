@@ -8,6 +8,7 @@ import {
   cli,
   cliJson,
   enable,
+  exportWithSendingOff,
   filesIn,
   recordEvents,
   SAMPLE_EVENTS,
@@ -90,13 +91,11 @@ Deno.test("send posts packages exported while sending was off", async () => {
 Deno.test("send --json lists the outcomes", async () => {
   await using h = await tempHome();
   await using collector = startCollector(200);
-  await enable(h.home);
-  recordEvents(h.home, SAMPLE_EVENTS);
-  const exported = await cliJson(h.home, ["metrics", "export", "--json"]);
+  const [exported] = await exportWithSendingOff(h.home);
   await enable(h.home, "--send", "--endpoint", collector.endpoint);
   const doc = await cliJson(h.home, ["metrics", "send", "--json"]);
   assert.deepEqual(doc, {
-    sent: [{ package_id: exported.packages[0].package_id, status: "sent", http_status: 200 }],
+    sent: [{ package_id: exported.package_id, status: "sent", http_status: 200 }],
   });
   assert.deepEqual(await cliJson(h.home, ["metrics", "send", "--json"]), { sent: [] });
 });
