@@ -213,8 +213,9 @@ for (const transport of ["stdio", "http", "sse"] as const) {
 // ---------------------------------------------------------------------------------------------
 // headers
 
-Deno.test("headers: ${API_KEY} from the secret scope is sent; a wrong value is an auth error", async () => {
-  await using fixture = await startHttpFixture([
+/** The Streamable HTTP fixture with `echo`, refusing (401) requests without `X-Api-Key: secret`. */
+function startKeyedFixture(): Promise<HttpFixture> {
+  return startHttpFixture([
     "--transport",
     "http",
     "--tools",
@@ -222,6 +223,10 @@ Deno.test("headers: ${API_KEY} from the secret scope is sent; a wrong value is a
     "--require-header",
     "X-Api-Key=secret",
   ]);
+}
+
+Deno.test("headers: ${API_KEY} from the secret scope is sent; a wrong value is an auth error", async () => {
+  await using fixture = await startKeyedFixture();
   const entry = `keyed:\n  url: ${y(fixture.url)}\n  headers:\n    X-Api-Key: "\${API_KEY}"`;
   const right = servers(entry, { lookup: (name) => name === "API_KEY" ? "secret" : undefined });
   assert.equal(right[0].headers["X-Api-Key"], "secret");
@@ -426,14 +431,7 @@ Deno.test("a Streamable HTTP entry on an SSE-only server falls back to SSE with 
 });
 
 Deno.test("the SSE fallback is for the refused transport only: a 401 is not retried over SSE", async () => {
-  await using fixture = await startHttpFixture([
-    "--transport",
-    "http",
-    "--tools",
-    "echo",
-    "--require-header",
-    "X-Api-Key=secret",
-  ]);
+  await using fixture = await startKeyedFixture();
   const { error } = await failure(serversFromYaml(`locked:\n  url: ${y(fixture.url)}`)[0]);
   assert.equal(error.kind, "auth");
 });
