@@ -500,6 +500,26 @@ export function paragraphs(count: number, label: string, sentence: string, repea
   ).join("\n\n");
 }
 
+/**
+ * A deliver-only `digest` route posting `{summary}` to a Discord channel, and a summary long
+ * enough to be split into several messages.
+ */
+export async function digestRoute(
+  s: Pick<FakeStack, "home" | "env">,
+): Promise<{ sub: Subscription; summary: string }> {
+  const sub = await subscribe(s.home, s.env, "digest", [
+    "--deliver",
+    "discord",
+    "--deliver-chat-id",
+    "1100000000000000001",
+    "--deliver-only",
+    "--prompt",
+    "{summary}",
+  ]);
+  const summary = paragraphs(30, "Item", "a line of the nightly digest that is long enough.", 3);
+  return { sub, summary };
+}
+
 /** The texts the fake Discord received, in order. */
 export function discordTexts(platforms: FakePlatforms): string[] {
   return platforms.discord.requests.map((r) => (r.body as { content: string }).content);

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   assertResentOnce,
+  digestRoute,
   discordTexts,
   type GatewayProcess,
   inboxIdle,
@@ -109,16 +110,7 @@ Deno.test("gateway e2e: kill -9 while a route script runs; after a restart the s
 
 Deno.test("gateway e2e: kill -9 in the middle of a deliver-only split message; the sender's retry sends the rest only", async () => {
   await using s = await crashStack(() => "unused");
-  const sub = await subscribe(s.home, s.env, "digest", [
-    "--deliver",
-    "discord",
-    "--deliver-chat-id",
-    "1100000000000000001",
-    "--deliver-only",
-    "--prompt",
-    "{summary}",
-  ]);
-  const summary = paragraphs(30, "Item", "a line of the nightly digest that is long enough.", 3);
+  const { sub, summary } = await digestRoute(s);
   s.platforms.discord.push("ok", "hang");
 
   const first = await startGateway(s.home, s.env);

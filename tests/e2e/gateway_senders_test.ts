@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { cli, parseOneJson } from "../cli/_helpers.ts";
 import {
   assertResentOnce,
+  digestRoute,
   discordTexts,
   type FakeStack,
   type GatewayConfig,
@@ -603,16 +604,7 @@ Deno.test("gateway e2e: a split answer whose third part fails is resumed at that
 
 Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502; the sender's retry sends the rest only", async () => {
   await using s = await startStack();
-  const sub = await subscribe(s.home, s.env, "digest", [
-    "--deliver",
-    "discord",
-    "--deliver-chat-id",
-    "1100000000000000001",
-    "--deliver-only",
-    "--prompt",
-    "{summary}",
-  ]);
-  const summary = paragraphs(30, "Item", "a line of the nightly digest that is long enough.", 3);
+  const { sub, summary } = await digestRoute(s);
   const send = () => postGithub(s.gateway, sub, "digest", "d-digest", { summary });
   s.platforms.discord.push("ok", "server_error");
 
