@@ -22,6 +22,21 @@ export function serversFromYaml(
   return servers;
 }
 
+/**
+ * Parses a stdio server `s` (`command: npx`) with the lines of `body` under it; issues are
+ * returned, not thrown.
+ */
+export function parseServerS(body: string[]) {
+  const text = ["mcp_servers:", "  s:", "    command: npx", ...body.map((l) => `    ${l}`)]
+    .join("\n");
+  return parseMcpServers(ConfigSource.parse("/h/config.yaml", text), {
+    lookup: () => undefined,
+    userHome: "/home/test",
+    workspaceFolder: "/work",
+    pathSeparator: "/",
+  });
+}
+
 /** One server entry built from fields (values are written as JSON, which YAML accepts). */
 export function serverEntry(name: string, fields: Record<string, unknown>): McpServerConfig {
   const body = `${name}:\n` +

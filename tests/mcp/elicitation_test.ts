@@ -5,8 +5,6 @@
  * connection manager.
  */
 import assert from "node:assert/strict";
-import { ConfigSource } from "../../src/home/config.ts";
-import { parseMcpServers } from "../../src/mcp/config.ts";
 import {
   acceptDefaults,
   answerElicitation,
@@ -24,6 +22,7 @@ import {
   withDefaults,
 } from "../../src/mcp/elicitation.ts";
 import { call, requestsServer, resultJson, resultText, startManager } from "./_client_requests.ts";
+import { parseServerS } from "./_helpers.ts";
 
 /** A form schema with every primitive type, defaults on some fields. */
 const PROFILE = {
@@ -364,17 +363,6 @@ Deno.test("answerElicitation: URL mode, no form support, a failing or lying coll
 // ---------------------------------------------------------------------------------------------
 // Config
 
-function configIssues(body: string[]) {
-  const text = ["mcp_servers:", "  s:", "    command: npx", ...body.map((l) => `    ${l}`)]
-    .join("\n");
-  return parseMcpServers(ConfigSource.parse("/h/config.yaml", text), {
-    lookup: () => undefined,
-    userHome: "/home/test",
-    workspaceFolder: "/work",
-    pathSeparator: "/",
-  });
-}
-
 Deno.test("config: each bad elicitation value is an issue naming its key", () => {
   const cases: [string[], string, string][] = [
     [["elicitation: 5"], "elicitation", "elicitation must be a mapping of keys, got 5"],
@@ -383,14 +371,14 @@ Deno.test("config: each bad elicitation value is an issue naming its key", () =>
     [["elicitation: { timeout: -1 }"], "elicitation.timeout", "number of seconds > 0"],
   ];
   for (const [body, key, message] of cases) {
-    const { servers, issues } = configIssues(body);
+    const { servers, issues } = parseServerS(body);
     assert.deepEqual(servers, [], body.join());
     const issue = issues.find((one) => one.key === key);
     assert.ok(issue, `${body.join()}: ${JSON.stringify(issues)}`);
     assert.equal(issue.severity, "error");
     assert.ok(issue.message.includes(message), issue.message);
   }
-  const { servers, issues } = configIssues(["elicitation: { enabled: off, timeout: 0.5 }"]);
+  const { servers, issues } = parseServerS(["elicitation: { enabled: off, timeout: 0.5 }"]);
   assert.deepEqual(issues, []);
   assert.deepEqual(servers[0].elicitation, { enabled: false, timeoutSeconds: 0.5 });
 });

@@ -8,8 +8,7 @@
 import assert from "node:assert/strict";
 import { ProtocolError, type SamplingMessage } from "@modelcontextprotocol/client";
 import { ModelClient } from "../../src/agent/model.ts";
-import { ConfigSource } from "../../src/home/config.ts";
-import { parseMcpServers, type SamplingSettings } from "../../src/mcp/config.ts";
+import type { SamplingSettings } from "../../src/mcp/config.ts";
 import {
   chooseSamplingModel,
   RateWindow,
@@ -28,6 +27,7 @@ import {
   type Turn,
 } from "../fixtures/fake_model.ts";
 import { call, requestsServer, resultJson, resultText, startManager } from "./_client_requests.ts";
+import { parseServerS } from "./_helpers.ts";
 
 const DEFAULT_MODEL = "gpt-4.1-mini";
 
@@ -265,20 +265,9 @@ Deno.test("SamplingResponder: timeout, cancellation and failures say only what i
 // ---------------------------------------------------------------------------------------------
 // Config
 
-function parse(body: string[]) {
-  const text = ["mcp_servers:", "  s:", "    command: npx", ...body.map((l) => `    ${l}`)]
-    .join("\n");
-  return parseMcpServers(ConfigSource.parse("/h/config.yaml", text), {
-    lookup: () => undefined,
-    userHome: "/home/test",
-    workspaceFolder: "/work",
-    pathSeparator: "/",
-  });
-}
-
 Deno.test("config: sampling defaults, and every key typed", () => {
-  assert.deepEqual(parse([]).servers[0].sampling, SETTINGS);
-  const { servers, issues } = parse([
+  assert.deepEqual(parseServerS([]).servers[0].sampling, SETTINGS);
+  const { servers, issues } = parseServerS([
     "sampling:",
     "  enabled: no",
     "  model: ' claude-sonnet-4 '",
@@ -298,7 +287,7 @@ Deno.test("config: sampling defaults, and every key typed", () => {
     maxToolRounds: 0,
     allowedModels: ["gpt-4.1-mini", "claude-sonnet-4"],
   });
-  assert.deepEqual(parse(["sampling: { allowed_models: only-one }"]).servers[0].sampling, {
+  assert.deepEqual(parseServerS(["sampling: { allowed_models: only-one }"]).servers[0].sampling, {
     ...SETTINGS,
     allowedModels: ["only-one"],
   });
@@ -329,7 +318,7 @@ Deno.test("config: each bad sampling value is an issue naming its key", () => {
   ];
   for (const [value, key, message] of cases) {
     const body = value.startsWith("{") ? [`sampling: ${value}`] : ["sampling:", `  ${value}`];
-    const { servers, issues } = parse(body);
+    const { servers, issues } = parseServerS(body);
     assert.deepEqual(servers, [], value);
     const issue = issues.find((one) => one.key === key);
     assert.ok(issue, `${value}: ${JSON.stringify(issues)}`);
@@ -337,7 +326,7 @@ Deno.test("config: each bad sampling value is an issue naming its key", () => {
     assert.ok(issue.message.includes(message), `${value}: ${issue.message}`);
     assert.equal(issue.line, body.length === 1 ? 4 : 5, `${value}: the line is the key's`);
   }
-  const typo = parse(["sampling: { max_token_cap: 10 }"]);
+  const typo = parseServerS(["sampling: { max_token_cap: 10 }"]);
   assert.equal(typo.servers.length, 1, "an unknown key is only a warning");
   assert.deepEqual(typo.issues.map((issue) => [issue.key, issue.severity, issue.message]), [[
     "sampling.max_token_cap",
