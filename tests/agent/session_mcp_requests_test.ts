@@ -11,7 +11,7 @@ import { type AskLine, PromptApprovals } from "../../src/agent/approvals.ts";
 import { AgentSession, type AgentSessionOptions } from "../../src/agent/session.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { validateMetricsPackage } from "../../src/metrics/schema.ts";
-import { startFakeModel } from "../fixtures/fake_model.ts";
+import { type FakeModelOptions, startFakeModel } from "../fixtures/fake_model.ts";
 import { isAlive } from "../mcp/_helpers.ts";
 import { requestsServerYaml } from "../mcp/_client_requests.ts";
 import { valueOf } from "./_run_helpers.ts";
@@ -31,6 +31,19 @@ const SCHEMA = {
     age: { type: "integer", minimum: 0 },
   },
   required: ["age"],
+};
+
+/** The model's script of the form tests: the fixture's `ask` with SCHEMA, then its result. */
+const ASKS_FORM: FakeModelOptions = {
+  turns: [
+    {
+      toolCalls: [{
+        name: "mcp__req__ask",
+        arguments: { message: "How old are you?", requestedSchema: SCHEMA },
+      }],
+    },
+    { contentFromTools: "server got: " },
+  ],
 };
 
 /** A `<home>` whose config.yaml has the fake model, the fixture as `req`, and metrics on. */
@@ -74,17 +87,7 @@ async function openSession(dir: string, extra: Partial<AgentSessionOptions> = {}
 }
 
 Deno.test("AgentSession: a server's form is filled in at the terminal, defaults applied", async () => {
-  await using fake = await startFakeModel({
-    turns: [
-      {
-        toolCalls: [{
-          name: "mcp__req__ask",
-          arguments: { message: "How old are you?", requestedSchema: SCHEMA },
-        }],
-      },
-      { contentFromTools: "server got: " },
-    ],
-  });
+  await using fake = await startFakeModel(ASKS_FORM);
   const answers = ["y", "", "36", "y"];
   const questions: string[] = [];
   const written: string[] = [];
@@ -109,17 +112,7 @@ Deno.test("AgentSession: a server's form is filled in at the terminal, defaults 
 });
 
 Deno.test("AgentSession: without a terminal (the gateway's policy surface) forms are declined", async () => {
-  await using fake = await startFakeModel({
-    turns: [
-      {
-        toolCalls: [{
-          name: "mcp__req__ask",
-          arguments: { message: "How old are you?", requestedSchema: SCHEMA },
-        }],
-      },
-      { contentFromTools: "server got: " },
-    ],
-  });
+  await using fake = await startFakeModel(ASKS_FORM);
   // `approvals.gateway: allow` approves tool calls, yet nobody can fill in a form.
   const dir = await home(fake.baseUrl);
   Deno.writeTextFileSync(
