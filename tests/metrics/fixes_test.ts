@@ -10,6 +10,7 @@ import {
   InvalidStoredCountsError,
   type MetricsStoreUnavailableError,
   openUsageMetrics,
+  type UsageMetrics,
 } from "../../src/metrics/mod.ts";
 import { packageDueDays, writePackages } from "../../src/metrics/packager.ts";
 import { StoreRecorder } from "../../src/metrics/recorder.ts";
@@ -84,6 +85,16 @@ function openSending(home: string) {
   return { clock, metrics };
 }
 
+/** Flushes `metrics` once through a MetricsFlusher, then closes it; returns the warnings given. */
+async function flushWarnings(metrics: UsageMetrics): Promise<string[]> {
+  const warnings: string[] = [];
+  const flusher = new MetricsFlusher(metrics, (what, error) => warnings.push(`${what}: ${error}`));
+  flusher.flush();
+  await flusher.settle(1_000);
+  metrics.close();
+  return warnings;
+}
+
 Deno.test("the background flusher warns about an outbox file it refused to send", async () => {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
@@ -92,14 +103,7 @@ Deno.test("the background flusher warns about an outbox file it refused to send"
     clock.set("2026-11-21T09:00:00.000Z");
     const [{ path }] = metrics.exportNow();
     Deno.writeTextFileSync(path, '{"prompt":"my private prompt text"}');
-    const warnings: string[] = [];
-    const flusher = new MetricsFlusher(
-      metrics,
-      (what, error) => warnings.push(`${what}: ${error}`),
-    );
-    flusher.flush();
-    await flusher.settle(1_000);
-    metrics.close();
+    const warnings = await flushWarnings(metrics);
     assert.equal(warnings.length, 1, warnings.join("\n"));
     assert.ok(warnings[0].includes(path), warnings[0]);
     assert.match(warnings[0], /was not sent.*does not validate.*rejected/);
@@ -129,14 +133,7 @@ Deno.test("a deleted outbox file is reported by sendDue and warned about by the 
     assert.deepEqual(metrics.summary()?.packages, { pending: 0, sent: 0, rejected: 1 });
 
     const second = exportOne();
-    const warnings: string[] = [];
-    const flusher = new MetricsFlusher(
-      metrics,
-      (what, error) => warnings.push(`${what}: ${error}`),
-    );
-    flusher.flush();
-    await flusher.settle(1_000);
-    metrics.close();
+    const warnings = await flushWarnings(metrics);
     assert.deepEqual(warnings, [
       `usage-metrics package ${second.path} was not sent: the outbox file is missing; ` +
       "its package is marked rejected and is never sent",
