@@ -1,9 +1,14 @@
 /** Shared helpers of the MCP tests: config entries from YAML, the way users write them. */
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { ConfigSource } from "../../src/home/config.ts";
 import { type McpServerConfig, parseMcpServers } from "../../src/mcp/config.ts";
 import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
 import { McpServerError } from "../../src/mcp/errors.ts";
+
+const CONFORMANCE_RUNNER = fileURLToPath(
+  new URL("../../scripts/conformance/run.ts", import.meta.url),
+);
 
 /** Parses a `mcp_servers` YAML body (the part under `mcp_servers:`), failing on config errors. */
 export function serversFromYaml(
@@ -82,4 +87,23 @@ export async function failure(
   }
   await connection.close();
   assert.fail(`MCP server '${config.name}' connected but should not have`);
+}
+
+/**
+ * Runs the MCP conformance suite's client `scenarios` (scripts/conformance/run.ts) and asserts it
+ * exits 0; returns its stdout, and `detail` (stdout and stderr) for failure messages.
+ */
+export async function runConformance(
+  scenarios: string[],
+): Promise<{ text: string; detail: string }> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CONFORMANCE_RUNNER, ...scenarios],
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  const detail = `${text}\n${new TextDecoder().decode(output.stderr)}`;
+  assert.equal(output.code, 0, detail);
+  return { text, detail };
 }

@@ -3,23 +3,13 @@
  * `scripts/conformance/client.ts` with the project's own OAuth provider and login flow.
  */
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
-
-const RUNNER = fileURLToPath(new URL("../../scripts/conformance/run.ts", import.meta.url));
+import { runConformance } from "./_helpers.ts";
 
 /** The one scenario whose failure is a defect of the suite's 0.1.16 mock (see run.ts). */
 const EXPECTED_FAILURE = "auth/2025-03-26-oauth-metadata-backcompat";
 
 Deno.test("conformance auth scenarios pass through the project's OAuth provider", async () => {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", RUNNER, "auth"],
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(output.stdout);
-  const detail = `${text}\n${new TextDecoder().decode(output.stderr)}`;
-  assert.equal(output.code, 0, detail);
+  const { text, detail } = await runConformance(["auth"]);
   const lines = [...text.matchAll(/^(auth\/\S+): (\d+)\/(\d+) checks passed(.*)$/gm)];
   const names = lines.map(([, name]) => name);
   for (
