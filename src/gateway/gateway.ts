@@ -176,7 +176,8 @@ export class Gateway {
       throw error;
     }
     if (!session) {
-      log.warn("no model is configured: agent runs fail until it is ({problem})", {
+      // The problem says what is wrong: no model, or one without its API key or endpoint.
+      log.warn("agent runs fail until the model is set up: {problem}", {
         problem: agent.modelProblem?.message,
       });
     }

@@ -56,7 +56,13 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
     ),
     stderr,
   );
-  assert.ok(lines.some((line) => line.startsWith("warning: no model is configured")), stderr);
+  assert.ok(
+    lines.some((line) =>
+      line.startsWith("warning: agent runs fail until the model is set up: ") &&
+      line.includes("no model is configured. Fix:")
+    ),
+    stderr,
+  );
   assert.ok(
     lines.some((line) =>
       line.startsWith("error: platforms.webhook.extra.routes.slow.filters[0]: regex") &&

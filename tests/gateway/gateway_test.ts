@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
 import { loadConfig } from "../../src/home/config.ts";
+import { closeLogging, configureLogging } from "../../src/home/log.ts";
 import {
   countersOf,
   enable,
@@ -151,4 +152,29 @@ Deno.test("a second gateway on the same home is refused before it starts any MCP
   } finally {
     await first.stop();
   }
+});
+
+Deno.test("a gateway whose model lacks its API key warns about that, not that no model is configured", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml("model:\n  default: gpt-4.1-mini\n  provider: openai\n"),
+  );
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const shown: string[] = [];
+  await configureLogging(config.paths, { console: (line) => shown.push(line) });
+  try {
+    const gateway = await Gateway.start({ config, env });
+    await gateway.stop();
+  } finally {
+    await closeLogging();
+  }
+  const model = shown.filter((line) => line.includes("model"));
+  assert.deepEqual(model, [
+    `warning: agent runs fail until the model is set up: ${h.config}:3 (key model.provider): ` +
+    "provider 'openai' needs an API key and OPENAI_API_KEY is not set. Fix: add " +
+    `OPENAI_API_KEY=<your key> to ${join(h.home, ".env")} (or set model.api_key_env to the ` +
+    "variable that holds it)\n",
+  ]);
 });
