@@ -26,6 +26,7 @@ import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
 import { cut } from "../home/text.ts";
+import { gatewayRunning } from "../gateway/home_lock.ts";
 import { escapeControls } from "../metrics/mod.ts";
 import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
@@ -422,6 +423,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             `${route.deliver}, rendered from the test payload\n`,
         );
       }
+      const deliveryId = crypto.randomUUID();
       let response: Response;
       try {
         response = await fetch(url, {
@@ -430,7 +432,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             "content-type": "application/json",
             "x-hub-signature-256": githubSignature(secret, body),
             "x-github-event": event,
-            "x-github-delivery": crypto.randomUUID(),
+            "x-github-delivery": deliveryId,
           },
           body,
           signal: AbortSignal.timeout(timeoutMs),
@@ -451,15 +453,33 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const text = await response.text();
       if (!response.ok) state.exitCode = 1;
+      // The gateway tells a sender only that the reason is in its log; this user may read it.
+      const inLog = (response.status === 502 || response.status === 503) &&
+        text.includes("gateway's log");
+      const reason = inLog ? await loggedReason(config, name, deliveryId) : undefined;
       if (options.json) {
         let parsed: unknown = text;
         try {
           parsed = parseJsonExact(text);
         } catch { /* not JSON: keep the text */ }
-        io.out(`${stringifyJsonExact({ url, status: response.status, body: parsed }, 2)}\n`);
+        const answer = {
+          url,
+          status: response.status,
+          body: parsed,
+          ...(reason ? { reason } : {}),
+        };
+        io.out(`${stringifyJsonExact(answer, 2)}\n`);
         return;
       }
       io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
+      if (reason) {
+        io.err(`note: ${config.paths.gatewayLog} says: ${escapeControls(reason)}\n`);
+      } else if (inLog) {
+        io.err(
+          `note: the reason is in the gateway's log (this home's: ${config.paths.gatewayLog}), ` +
+            `under delivery id ${deliveryId}\n`,
+        );
+      }
       const hint = answerHint(response.status, text, { config, settings, route, event });
       if (hint) io.err(`note: ${escapeControls(hint)}\n`);
     });
@@ -503,6 +523,84 @@ function eventsOption(value: string, warnings: string[]): string[] {
     }
   }
   return [...new Set(names)];
+}
+
+/** How long `webhook test` waits for the gateway's log line about its event. */
+const LOG_LINE_WAIT_MS = 2_000;
+
+/** The part of `gateway.log` searched for a test event's line: the newest lines. */
+const LOG_TAIL_BYTES = 256 * 1024;
+
+/**
+ * Why the gateway refused the test event `deliveryId` on `route` (a failed direct delivery, a
+ * script that cannot run), from this home's `gateway.log`; `undefined` when it holds no such line.
+ * The gateway writes its log a moment after it answers, so while it runs on this home the log is
+ * read again for a little while.
+ */
+async function loggedReason(
+  config: ResolvedConfig,
+  route: string,
+  deliveryId: string,
+): Promise<string | undefined> {
+  const deadline = Date.now() + (gatewayRunning(config.paths.gatewayLock) ? LOG_LINE_WAIT_MS : 0);
+  for (;;) {
+    const reason = reasonInLog(logTail(config.paths.gatewayLog), route, deliveryId);
+    if (reason !== undefined || Date.now() >= deadline) return reason;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** The last {@linkcode LOG_TAIL_BYTES} of the log ("" when it cannot be read). */
+function logTail(path: string): string {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path, { read: true });
+  } catch {
+    return "";
+  }
+  try {
+    const size = file.statSync().size;
+    const start = Math.max(0, size - LOG_TAIL_BYTES);
+    file.seekSync(start, Deno.SeekMode.Start);
+    const bytes = new Uint8Array(size - start);
+    let read = 0;
+    while (read < bytes.length) {
+      const count = file.readSync(bytes.subarray(read));
+      if (count === null) break;
+      read += count;
+    }
+    return new TextDecoder().decode(bytes.subarray(0, read));
+  } catch {
+    return "";
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * The reason a log line of the gateway gives for refusing `deliveryId` on `route`: the `error` of
+ * a failed direct delivery, the `detail` of a script that cannot run.
+ */
+function reasonInLog(log: string, route: string, deliveryId: string): string | undefined {
+  for (const line of log.split("\n").reverse()) {
+    if (!line.includes(deliveryId)) continue;
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue; // the first, cut line of the tail, or one torn by a crash
+    }
+    if (!isPlainObject(record) || !isPlainObject(record.properties)) continue;
+    const { properties } = record;
+    if (properties.route !== route || properties.delivery_id !== deliveryId) continue;
+    if (typeof properties.error === "string" && typeof properties.target === "string") {
+      return `delivery to ${properties.target} failed: ${properties.error}`;
+    }
+    if (typeof properties.detail === "string") {
+      return `its script cannot run: ${properties.detail}`;
+    }
+  }
+  return undefined;
 }
 
 /** What `webhook test` knows about the route it sent to. */

@@ -526,6 +526,54 @@ Deno.test("gateway e2e: a target answering 500 is tried delivery_attempts times,
   });
 });
 
+Deno.test("gateway e2e: `webhook test` answered 502 or 503 shows the reason the gateway logged", async () => {
+  await using s = await startStack();
+  s.platforms.slack.setFallback("server_error");
+  await subscribe(s.home, s.env, "direct", [
+    "--deliver",
+    "slack",
+    "--deliver-chat-id",
+    "C0123456789",
+    "--deliver-only",
+    "--prompt",
+    "hello",
+  ]);
+  const log = join(s.home, "logs", "gateway.log");
+  const failed = await cli(s.home, ["webhook", "test", "direct"], { env: s.env });
+  assert.equal(failed.code, 1, failed.stderr);
+  assert.match(failed.stdout, /^HTTP 502$/m);
+  const deliveryId = String(
+    parseOneJson(failed.stdout.split("\n").slice(2).join("\n")).delivery_id,
+  );
+  const reason = directFailure(s.gateway, deliveryId);
+  assert.match(reason, /HTTP 500/);
+  assert.ok(
+    failed.stderr.split("\n").includes(
+      `note: ${log} says: delivery to slack failed: ${reason}`,
+    ),
+    failed.stderr,
+  );
+  const json = await cli(s.home, ["webhook", "test", "direct", "--json"], { env: s.env });
+  assert.equal(json.code, 1, json.stderr);
+  const answer = parseOneJson(json.stdout);
+  assert.equal(answer.status, 502);
+  assert.match(String(answer.reason), /^delivery to slack failed: slack: .*HTTP 500/);
+
+  // A route whose script is not there: 503, and the log says what to do.
+  await subscribe(s.home, s.env, "scripted", ["--script", "triage.sh"]);
+  const blocked = await cli(s.home, ["webhook", "test", "scripted"], { env: s.env });
+  assert.equal(blocked.code, 1, blocked.stderr);
+  assert.match(blocked.stdout, /^HTTP 503$/m);
+  assert.match(
+    blocked.stderr,
+    new RegExp(
+      `^note: ${log.replaceAll(".", "\\.")} says: its script cannot run: scripts folder .* does ` +
+        'not exist: create it and put "triage\\.sh" there$',
+      "m",
+    ),
+  );
+});
+
 Deno.test("gateway e2e: a hanging target times out at 8 s with 502 while /health and other routes keep answering", async () => {
   await using s = await startStack();
   s.platforms.telegram.push("hang");
