@@ -44,6 +44,7 @@ import {
   routeFromRaw,
   splitList,
   type SubscriptionRecord,
+  takesEvent,
 } from "../webhook/routes.ts";
 import {
   acceptsUnsigned,
@@ -416,7 +417,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const body = stringifyJsonExact(payload);
       const url = routeUrl(settings, name);
-      if (route.deliverOnly && route.deliver !== "log") {
+      if (route.deliverOnly && route.deliver !== "log" && takesEvent(route.events, event)) {
         // No agent run between the test and the target: what the sender would cause, it causes.
         io.err(
           `note: '${name}' delivers directly (deliver_only): this test sends a real message to ` +
@@ -690,7 +691,7 @@ function ignoredHint(answer: object, events: string[], event: string): string | 
   if (reason === "script") {
     return "the route's script ignored the event; see logs/gateway.log for what it said";
   }
-  if (events.length > 0 && !events.includes(event)) {
+  if (!takesEvent(events, event)) {
     return `the route takes only ${events.join(", ")} events; send one with --event ${events[0]}`;
   }
   return undefined;

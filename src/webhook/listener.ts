@@ -19,6 +19,7 @@ import { matchFilter } from "./filters.ts";
 import { LATE, ReadDeadlines } from "./read_deadline.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
+import { takesEvent } from "./routes.ts";
 import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
 import { type SignatureFamily, verifySignature } from "./signatures.ts";
 import { renderExtra, renderPrompt } from "./templates.ts";
@@ -535,16 +536,9 @@ function parse(refused: RefusalLog): Step {
 const matchEvents: Step = async (c, next) => {
   const { events } = c.get("route");
   const event = c.get("event");
-  if (events.length > 0 && !events.includes(event) && !sameName(events, event)) {
-    return c.json({ status: "ignored", event });
-  }
+  if (!takesEvent(events, event)) return c.json({ status: "ignored", event });
   await next();
 };
-
-function sameName(names: readonly string[], event: string): boolean {
-  const wanted = event.toLowerCase();
-  return names.some((name) => name.toLowerCase() === wanted);
-}
 
 function applyFilters(deps: ListenerDeps): Step {
   return async (c, next) => {

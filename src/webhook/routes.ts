@@ -301,6 +301,25 @@ export function defaultDescription(name: string): string {
   return `Agent-created subscription: ${name}`;
 }
 
+/**
+ * Whether a route with these `events` takes `event`: every event when the list is empty, else a
+ * name in it, whatever its case (GitLab's are `Merge Request Hook`, GitHub's `push`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { takesEvent } from "./routes.ts";
+ * assert.equal(takesEvent([], "push"), true);
+ * assert.equal(takesEvent(["merge request hook"], "Merge Request Hook"), true);
+ * assert.equal(takesEvent(["issues"], "test"), false);
+ * ```
+ */
+export function takesEvent(events: readonly string[], event: string): boolean {
+  if (events.length === 0 || events.includes(event)) return true;
+  const wanted = event.toLowerCase();
+  return events.some((name) => name.toLowerCase() === wanted);
+}
+
 /** Splits a comma-separated option value. */
 export function splitList(value: string): string[] {
   return value.split(",").map((item) => item.trim()).filter(Boolean);
