@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { Command, CommanderError } from "@commander-js/extra-typings";
+import { Command, CommanderError, Help } from "@commander-js/extra-typings";
 import { ConfigError } from "../home/errors.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { addAgentCommands } from "./agent.ts";
@@ -128,6 +128,17 @@ function buildProgram(io: CliIo, state: CommandState, json = false): Command {
     .helpOption("-h, --help", "show help for a command")
     .helpCommand("help [command]", "show help for a command")
     .exitOverride()
+    .configureHelp({
+      // A repeatable option starts as an empty list: "(default: [])" would tell the user nothing.
+      optionDescription(option) {
+        const { defaultValue } = option;
+        const empty = Array.isArray(defaultValue) && defaultValue.length === 0;
+        const shown = empty
+          ? Object.assign(Object.create(option), { defaultValue: undefined })
+          : option;
+        return Help.prototype.optionDescription.call(this, shown);
+      },
+    })
     .configureOutput({
       writeOut: io.out,
       writeErr: io.err,

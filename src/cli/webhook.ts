@@ -147,7 +147,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--events <list>", "comma-separated event names to accept, any case (default: all)")
     .option("--description <text>", "free text")
     .option("--skills <list>", "comma-separated skills loaded for the run")
-    .option("--deliver <target>", `where the answer goes: ${DELIVERY_TARGETS.join(", ")}`)
+    .option(
+      "--deliver <target>",
+      `where the answer goes: ${DELIVERY_TARGETS.join(", ")} (default: log)`,
+    )
     .option("--deliver-chat-id <id>", "chat id at the target (telegram, discord, slack)")
     .option(
       "--deliver-extra <key=value>",
@@ -354,7 +357,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     )
     .option(
       "--timeout <seconds>",
-      `how long to wait for the gateway's answer (default ${TEST_TIMEOUT_MS / 1000})`,
+      `how long to wait for the gateway's answer (default: ${TEST_TIMEOUT_MS / 1000})`,
     )
     .option("--json", "print one JSON document").action(async (rawName, options) => {
       const { config, settings } = load(io);

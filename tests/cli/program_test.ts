@@ -169,3 +169,15 @@ Deno.test("the README's `deno task agent -- <command> --option` form works: the 
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /Usage: agent mcp/);
 });
+
+Deno.test("help of a repeatable option shows no `(default: [])`; webhook subscribe names --deliver's default", async () => {
+  await using h = await tempHome();
+  for (const command of [["webhook", "subscribe"], ["mcp", "add"]]) {
+    const result = await cli(h.home, [...command, "--help"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stdout, /default: \[\]/, command.join(" "));
+  }
+  const subscribe = await cli(h.home, ["webhook", "subscribe", "--help"]);
+  assert.match(subscribe.stdout, /\(repeatable\)\n/);
+  assert.match(subscribe.stdout.replace(/\s+/g, " "), /gitlab_comment \(default: log\)/);
+});
