@@ -176,10 +176,11 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const deliver = (options.deliver ?? "log").trim().toLowerCase();
       if (!(DELIVERY_TARGETS as readonly string[]).includes(deliver)) {
+        const meant = closestKey(deliver, DELIVERY_TARGETS);
         throw new UsageError(
-          `unknown --deliver target '${options.deliver}'; use one of ${
-            DELIVERY_TARGETS.join(", ")
-          }`,
+          `unknown --deliver target '${options.deliver}'` +
+            (meant ? ` (did you mean '${meant}'?)` : "") +
+            `; use one of ${DELIVERY_TARGETS.join(", ")}`,
         );
       }
       if (options.deliverOnly && deliver === "log") {

@@ -247,10 +247,10 @@ export function routeFromRaw(
   };
   const deliver = text("deliver", "log").trim().toLowerCase() || "log";
   if (!(DELIVERY_TARGETS as readonly string[]).includes(deliver)) {
+    const meant = closestKey(deliver, DELIVERY_TARGETS);
     problems.push(
-      `${where}.deliver: unknown delivery target '${deliver}' (use one of ${
-        DELIVERY_TARGETS.join(", ")
-      })`,
+      `${where}.deliver: unknown delivery target '${deliver}' (` +
+        (meant ? `did you mean '${meant}'? ` : "") + `use one of ${DELIVERY_TARGETS.join(", ")})`,
     );
   }
   const extra = raw.deliver_extra;

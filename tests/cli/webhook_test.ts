@@ -61,7 +61,11 @@ Deno.test("subscribe refuses bad names, unknown targets, --deliver-only with log
     [["webhook", "subscribe", "../x"], /invalid subscription name/],
     [["webhook", "subscribe", "_x"], /invalid subscription name/],
     [["webhook", "subscribe", "a".repeat(65)], /invalid subscription name/],
-    [["webhook", "subscribe", "x", "--deliver", "email"], /unknown --deliver target 'email'/],
+    [["webhook", "subscribe", "x", "--deliver", "email"], /unknown --deliver target 'email'; use/],
+    [
+      ["webhook", "subscribe", "x", "--deliver", "github"],
+      /unknown --deliver target 'github' \(did you mean 'github_comment'\?\); use one of log, /,
+    ],
     [["webhook", "subscribe", "x", "--deliver-only"], /'log' is not one/],
     [["webhook", "subscribe", "x", "--deliver-only", "--deliver", "log"], /'log' is not one/],
     [["webhook", "subscribe", "x", "--script", "../evil.sh"], /inside <home>\/scripts/],

@@ -935,6 +935,15 @@ Deno.test("readWebhookSettings: invalid static routes are left out and listed wi
   assert.equal(settings.port, WEBHOOK_DEFAULTS.port);
 });
 
+Deno.test("readWebhookSettings: a misspelt static route target names the one likely meant", () => {
+  const settings = settingsOf(extraYaml("routes:", "  a:", "    deliver: telegrm"));
+  assert.equal(settings.routeProblems.length, 1);
+  assert.match(
+    settings.routeProblems[0],
+    /deliver: unknown delivery target 'telegrm' \(did you mean 'telegram'\? use one of log, /,
+  );
+});
+
 Deno.test("readWebhookSettings: route switches take yes/no, on/off and 1/0 like every other switch", () => {
   const settings = settingsOf(extraYaml(
     "routes:",
