@@ -92,12 +92,14 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
         }
         if (error instanceof GatewayBusyError) throw new CliError(error.message);
         if (error instanceof Deno.errors.AddrInUse) {
+          // Not by this home's gateway: its lock was taken before the bind.
           throw new CliError(
-            `port ${settings.port} is in use: another gateway may be running. Set ` +
-              `platforms.webhook.extra.port (or WEBHOOK_PORT) to a free port`,
+            `${settings.host ? `${settings.host} ` : ""}port ${settings.port} is in use by ` +
+              "another program (perhaps a gateway of another home). Fix: stop it, or " +
+              `${portFix(config)} to a free port`,
           );
         }
-        const bindProblem = bindError(error, settings, config.paths.config);
+        const bindProblem = bindError(error, settings, config);
         if (bindProblem) throw bindProblem;
         throw error;
       }
@@ -177,15 +179,16 @@ function prepareRun(io: CliIo): {
 function bindError(
   error: unknown,
   settings: { host?: string; port: number },
-  file: string,
+  config: ResolvedConfig,
 ): CliError | undefined {
+  const file = config.paths.config;
   const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
   const where = `${settings.host ?? "every interface"} port ${settings.port}`;
   const failure = bindFailure(error, settings.host);
   if (failure === "denied") {
     return new CliError(
-      `cannot listen on ${where}: ${message}. Ports below 1024 need privileges: set ` +
-        `platforms.webhook.extra.port (or WEBHOOK_PORT) in ${file} to 1024 or above`,
+      `cannot listen on ${where}: ${message}. Ports below 1024 need privileges: ` +
+        `${portFix(config)} to 1024 or above`,
     );
   }
   if (failure === "not_local") {
@@ -195,6 +198,19 @@ function bindError(
     );
   }
   return undefined;
+}
+
+/**
+ * How to change the gateway's port, where its value comes from: `WEBHOOK_PORT` (in `.env` or the
+ * environment) overrides `platforms.webhook.extra.port`, so changing the key alone would not do.
+ */
+function portFix(config: ResolvedConfig): string {
+  if (config.secrets.get("WEBHOOK_PORT")?.trim()) {
+    return config.secrets.source("WEBHOOK_PORT") === ".env"
+      ? `set WEBHOOK_PORT in ${config.paths.dotenv} (it overrides platforms.webhook.extra.port)`
+      : "set WEBHOOK_PORT in the environment (it overrides platforms.webhook.extra.port)";
+  }
+  return `set platforms.webhook.extra.port in ${config.paths.config}`;
 }
 
 /** Writes the starter `config.yaml` on a fresh home; true when it did. */

@@ -178,14 +178,43 @@ Deno.test("gateway without a model: direct delivery works, an agent run delivers
   }
 });
 
-Deno.test("gateway run on a port in use fails with a message naming the port setting", async () => {
+Deno.test("gateway run on a port in use fails with a message naming the setting that gave the port", async () => {
   await using h = await tempHome();
   const listener = Deno.listen({ hostname: "::", port: 0 });
+  const inUse = (where: string) =>
+    `is in use by another program (perhaps a gateway of another home). Fix: stop it, or ${where} ` +
+    "to a free port";
+  const overrides = "(it overrides platforms.webhook.extra.port)";
+  const lastLine = (stderr: string) => stderr.trimEnd().split("\n").at(-1);
   try {
     const port = (listener.addr as Deno.NetAddr).port;
-    const result = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_PORT: String(port) } });
-    assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`port ${port} is in use.*WEBHOOK_PORT`));
+    const fromEnv = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_PORT: String(port) } });
+    assert.equal(fromEnv.code, 1);
+    assert.equal(
+      lastLine(fromEnv.stderr),
+      `agent: port ${port} ${inUse(`set WEBHOOK_PORT in the environment ${overrides}`)}`,
+    );
+    // WEBHOOK_PORT in .env: changing extra.port in config.yaml would not help.
+    const dotenv = join(h.home, ".env");
+    Deno.writeTextFileSync(dotenv, `WEBHOOK_PORT=${port}\n`);
+    const fromDotenv = await cli(h.home, ["gateway", "run"]);
+    assert.equal(fromDotenv.code, 1);
+    assert.equal(
+      lastLine(fromDotenv.stderr),
+      `agent: port ${port} ${inUse(`set WEBHOOK_PORT in ${dotenv} ${overrides}`)}`,
+    );
+    Deno.writeTextFileSync(dotenv, "");
+    const config = join(h.home, "config.yaml");
+    Deno.writeTextFileSync(
+      config,
+      `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n`,
+    );
+    const fromConfig = await cli(h.home, ["gateway", "run"]);
+    assert.equal(fromConfig.code, 1);
+    assert.equal(
+      lastLine(fromConfig.stderr),
+      `agent: 127.0.0.1 port ${port} ${inUse(`set platforms.webhook.extra.port in ${config}`)}`,
+    );
   } finally {
     listener.close();
   }
