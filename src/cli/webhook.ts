@@ -414,9 +414,16 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         );
       }
       const secret = route.secret ?? settings.secret;
-      if (!secret) {
+      // INSECURE_NO_AUTH on a loopback host: the gateway takes such a route's events unsigned.
+      if (!secret && !acceptsUnsigned(settings)) {
         throw new CliError(
-          `route '${name}' has no secret and no global secret is set (WEBHOOK_SECRET)`,
+          `route '${name}' has no secret of its own and no global secret is set, so the ` +
+            "gateway answers it 403. Fix: " +
+            (route.source === "static"
+              ? "give it a `secret:` in config.yaml, or "
+              : `subscribe it again (\`agent webhook subscribe ${name} …\` generates one), or `) +
+            "set a global secret with `agent gateway setup --generate-secret`; then restart the " +
+            "gateway",
         );
       }
       const body = stringifyJsonExact(payload);
@@ -435,7 +442,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           method: "POST",
           headers: {
             "content-type": "application/json",
-            "x-hub-signature-256": githubSignature(secret, body),
+            ...(secret ? { "x-hub-signature-256": githubSignature(secret, body) } : {}),
             "x-github-event": event,
             "x-github-delivery": deliveryId,
           },

@@ -267,6 +267,37 @@ Deno.test("gateway run on a home set up before generates no global secret: a sta
     });
     assert.equal(response.status, 403);
     assert.deepEqual(await response.json(), { error: "no secret is configured for this route" });
+    // `webhook test` says so too, with the same fix.
+    const tested = await cli(h.home, ["webhook", "test", "bare"], {
+      env: { WEBHOOK_PORT: String(port) },
+    });
+    assert.equal(tested.code, 1, tested.stderr);
+    assert.equal(
+      tested.stderr,
+      "agent: route 'bare' has no secret of its own and no global secret is set, so the gateway " +
+        "answers it 403. Fix: give it a `secret:` in config.yaml, or set a global secret with " +
+        "`agent gateway setup --generate-secret`; then restart the gateway\n",
+    );
+  } finally {
+    const end = await gateway.stop();
+    assert.equal(end.code, 0, end.stderr);
+  }
+});
+
+Deno.test("webhook test of a route without a secret sends it unsigned when INSECURE_NO_AUTH applies (host 127.0.0.1)", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n" +
+      "      routes:\n        bare:\n          deliver: log\n",
+  );
+  const env = { WEBHOOK_PORT: String(freePort()), INSECURE_NO_AUTH: "true" };
+  const gateway = await startGateway(h.home, env);
+  try {
+    const tested = await cli(h.home, ["webhook", "test", "bare"], { env });
+    assert.equal(tested.code, 0, tested.stderr);
+    assert.match(tested.stdout, /^HTTP 202$/m);
+    assert.match(tested.stdout, /"status":"accepted","route":"bare","event":"test"/);
   } finally {
     const end = await gateway.stop();
     assert.equal(end.code, 0, end.stderr);
