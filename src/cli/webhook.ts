@@ -198,7 +198,15 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         if (checked.warning) warnings.push(checked.warning);
       }
       const skills = options.skills ? splitList(options.skills) : [];
-      warnings.push(...checkSkills(config.paths.skills, skills));
+      const missingSkills = checkSkills(config.paths.skills, skills);
+      if (options.deliverOnly && skills.length > 0) {
+        warnings.push(
+          "--skills: a --deliver-only route has no agent run, so its skills are never loaded; " +
+            "leave --skills out",
+        );
+      } else {
+        warnings.push(...missingSkills);
+      }
       const givenSecret = options.secret?.trim();
       if (givenSecret !== undefined) {
         if (givenSecret === "") {

@@ -1,6 +1,6 @@
 /**
- * The notes `agent webhook test` prints around the gateway's answer: the warning that a
- * deliver-only route sends a real message comes only when the route takes the test's event.
+ * What `agent webhook` says about deliver-only routes: `test` warns that a real message is sent
+ * only when the route takes the test's event; `subscribe` warns that skills are never loaded.
  */
 import assert from "node:assert/strict";
 import { cli, tempHome } from "./_helpers.ts";
@@ -41,4 +41,24 @@ Deno.test("test of a deliver-only route: the real-message note only when the rou
     "note: 'direct' delivers directly (deliver_only): this test sends a real message to slack, " +
       "rendered from the test payload\n",
   );
+});
+
+Deno.test("subscribe --deliver-only --skills warns that the skills are never loaded (no agent run)", async () => {
+  await using h = await tempHome();
+  const env = { SLACK_BOT_TOKEN: "xoxb-test", WEBHOOK_ENABLED: "true" };
+  const args = ["--deliver", "slack", "--deliver-chat-id", "C0123456789", "--skills", "triage"];
+  const direct = await cli(h.home, ["webhook", "subscribe", "direct", ...args, "--deliver-only"], {
+    env,
+  });
+  assert.equal(direct.code, 0, direct.stderr);
+  assert.equal(
+    direct.stderr,
+    "warning: --skills: a --deliver-only route has no agent run, so its skills are never " +
+      "loaded; leave --skills out\n",
+  );
+  // With an agent run, a skill not there yet is what is warned about.
+  const run = await cli(h.home, ["webhook", "subscribe", "run", ...args], { env });
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /^warning: skill 'triage' not found/);
+  assert.doesNotMatch(run.stderr, /never loaded/);
 });
