@@ -17,6 +17,7 @@ import { generateSecret } from "../webhook/routes.ts";
 import {
   acceptsUnsigned,
   bindFailure,
+  dotenvLineOf,
   readWebhookSettings,
   WEBHOOK_DEFAULTS,
   webhookBaseUrl,
@@ -157,6 +158,7 @@ function prepareRun(io: CliIo): {
   }
   if (!settings.enabled) {
     // Before anything is written to .env: a gateway that does not start changes nothing.
+    if (settings.enabledBy === "WEBHOOK_ENABLED") throw disabledByVariable(config);
     const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
     throw new CliError(
       `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
@@ -169,6 +171,28 @@ function prepareRun(io: CliIo): {
     settings = readWebhookSettings(config);
   }
   return { config, settings, level };
+}
+
+/**
+ * The platform is off because `WEBHOOK_ENABLED` says so: it overrides the key of `config.yaml`,
+ * so the fix is where the variable is set.
+ */
+function disabledByVariable(config: ResolvedConfig): CliError {
+  const value = config.secrets.get("WEBHOOK_ENABLED")?.trim();
+  const overrides = "which overrides platforms.webhook.enabled of config.yaml";
+  if (config.secrets.source("WEBHOOK_ENABLED") === ".env") {
+    const text = readTextIfExists(config.paths.dotenv);
+    const line = text === undefined ? undefined : dotenvLineOf(text, "WEBHOOK_ENABLED");
+    const where = `${config.paths.dotenv}${line === undefined ? "" : `:${line}`}`;
+    return new CliError(
+      `the webhook platform is disabled by WEBHOOK_ENABLED=${value} in ${where}, ${overrides}. ` +
+        "Fix: set WEBHOOK_ENABLED=true there, or delete that line",
+    );
+  }
+  return new CliError(
+    `the webhook platform is disabled by WEBHOOK_ENABLED=${value} in the environment, ` +
+      `${overrides}. Fix: unset WEBHOOK_ENABLED (\`unset WEBHOOK_ENABLED\`), or set it to true`,
+  );
 }
 
 /**

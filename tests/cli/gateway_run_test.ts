@@ -147,3 +147,28 @@ Deno.test("gateway run that cannot start names the misspelled keys that may be w
   assert.match(lines[1], /^agent: .*key platforms\.webhook\.extra\.port.*expected a port number/);
   assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
 });
+
+Deno.test("gateway run disabled by WEBHOOK_ENABLED says where that variable is set, not to edit config.yaml", async () => {
+  await using h = await tempHome();
+  const config = join(h.home, "config.yaml");
+  Deno.writeTextFileSync(config, "platforms:\n  webhook:\n    enabled: true\n");
+  const dotenv = join(h.home, ".env");
+  Deno.writeTextFileSync(dotenv, "# switches\nWEBHOOK_ENABLED=no\n");
+  const fromDotenv = await cli(h.home, ["gateway", "run"]);
+  assert.equal(fromDotenv.code, 1, fromDotenv.stderr);
+  assert.equal(
+    fromDotenv.stderr,
+    `agent: the webhook platform is disabled by WEBHOOK_ENABLED=no in ${dotenv}:2, which ` +
+      "overrides platforms.webhook.enabled of config.yaml. Fix: set WEBHOOK_ENABLED=true there, " +
+      "or delete that line\n",
+  );
+  Deno.writeTextFileSync(dotenv, "");
+  const fromEnv = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_ENABLED: "false" } });
+  assert.equal(fromEnv.code, 1, fromEnv.stderr);
+  assert.equal(
+    fromEnv.stderr,
+    "agent: the webhook platform is disabled by WEBHOOK_ENABLED=false in the environment, which " +
+      "overrides platforms.webhook.enabled of config.yaml. Fix: unset WEBHOOK_ENABLED " +
+      "(`unset WEBHOOK_ENABLED`), or set it to true\n",
+  );
+});
