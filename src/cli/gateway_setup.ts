@@ -365,6 +365,8 @@ interface SetupReport {
   host: string | null;
   base_url: string;
   secret: "kept" | "generated" | "set" | "moved to .env" | "none";
+  /** The files written: `config.yaml`, and `.env` when a value there was set. */
+  written: string[];
   warnings: string[];
 }
 
@@ -452,7 +454,8 @@ function applyChoices(
     const problem = listenProblem(after, asked);
     if (problem) warnings.push(problem);
   }
-  return report(config, after, secretOutcome, warnings);
+  const written = [paths.config, ...(Object.keys(dotenv).length > 0 ? [paths.dotenv] : [])];
+  return report(config, after, secretOutcome, written, warnings);
 }
 
 /**
@@ -704,6 +707,7 @@ function report(
   config: ResolvedConfig,
   after: WebhookSettings,
   secret: SetupReport["secret"],
+  written: string[],
   warnings: string[],
 ): SetupReport {
   return {
@@ -714,6 +718,7 @@ function report(
     host: after.host ?? null,
     base_url: webhookBaseUrl(after),
     secret,
+    written,
     warnings,
   };
 }
@@ -791,11 +796,8 @@ function withChanges(
 }
 
 function printReport(io: CliIo, report: SetupReport): void {
-  io.out(
-    `Wrote ${report.config}${
-      report.secret === "kept" || report.secret === "none" ? "" : ` and ${report.dotenv}`
-    }.\n`,
-  );
+  // .env is written for WEBHOOK_ENABLED / WEBHOOK_PORT there too, not only for the secret.
+  io.out(`Wrote ${report.written.join(" and ")}.\n`);
   io.out(`  webhooks: ${report.enabled ? "enabled" : "disabled"}\n`);
   io.out(
     `  listens:  ${report.host ?? "every interface, IPv4 and IPv6"}, port ${report.port}\n`,

@@ -130,3 +130,29 @@ Deno.test("setup --secret refuses a whsec_ secret that is not base64", async () 
   ]);
   assert.equal(ok.code, 0, ok.stderr);
 });
+
+Deno.test("setup that rewrites WEBHOOK_ENABLED or WEBHOOK_PORT in .env says it wrote .env too", async () => {
+  await using h = await tempHome();
+  const dotenv = dotenvPath(h.home);
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: true\n");
+  Deno.writeTextFileSync(dotenv, "WEBHOOK_ENABLED=no\nWEBHOOK_SECRET=a-global-secret-0123456789\n");
+  const run = await cli(h.home, ["gateway", "setup", "--enable"]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stdout.split("\n")[0], `Wrote ${h.config} and ${dotenv}.`);
+  assert.match(run.stdout, /^ {2}secret: {3}unchanged$/m);
+  assert.equal(parse(Deno.readTextFileSync(dotenv)).WEBHOOK_ENABLED, "true");
+  const json = parseOneJson(
+    (await cli(h.home, ["gateway", "setup", "--port", "9200", "--json"]))
+      .stdout,
+  );
+  assert.deepEqual(json.written, [h.config, dotenv]);
+  // Nothing for .env: only config.yaml is named.
+  Deno.writeTextFileSync(dotenv, "WEBHOOK_SECRET=a-global-secret-0123456789\n");
+  const plain = await cli(h.home, ["gateway", "setup", "--port", "9300"]);
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.equal(plain.stdout.split("\n")[0], `Wrote ${h.config}.`);
+  assert.deepEqual(
+    parseOneJson((await cli(h.home, ["gateway", "setup", "--json"])).stdout).written,
+    [h.config],
+  );
+});

@@ -81,6 +81,7 @@ Deno.test("setup --json from flags keeps the file's comments and other keys", as
     host: "127.0.0.1",
     base_url: "http://127.0.0.1:9001",
     secret: "set",
+    written: [h.config, join(h.home, ".env")],
     warnings: [],
   });
   const text = Deno.readTextFileSync(h.config);
