@@ -13,40 +13,18 @@ import { setDotenvValues } from "../home/dotenv_edit.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { STOP_GRACE_MS } from "../gateway/worker.ts";
+import { STARTER_CONFIG, STARTER_PORT } from "../gateway/starter_config.ts";
 import { generateSecret } from "../webhook/routes.ts";
 import {
   acceptsUnsigned,
   bindFailure,
   dotenvLineOf,
   readWebhookSettings,
-  WEBHOOK_DEFAULTS,
   webhookBaseUrl,
   type WebhookSettings,
 } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
 import { CliError, type CliIo, warnAboutUnknownKeys } from "./io.ts";
-
-/** The port the starter config.yaml sets (the listener's default). */
-const STARTER_PORT = WEBHOOK_DEFAULTS.port;
-
-const STARTER_CONFIG = `# agent configuration (created by \`agent gateway run\` on a fresh home).
-# Reference: the README of the agent repository.
-
-platforms:
-  webhook:
-    # The webhook listener of the gateway. WEBHOOK_ENABLED / WEBHOOK_PORT / WEBHOOK_SECRET in .env
-    # (or the environment) override these keys one by one.
-    enabled: true
-    extra:
-      port: ${STARTER_PORT}
-      # host: 127.0.0.1   # leave out to listen on every interface, IPv4 and IPv6
-      # The global secret is WEBHOOK_SECRET in .env; subscriptions have their own.
-
-# The model agent runs use (OpenAI-compatible chat completions):
-# model:
-#   default: gpt-4.1-mini
-#   provider: openai        # key: OPENAI_API_KEY in .env
-`;
 
 /** Adds `gateway run` and `gateway setup` to `program`. */
 export function addGatewayCommands(program: Command, io: CliIo): void {

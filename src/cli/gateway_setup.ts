@@ -1,7 +1,9 @@
 /**
  * `agent gateway setup`: enables the webhook listener, chooses its port and bind address, and
  * sets the global secret. Asks at a terminal (explaining who can reach the listener); runs from
- * flags otherwise. Writes `config.yaml` (comments kept) and `WEBHOOK_SECRET` in `.env`.
+ * flags otherwise. Writes `config.yaml` (comments kept) and `WEBHOOK_SECRET` in `.env`. On a fresh
+ * `<home>` (no `config.yaml`), the file starts from the commented starter `agent gateway run`
+ * writes, with the choices applied to it.
  *
  * @module
  */
@@ -15,6 +17,7 @@ import { copyMergedSections, editConfigFile, fillNullSection } from "../home/con
 import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
 import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
+import { STARTER_CONFIG } from "../gateway/starter_config.ts";
 import { checkSecret as checkSecretRule, generateSecret } from "../webhook/routes.ts";
 import {
   bindFailure,
@@ -96,7 +99,8 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
         "their current value (as the gateway reads it: config.yaml, .env, the environment),\n" +
         "the listener is enabled unless config.yaml, .env or the environment disables it, and\n" +
         "a global secret is generated when there is none.\n" +
-        "It writes platforms.webhook in config.yaml (comments kept) and WEBHOOK_SECRET in .env.\n" +
+        "It writes platforms.webhook in config.yaml (comments kept) and WEBHOOK_SECRET in .env;\n" +
+        "on a fresh home, config.yaml starts from the commented starter `gateway run` writes.\n" +
         "Restart a running gateway afterwards.\n\n" +
         "Examples:\n" +
         "  agent gateway setup\n" +
@@ -435,7 +439,10 @@ function applyChoices(
     }
   }
   refuseSharedAnchors(config.source);
-  const edited = config.source.document.clone();
+  // A fresh home's config.yaml is the starter with the choices applied (see writeSetupConfig).
+  const edited = readTextIfExists(paths.config) === undefined
+    ? ConfigSource.parse(paths.config, STARTER_CONFIG).document
+    : config.source.document.clone();
   warnings.push(...editWebhookSection(edited, choices, dotenv));
   const after = readWebhookSettings({
     ...withChanges(config, io, dotenv),
@@ -572,7 +579,7 @@ export interface SetupWrites {
  */
 export function writeSetupFiles(
   writes: SetupWrites,
-  writers: SetupWriters = { dotenv: setDotenvValues, config: editConfigFile },
+  writers: SetupWriters = { dotenv: setDotenvValues, config: writeSetupConfig },
 ): void {
   const { config, dotenv, dotenvValues } = writes;
   const wizard = writes.asked === "wizard";
@@ -628,6 +635,14 @@ export function writeSetupFiles(
         again,
     );
   }
+}
+
+/**
+ * Edits `config.yaml` keeping its comments; a missing one starts from the commented starter
+ * `agent gateway run` writes, so a home set up first by either command gets the same file.
+ */
+function writeSetupConfig(file: string, edit: (document: Document) => void): void {
+  editConfigFile(file, edit, { whenMissing: STARTER_CONFIG });
 }
 
 /** Why an atomic write of `file` (temp file beside its target, then rename) would fail, if so. */

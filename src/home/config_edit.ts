@@ -27,7 +27,9 @@ export const NEW_CONFIG_HEADER =
 /**
  * Applies `edit` to the YAML document of `file` and writes it back atomically (mode 0600), under
  * the edit lock of its folder ({@linkcode withEditLock}), so that two commands editing it at once (`agent
- * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created. A file that does not parse is left untouched and the
+ * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created:
+ * `edit` applies to `options.whenMissing` (default {@linkcode NEW_CONFIG_HEADER}), so a command
+ * can start a new file from a commented starter. A file that does not parse is left untouched and the
  * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown. The file keeps its
  * line ends: when its lines end in CRLF, every line written does. Inline comments keep the blanks
  * before them, and stay at their column on a line whose value changed when it leaves room.
@@ -45,19 +47,33 @@ export const NEW_CONFIG_HEADER =
  * Deno.writeTextFileSync(file, "# mine\r\nmodel: {}\r\n");
  * editConfigFile(file, (doc) => doc.setIn(["model", "default"], "gpt-4o"));
  * assert.equal(Deno.readTextFileSync(file), "# mine\r\nmodel: {default: gpt-4o}\r\n");
+ * const fresh = `${dir}/new.yaml`;
+ * const starter = "# the port:\nport: 1 # any\n";
+ * editConfigFile(fresh, (doc) => doc.set("port", 2), { whenMissing: starter });
+ * assert.equal(Deno.readTextFileSync(fresh), "# the port:\nport: 2 # any\n");
  * ```
  */
 export function editConfigFile(
   file: string,
   edit: (document: Document, source: ConfigSource) => void,
+  options: EditOptions = {},
 ): void {
-  withEditLock(file, () =>
-    rewrite(file, (text, source) => {
-      const document = parseDocument(text);
-      keepCommentLevels(text, document);
-      edit(document, source);
-      return print(text, document);
-    }));
+  withEditLock(
+    file,
+    () =>
+      rewrite(file, options.whenMissing ?? NEW_CONFIG_HEADER, (text, source) => {
+        const document = parseDocument(text);
+        keepCommentLevels(text, document);
+        edit(document, source);
+        return print(text, document);
+      }),
+  );
+}
+
+/** Options of {@linkcode editConfigFile}. */
+export interface EditOptions {
+  /** The text a missing file starts from; default {@linkcode NEW_CONFIG_HEADER}. */
+  whenMissing?: string;
 }
 
 /**
@@ -80,7 +96,7 @@ export function editConfigFile(
 export function removeConfigEntry(file: string, path: readonly string[]): boolean {
   let removed = false;
   withEditLock(file, () =>
-    rewrite(file, (text, source) => {
+    rewrite(file, NEW_CONFIG_HEADER, (text, source) => {
       const document = parseDocument(text);
       keepCommentLevels(text, document);
       const parent = path.length === 1
@@ -102,18 +118,18 @@ export function removeConfigEntry(file: string, path: readonly string[]): boolea
 }
 
 /**
- * Reads `file` (missing: {@linkcode NEW_CONFIG_HEADER}), refuses a broken one, lets `change` make
- * the new text from the text with LF line ends, and writes it atomically (mode 0600) with the
- * file's line ends: a file whose lines end in CRLF stays CRLF. `change` returning `undefined`
- * writes nothing.
+ * Reads `file` (missing: `whenMissing`), refuses a broken one, lets `change` make the new text
+ * from the text with LF line ends, and writes it atomically (mode 0600) with the file's line
+ * ends: a file whose lines end in CRLF stays CRLF. `change` returning `undefined` writes nothing.
  */
 function rewrite(
   file: string,
+  whenMissing: string,
   change: (text: string, source: ConfigSource) => string | undefined,
 ): void {
   const original = readTextIfExists(file);
   const source = ConfigSource.parse(file, original ?? ""); // refuse to edit a broken file
-  const text = (original ?? NEW_CONFIG_HEADER).replaceAll("\r\n", "\n");
+  const text = (original ?? whenMissing).replaceAll("\r\n", "\n");
   const changed = change(text, source);
   if (changed === undefined) return;
   const crlf = original !== undefined && /\r\n/.test(original);

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "dotenv";
 import { listenProblemText } from "../../src/cli/gateway_setup.ts";
+import { STARTER_CONFIG } from "../../src/gateway/starter_config.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { readWebhookSettings } from "../../src/webhook/settings.ts";
 import { cli, CTRL_C, parseOneJson, scriptedPrompter, tempHome } from "./_helpers.ts";
@@ -55,6 +56,42 @@ Deno.test("setup without a terminal or flags: enables on 8644, generates a secre
   assert.match(run.stdout, /agent gateway run/);
   assert.ok(!run.stdout.includes(secret), "the secret is not printed");
   assert.equal(run.stderr, "");
+});
+
+Deno.test("setup on a fresh home writes the commented starter of gateway run, with the choices applied; an existing file is only edited", async () => {
+  await using h = await tempHome();
+  // The defaults are the starter's values: the file is the starter, byte for byte.
+  const defaults = await cli(h.home, ["gateway", "setup"]);
+  assert.equal(defaults.code, 0, defaults.stderr);
+  assert.equal(Deno.readTextFileSync(h.config), STARTER_CONFIG);
+  assert.equal(mode(h.config), 0o600);
+
+  Deno.removeSync(h.config);
+  const chosen = await cli(h.home, ["gateway", "setup", "--port", "9100", "--host", "127.0.0.1"]);
+  assert.equal(chosen.code, 0, chosen.stderr);
+  const port = "      port: 8644\n";
+  assert.ok(STARTER_CONFIG.includes(port));
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    STARTER_CONFIG.replace(port, "      port: 9100\n      host: 127.0.0.1\n"),
+  );
+
+  Deno.removeSync(h.config);
+  const off = await cli(h.home, ["gateway", "setup", "--disable"]);
+  assert.equal(off.code, 0, off.stderr);
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    STARTER_CONFIG.replace("    enabled: true\n", "    enabled: false\n"),
+  );
+
+  // Not fresh: an existing file, even an empty one, gets the choices and nothing else.
+  Deno.writeTextFileSync(h.config, "");
+  const empty = await cli(h.home, ["gateway", "setup", "--enable"]);
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 8644\n",
+  );
 });
 
 Deno.test("setup --json from flags keeps the file's comments and other keys", async () => {
@@ -356,6 +393,11 @@ Deno.test("wizard: an address of another machine is asked again; Enter keeps a l
   assert.deepEqual(
     [settingsOf(h.home).enabled, settingsOf(h.home).port, settingsOf(h.home).host],
     [true, 8651, "127.0.0.1"],
+  );
+  // A fresh home: the answers are applied to the commented starter, as with flags.
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    STARTER_CONFIG.replace("      port: 8644\n", "      port: 8651\n      host: 127.0.0.1\n"),
   );
 
   // Turned off on purpose: Enter at the first question keeps it off, and asks nothing more.

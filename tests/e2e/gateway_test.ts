@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { STARTER_CONFIG } from "../../src/gateway/starter_config.ts";
 import { githubSignature } from "../../src/webhook/signatures.ts";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
@@ -29,6 +30,8 @@ Deno.test("gateway: fresh home, health on both stacks, agent run and direct deli
       gateway.stdout(),
     );
     assert.match(gateway.stdout(), /WEBHOOK_SECRET/);
+    // The same commented starter a fresh `agent gateway setup` starts from.
+    assert.equal(Deno.readTextFileSync(join(h.home, "config.yaml")), STARTER_CONFIG);
     for (const host of ["127.0.0.1", "[::1]"]) {
       const health = await fetch(`http://${host}:${port}/health`);
       assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" }, host);
@@ -194,17 +197,24 @@ Deno.test("gateway run on a port in use fails with a message naming the setting 
       lastLine(fromEnv.stderr),
       `agent: port ${port} ${inUse(`set WEBHOOK_PORT in the environment ${overrides}`)}`,
     );
-    // WEBHOOK_PORT in .env: changing extra.port in config.yaml would not help.
+    // A fresh home is set up before the bind: the files it says it created are kept (the fix may
+    // be the port key of that config.yaml), and the next start does not set the home up again.
+    const config = join(h.home, "config.yaml");
     const dotenv = join(h.home, ".env");
+    assert.ok(fromEnv.stdout.startsWith(`Created ${config} (`), fromEnv.stdout);
+    assert.ok(fromEnv.stdout.includes(`WEBHOOK_SECRET in ${dotenv}.\n`), fromEnv.stdout);
+    assert.equal(Deno.readTextFileSync(config), STARTER_CONFIG);
+    assert.match(Deno.readTextFileSync(dotenv), /^WEBHOOK_SECRET=[A-Za-z0-9_-]{43}\n$/);
+    // WEBHOOK_PORT in .env: changing extra.port in config.yaml would not help.
     Deno.writeTextFileSync(dotenv, `WEBHOOK_PORT=${port}\n`);
     const fromDotenv = await cli(h.home, ["gateway", "run"]);
     assert.equal(fromDotenv.code, 1);
+    assert.doesNotMatch(fromDotenv.stdout, /Created|Generated/);
     assert.equal(
       lastLine(fromDotenv.stderr),
       `agent: port ${port} ${inUse(`set WEBHOOK_PORT in ${dotenv} ${overrides}`)}`,
     );
     Deno.writeTextFileSync(dotenv, "");
-    const config = join(h.home, "config.yaml");
     Deno.writeTextFileSync(
       config,
       `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${port}\n`,
