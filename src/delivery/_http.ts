@@ -39,6 +39,8 @@ export interface ApiNames {
   baseKey: string;
   /** The `.env` variable of the token, e.g. `TELEGRAM_BOT_TOKEN`. */
   tokenVariable: string;
+  /** The `.env` file the token is set in. */
+  dotenv: string;
 }
 
 /** Sends `request` as JSON; answers with the response or a failure. Never follows redirects. */
@@ -116,7 +118,7 @@ export function httpFailure(
       ok: false,
       retryable: false,
       error: `${names.api} refused the token (HTTP ${status}${said}). Fix: check ` +
-        `${names.tokenVariable} in <home>/.env`,
+        `${names.tokenVariable} in ${names.dotenv}`,
     };
   }
   return {

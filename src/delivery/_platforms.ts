@@ -66,6 +66,8 @@ export interface PlatformInput {
   /** The rendered `deliver_extra` (or the fields of a resolved origin). */
   extra: Record<string, unknown>;
   secrets: { get(name: string): string | undefined };
+  /** The `.env` file the tokens and home channels are set in, named where a message says so. */
+  dotenv: string;
   /** The checked API root. */
   base: URL;
 }
@@ -87,17 +89,17 @@ const JSON_HEADERS = {
 type Built = PlatformCall | { ok: false; error: string };
 
 const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
-  telegram({ extra, secrets, base }) {
-    const token = readToken(secrets, "TELEGRAM_BOT_TOKEN", {
+  telegram({ extra, secrets, dotenv, base }) {
+    const token = readToken(secrets, dotenv, "TELEGRAM_BOT_TOKEN", {
       shape: /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/,
       looksLike:
         "a Telegram bot token (digits, ':', then letters, digits, _ and -, as @BotFather " +
         "gives it)",
     });
     if (!token.ok) return token;
-    const chat = destination(extra, secrets, "TELEGRAM_HOME_CHANNEL", checkTelegramChat);
+    const chat = destination(extra, secrets, dotenv, "TELEGRAM_HOME_CHANNEL", checkTelegramChat);
     if (!chat.ok) return chat;
-    const names = namesOf("telegram", "the Telegram Bot API", base, "TELEGRAM_BOT_TOKEN");
+    const names = namesOf("telegram", "the Telegram Bot API", base, "TELEGRAM_BOT_TOKEN", dotenv);
     // The token is part of the path (the Bot API's design); it was checked to be path-safe.
     const url = apiUrl(base, `bot${token.value}`, "sendMessage");
     return {
@@ -135,12 +137,12 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  slack({ extra, secrets, base }) {
-    const token = readToken(secrets, "SLACK_BOT_TOKEN");
+  slack({ extra, secrets, dotenv, base }) {
+    const token = readToken(secrets, dotenv, "SLACK_BOT_TOKEN");
     if (!token.ok) return token;
-    const channel = destination(extra, secrets, "SLACK_HOME_CHANNEL", checkSlackChannel);
+    const channel = destination(extra, secrets, dotenv, "SLACK_HOME_CHANNEL", checkSlackChannel);
     if (!channel.ok) return channel;
-    const names = namesOf("slack", "the Slack Web API", base, "SLACK_BOT_TOKEN");
+    const names = namesOf("slack", "the Slack Web API", base, "SLACK_BOT_TOKEN", dotenv);
     const url = apiUrl(base, "chat.postMessage");
     const headers = {
       ...JSON_HEADERS,
@@ -172,12 +174,18 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  discord({ extra, secrets, base }) {
-    const token = readToken(secrets, "DISCORD_BOT_TOKEN");
+  discord({ extra, secrets, dotenv, base }) {
+    const token = readToken(secrets, dotenv, "DISCORD_BOT_TOKEN");
     if (!token.ok) return token;
-    const channel = destination(extra, secrets, "DISCORD_HOME_CHANNEL", checkDiscordChannel);
+    const channel = destination(
+      extra,
+      secrets,
+      dotenv,
+      "DISCORD_HOME_CHANNEL",
+      checkDiscordChannel,
+    );
     if (!channel.ok) return channel;
-    const names = namesOf("discord", "the Discord API", base, "DISCORD_BOT_TOKEN");
+    const names = namesOf("discord", "the Discord API", base, "DISCORD_BOT_TOKEN", dotenv);
     const url = apiUrl(base, "channels", channel.value, "messages");
     const headers = {
       ...JSON_HEADERS,
@@ -213,14 +221,14 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  github_comment({ extra, secrets, base }) {
-    const token = readToken(secrets, "GITHUB_TOKEN");
+  github_comment({ extra, secrets, dotenv, base }) {
+    const token = readToken(secrets, dotenv, "GITHUB_TOKEN");
     if (!token.ok) return token;
     const repo = checkGithubRepo(required(extra.repo), "deliver_extra.repo");
     if (!repo.ok) return repo;
     const number = checkItemNumber(required(extra.number), "deliver_extra.number");
     if (!number.ok) return number;
-    const names = namesOf("github_comment", "the GitHub API", base, "GITHUB_TOKEN");
+    const names = namesOf("github_comment", "the GitHub API", base, "GITHUB_TOKEN", dotenv);
     const { owner, name } = repo.value;
     const url = apiUrl(base, "repos", owner, name, "issues", String(number.value), "comments");
     const headers = {
@@ -256,8 +264,8 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  gitlab_comment({ extra, secrets, base }) {
-    const token = readToken(secrets, "GITLAB_TOKEN");
+  gitlab_comment({ extra, secrets, dotenv, base }) {
+    const token = readToken(secrets, dotenv, "GITLAB_TOKEN");
     if (!token.ok) return token;
     const project = checkGitlabProject(required(extra.project), "deliver_extra.project");
     if (!project.ok) return project;
@@ -270,7 +278,7 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
         error: `deliver_extra.kind is ${JSON.stringify(kind)}; expected "issue" or "merge_request"`,
       };
     }
-    const names = namesOf("gitlab_comment", "the GitLab API", base, "GITLAB_TOKEN");
+    const names = namesOf("gitlab_comment", "the GitLab API", base, "GITLAB_TOKEN", dotenv);
     const items = kind === "issue" ? "issues" : "merge_requests";
     // A project path is one URL segment: `group/app` goes as `group%2Fapp`.
     const url = apiUrl(base, "projects", project.value, items, String(iid.value), "notes");
@@ -339,7 +347,7 @@ function slackFailure(code: string, names: ApiNames): CallFailure {
     return { ok: false, retryable: true, error: `${said}; it may work when tried again` };
   }
   const fix = SLACK_TOKEN_ERRORS.has(code)
-    ? "check SLACK_BOT_TOKEN in <home>/.env (a bot token with the chat:write scope)"
+    ? `check SLACK_BOT_TOKEN in ${names.dotenv} (a bot token with the chat:write scope)`
     : SLACK_CHANNEL_ERRORS.has(code)
     ? "check the channel (deliver_extra.chat_id or SLACK_HOME_CHANNEL) and invite the bot to it"
     : undefined;
@@ -367,17 +375,25 @@ function resetIn(headers: Headers, nowMs: number = Date.now()): number | undefin
   return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - nowMs) : undefined;
 }
 
-function namesOf(target: PlatformTarget, api: string, base: URL, tokenVariable: string): ApiNames {
+function namesOf(
+  target: PlatformTarget,
+  api: string,
+  base: URL,
+  tokenVariable: string,
+  dotenv: string,
+): ApiNames {
   return {
     api: `${api} at ${base.href.replace(/\/$/, "")}`,
     baseKey: `platforms.${target}.extra.api_base_url`,
     tokenVariable,
+    dotenv,
   };
 }
 
 /** The token of `variable`, trimmed; refused when missing or unusable in a header or path. */
 function readToken(
   secrets: PlatformInput["secrets"],
+  dotenv: string,
   variable: string,
   options: { shape?: RegExp; looksLike?: string } = {},
 ): Checked<string> {
@@ -385,7 +401,7 @@ function readToken(
   if (!token) {
     return {
       ok: false,
-      error: `${variable} is not set. Fix: add ${variable}=<token> to <home>/.env, then ` +
+      error: `${variable} is not set. Fix: add ${variable}=<token> to ${dotenv}, then ` +
         "restart the gateway",
     };
   }
@@ -393,14 +409,14 @@ function readToken(
     return {
       ok: false,
       error: `${variable} holds spaces, control or non-ASCII characters. Fix: copy the token ` +
-        `again into <home>/.env`,
+        `again into ${dotenv}`,
     };
   }
   if (options.shape && !options.shape.test(token)) {
     return {
       ok: false,
       error: `${variable} does not look like ${options.looksLike}. Fix: copy the token again ` +
-        `into <home>/.env`,
+        `into ${dotenv}`,
     };
   }
   return { ok: true, value: token };
@@ -415,6 +431,7 @@ function readToken(
 function destination(
   extra: Record<string, unknown>,
   secrets: PlatformInput["secrets"],
+  dotenv: string,
   homeVariable: string,
   check: (value: unknown, field: string) => Checked<string>,
 ): Checked<string> {
@@ -434,11 +451,11 @@ function destination(
     return check(given, "deliver_extra.chat_id");
   }
   const home = secrets.get(homeVariable)?.trim();
-  if (home) return check(home, `${homeVariable} (in <home>/.env)`);
+  if (home) return check(home, `${homeVariable} (in ${dotenv})`);
   return {
     ok: false,
     error: `no chat to send to. Fix: set deliver_extra.chat_id on the route (--deliver-chat-id) ` +
-      `or ${homeVariable} in <home>/.env`,
+      `or ${homeVariable} in ${dotenv}`,
   };
 }
 

@@ -33,6 +33,11 @@ export interface DeliveryContext {
   /** Tokens and home channels: a `SecretScope` (`<home>/.env` first, then the environment). */
   secrets: { get(name: string): string | undefined };
   /**
+   * The `.env` file of the home (`config.paths.dotenv`), named where a failure says to set or
+   * check a token or home channel. Default `<home>/.env`, literally.
+   */
+  dotenv?: string;
+  /**
    * The API root of a platform target: `platforms.<target>.extra.api_base_url`, else
    * {@linkcode defaultApiBaseUrl}.
    */
@@ -359,6 +364,7 @@ async function deliverToPlatform(
   const call = preparePlatformCall(platform, {
     extra: isRecord(extra) ? extra : {},
     secrets: context.secrets,
+    dotenv: context.dotenv ?? "<home>/.env",
     base: base.value,
   });
   if ("ok" in call) return fail(call.error);

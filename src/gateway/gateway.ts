@@ -199,6 +199,7 @@ export class Gateway {
     }
     const delivery: DeliveryContext = {
       secrets: config.secrets,
+      dotenv: config.paths.dotenv,
       apiBaseUrl: (target) =>
         config.source.string(`platforms.${target}.extra.api_base_url`)?.trim() ||
         defaultApiBaseUrl(target),

@@ -51,6 +51,7 @@ async function setup(
     env?: Record<string, string | undefined>;
     timeoutMs?: number;
     baseUrl?: string;
+    dotenv?: string;
   } = {},
 ) {
   const fake = await startFakePlatform(name, options.fake);
@@ -66,6 +67,7 @@ async function setup(
     log: (message, properties) => logs.push({ message, properties }),
     warn: (message, properties) => warnings.push({ message, properties }),
     timeoutMs: options.timeoutMs,
+    dotenv: options.dotenv,
   };
   return { fake, context, logs, warnings, env };
 }
@@ -1015,6 +1017,40 @@ Deno.test("a token the platform refuses → not retryable, names the variable (S
     else assert.match(error.error, /refused the token \(HTTP 401/, name);
     assert.equal(fake.requests.length, 1);
   }
+});
+
+Deno.test("every fix that points at .env names the home's real .env file given in the context", async () => {
+  // The gateway passes config.paths.dotenv; the messages said `<home>/.env` literally.
+  const dotenv = "/srv/agent-home/.env";
+  const errorOf = async (
+    name: FakePlatformName,
+    env: Record<string, string | undefined>,
+    extra: Record<string, unknown> = EXTRA[name],
+  ) => {
+    const { fake, context } = await setup(name, { env, dotenv });
+    await using _ = fake;
+    return failed(await deliver(request(TARGET_OF[name], "x", extra), context)).error;
+  };
+  const said = [
+    await errorOf("github", { GITHUB_TOKEN: undefined }),
+    await errorOf("github", { GITHUB_TOKEN: "ghp_abc def" }),
+    await errorOf("telegram", { TELEGRAM_BOT_TOKEN: "../../admin" }),
+    await errorOf("slack", {}, {}),
+    await errorOf("discord", { DISCORD_HOME_CHANNEL: "../../users/@me" }, {}),
+    await errorOf("gitlab", { GITLAB_TOKEN: "glpat-wrong" }),
+    await errorOf("slack", { SLACK_BOT_TOKEN: "xoxb-wrong" }),
+  ];
+  assert.deepEqual(said.map((error) => error.replace(/^.*(Fix:|DISCORD_HOME)/, "$1")), [
+    `Fix: add GITHUB_TOKEN=<token> to ${dotenv}, then restart the gateway`,
+    `Fix: copy the token again into ${dotenv}`,
+    `Fix: copy the token again into ${dotenv}`,
+    "Fix: set deliver_extra.chat_id on the route (--deliver-chat-id) or SLACK_HOME_CHANNEL in " +
+    dotenv,
+    `DISCORD_HOME_CHANNEL (in ${dotenv}) is "../../users/@me"; expected a Discord channel id ` +
+    "(a snowflake of 15 to 25 digits, in quotes)",
+    `Fix: check GITLAB_TOKEN in ${dotenv}`,
+    `Fix: check SLACK_BOT_TOKEN in ${dotenv} (a bot token with the chat:write scope)`,
+  ]);
 });
 
 Deno.test("tokens never appear in errors, also when the platform echoes them", async () => {

@@ -18,6 +18,7 @@ import {
   tempHome,
 } from "../cli/_helpers.ts";
 import { DENO_CONFIG, denoEnv, freePort } from "../cli/_mcp_helpers.ts";
+import { postGithub } from "../e2e/_gateway.ts";
 
 /** A gateway section on 127.0.0.1 and a free port, appended to `yaml`. */
 function gatewayYaml(yaml = ""): string {
@@ -176,5 +177,42 @@ Deno.test("a gateway whose model lacks its API key warns about that, not that no
     "provider 'openai' needs an API key and OPENAI_API_KEY is not set. Fix: add " +
     `OPENAI_API_KEY=<your key> to ${join(h.home, ".env")} (or set model.api_key_env to the ` +
     "variable that holds it)\n",
+  ]);
+});
+
+Deno.test("a delivery that fails for a token not set names this home's .env file, not <home>/.env", async () => {
+  await using h = await tempHome();
+  const secret = "route-secret-0123456789abcdef";
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml() +
+      `      routes:\n        alert:\n          secret: ${secret}\n          deliver: slack\n` +
+      "          deliver_only: true\n          prompt: 'Build {status}'\n" +
+      "          deliver_extra:\n            chat_id: C0123456789\n",
+  );
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const shown: string[] = [];
+  await configureLogging(config.paths, { console: (line) => shown.push(line) });
+  try {
+    const gateway = await Gateway.start({ config, env });
+    try {
+      const answer = await postGithub(
+        { url: (path) => `${gateway.addresses[0]}${path}` },
+        { name: "alert", secret },
+        "push",
+        "d-1",
+        { status: "passed" },
+      );
+      assert.equal(answer.status, 502);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await closeLogging();
+  }
+  assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
+    "warning: route alert: direct delivery d-1 to slack failed: slack: SLACK_BOT_TOKEN is not " +
+    `set. Fix: add SLACK_BOT_TOKEN=<token> to ${join(h.home, ".env")}, then restart the gateway\n`,
   ]);
 });
