@@ -286,9 +286,10 @@ export class WorkerPool {
     }
     const giveUp = !result.retryable || attempt >= this.#o.maxDeliveryAttempts;
     const backoff = this.#o.retryBaseMs * 2 ** (attempt - 1);
-    const retryAt = giveUp
+    const waitMs = giveUp
       ? undefined
-      : this.#o.now() + Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_WAIT_MS);
+      : Math.round(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_WAIT_MS));
+    const retryAt = waitMs === undefined ? undefined : this.#o.now() + waitMs;
     inbox.recordDelivery(event.id, {
       ok: false,
       error: result.error,
@@ -322,7 +323,8 @@ export class WorkerPool {
           error: result.error,
           attempt,
           max: this.#o.maxDeliveryAttempts,
-          wait_seconds: Math.ceil((retryAt! - this.#o.now()) / 1000),
+          // The wait itself (0.2 with delivery_retry_seconds: 0.2), not rounded up to 1 s.
+          wait_seconds: waitMs! / 1000,
         },
       );
     }

@@ -50,6 +50,7 @@ async function setup(options: {
   deliver?: EventDeliverer;
   maxDeliveryAttempts?: number;
   idlePollMs?: number;
+  retryBaseMs?: number;
 }) {
   const dir = await Deno.makeTempDir();
   const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
@@ -75,7 +76,7 @@ async function setup(options: {
       setTimeout(notify, 0);
       return outcome;
     },
-    retryBaseMs: 1,
+    retryBaseMs: options.retryBaseMs ?? 1,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     idlePollMs: options.idlePollMs,
     log: (level, message, properties) => {
@@ -288,6 +289,24 @@ Deno.test("a platform's Retry-After holds the retry back longer than the backoff
   const retry = t.logs.find((entry) => entry.level === "warning")!;
   assert.ok(Number(retry.properties?.wait_seconds) >= 119, String(retry.properties?.wait_seconds));
   assert.equal(t.deliveries.length, 1);
+});
+
+Deno.test("the retry line gives a sub-second wait as it is (delivery_retry_seconds: 0.2 → 0.2 s, not 1 s)", async () => {
+  let failures = 1;
+  await using t = await setup({
+    retryBaseMs: 0.2 * 1000,
+    deliver: () =>
+      Promise.resolve(
+        failures-- > 0 ? { ok: false, retryable: true, error: "HTTP 503" } : { ok: true },
+      ),
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().done === 1);
+  const retry = t.logs.find((entry) => entry.level === "warning")!;
+  assert.match(retry.message, /; the next one in \{wait_seconds\} s$/);
+  assert.equal(retry.properties?.wait_seconds, 0.2);
 });
 
 Deno.test("after a crash, events left running are run and delivered exactly once", async () => {
