@@ -66,9 +66,6 @@ import { CliError, type CliIo, configFileWarnings, printJson, UsageError } from 
 import { addWebhookEventCommands } from "./webhook_events.ts";
 import type { CommandState } from "./mod.ts";
 
-const NOT_ENABLED = "The webhook platform is not enabled. Enable it with `agent gateway setup`, " +
-  "or set platforms.webhook.enabled: true in config.yaml (or WEBHOOK_ENABLED=true).";
-
 /** How long `webhook test` waits for the gateway's answer unless --timeout says otherwise. */
 const TEST_TIMEOUT_MS = 30_000;
 
@@ -128,7 +125,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           warnings: [...configFileWarnings(config), ...warnings],
         });
       }
-      if (!settings.enabled) io.out(`${NOT_ENABLED}\n`);
+      if (!settings.enabled) io.out(`${notEnabled(config)}\n`);
       for (const problem of [...problems, ...warnings]) {
         io.err(`warning: ${escapeControls(problem)}\n`);
       }
@@ -316,7 +313,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           "signs with X-Hub-Signature-256.\n",
       );
       warn();
-      if (!settings.enabled) io.err(`warning: ${NOT_ENABLED}\n`);
+      if (!settings.enabled) io.err(`warning: ${notEnabled(config)}\n`);
     });
 
   webhook.command("remove").alias("rm").description(
@@ -468,7 +465,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         throw new CliError(
           `cannot reach ${url} (${error instanceof Error ? error.message : error}); ` +
             "start the gateway with `agent gateway run`" +
-            (settings.enabled ? "" : `. ${NOT_ENABLED}`),
+            (settings.enabled ? "" : `. ${notEnabled(config)}`),
         );
       }
       const text = await response.text();
@@ -753,6 +750,27 @@ function rowText(row: ReturnType<typeof listRow>): string {
     ...row.problems.map((problem) => `  problem: ${problem}`),
     ...(row.description ? [`  ${row.description}`] : []),
   ]);
+}
+
+/**
+ * Why the webhook platform is off and how to turn it on. `agent gateway setup` alone keeps what
+ * is set (it asks at a terminal, and keeps `WEBHOOK_ENABLED=no` of `.env` without one), so the
+ * advice is `--enable`, which also rewrites that line; a variable of the environment it cannot
+ * change.
+ */
+function notEnabled(config: ResolvedConfig): string {
+  const variable = config.secrets.get("WEBHOOK_ENABLED")?.trim();
+  if (variable && config.secrets.source("WEBHOOK_ENABLED") !== ".env") {
+    return `The webhook platform is not enabled: WEBHOOK_ENABLED=${variable} in the environment ` +
+      "turns it off. Enable it: unset WEBHOOK_ENABLED, or set it to true.";
+  }
+  if (variable) {
+    return `The webhook platform is not enabled: WEBHOOK_ENABLED=${variable} in ` +
+      `${config.paths.dotenv} turns it off. Enable it with \`agent gateway setup --enable\`, or ` +
+      "set WEBHOOK_ENABLED=true there.";
+  }
+  return "The webhook platform is not enabled. Enable it with `agent gateway setup --enable`, or " +
+    `set platforms.webhook.enabled: true in ${config.paths.config}.`;
 }
 
 function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {

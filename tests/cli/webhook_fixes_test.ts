@@ -438,3 +438,41 @@ Deno.test("list: a route whose script cannot run is 'script blocked', with the g
     ["ci", "active"],
   ]);
 });
+
+Deno.test("list of a disabled platform: the advice works where it is followed (setup --enable; the environment)", async () => {
+  await using h = await tempHome();
+  const dotenv = join(h.home, ".env");
+  Deno.writeTextFileSync(dotenv, "WEBHOOK_ENABLED=no\n");
+  const notEnabled = async (env: Record<string, string> = {}) =>
+    (await cli(h.home, ["webhook", "list"], { env })).stdout.split("\n")[0];
+
+  assert.equal(
+    await notEnabled(),
+    `The webhook platform is not enabled: WEBHOOK_ENABLED=no in ${dotenv} turns it off. ` +
+      "Enable it with `agent gateway setup --enable`, or set WEBHOOK_ENABLED=true there.",
+  );
+  // The old advice, `agent gateway setup` without a terminal, keeps the platform off.
+  assert.equal((await cli(h.home, ["gateway", "setup"])).code, 0);
+  assert.match(await notEnabled(), /not enabled: WEBHOOK_ENABLED=false in /);
+  // The advice given turns it on.
+  assert.equal((await cli(h.home, ["gateway", "setup", "--enable"])).code, 0);
+  assert.equal(
+    await notEnabled(),
+    "No subscriptions. Create one with `agent webhook subscribe <name>`.",
+  );
+
+  // Off in config.yaml (or by default), with nothing in .env.
+  Deno.writeTextFileSync(dotenv, "");
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: false\n");
+  assert.equal(
+    await notEnabled(),
+    "The webhook platform is not enabled. Enable it with `agent gateway setup --enable`, or set " +
+      `platforms.webhook.enabled: true in ${h.config}.`,
+  );
+  // Off in the environment (and not in .env, which would win): setup cannot change that.
+  assert.equal(
+    await notEnabled({ WEBHOOK_ENABLED: "off" }),
+    "The webhook platform is not enabled: WEBHOOK_ENABLED=off in the environment turns it off. " +
+      "Enable it: unset WEBHOOK_ENABLED, or set it to true.",
+  );
+});
