@@ -18,6 +18,7 @@ import { dotenvLine, setDotenvValues } from "../home/dotenv_edit.ts";
 import { readTextIfExists } from "../home/files.ts";
 import { SecretScope } from "../home/secrets.ts";
 import { STARTER_CONFIG } from "../gateway/starter_config.ts";
+import { type GatewayState, runningGateway } from "../gateway/home_lock.ts";
 import { checkSecret as checkSecretRule, generateSecret } from "../webhook/routes.ts";
 import {
   bindFailure,
@@ -458,7 +459,7 @@ function applyChoices(
   if (after.enabled !== choices.enabled) overridden("WEBHOOK_ENABLED", "platforms.webhook.enabled");
   if (after.port !== choices.port) overridden("WEBHOOK_PORT", "platforms.webhook.extra.port");
   if (after.enabled) {
-    const problem = listenProblem(after, asked);
+    const problem = listenProblem(after, asked, paths.gatewayLock);
     if (problem) warnings.push(problem);
   }
   const written = [paths.config, ...(Object.keys(dotenv).length > 0 ? [paths.dotenv] : [])];
@@ -468,14 +469,17 @@ function applyChoices(
 /**
  * Why the gateway could not listen where `settings` say, tried now by binding and closing a
  * listener there (as the gateway binds: `host`, or `::` for every interface); `undefined` when it
- * could. A port in use may be this gateway, already running.
+ * could. Whether a port in use is this home's gateway is read from its lock (`gatewayLock`).
  */
 function listenProblem(
   settings: Pick<WebhookSettings, "host" | "port">,
   asked: ChoicesFrom,
+  gatewayLock: string,
 ): string | undefined {
   const error = listenError(settings.host ?? "::", settings.port);
-  return error === undefined ? undefined : listenProblemText(error, settings, asked);
+  return error === undefined
+    ? undefined
+    : listenProblemText(error, settings, asked, runningGateway(gatewayLock));
 }
 
 /**
@@ -503,6 +507,7 @@ export function listenProblemText(
   error: unknown,
   settings: { host?: string; port: number },
   asked: ChoicesFrom = "flags",
+  gateway: GatewayState = { running: undefined },
 ): string {
   const where = settings.host === undefined
     ? `port ${settings.port}`
@@ -515,8 +520,7 @@ export function listenProblemText(
       : `run \`agent gateway setup\` again and choose ${what}`;
   switch (bindFailure(error, settings.host)) {
     case "in_use":
-      return `${where} is in use right now: if that is this gateway, restart it to apply these ` +
-        `settings; otherwise ${choose("a free port", "--port")}`;
+      return portInUseText(where, settings.port, gateway, choose("a free port", "--port"));
     case "denied":
       return `cannot listen on ${where} as this user (${reason})` +
         (settings.port < 1024
@@ -531,6 +535,33 @@ export function listenProblemText(
         }`;
   }
   return `could not check that the gateway can listen on ${where}: ${reason}`;
+}
+
+/**
+ * Who holds a port in use: this home's gateway when it runs and listens on that port (a restart
+ * applies the new settings), else another program (another port is the way out).
+ */
+function portInUseText(
+  where: string,
+  port: number,
+  gateway: GatewayState,
+  chooseFreePort: string,
+): string {
+  if (gateway.running === true && gateway.port === port) {
+    return `${where} is in use by this home's gateway, which is running: restart it to apply ` +
+      "these settings";
+  }
+  if (gateway.running === true && gateway.port !== undefined) {
+    return `${where} is in use by another program (this home's gateway is running on port ` +
+      `${gateway.port}); ${chooseFreePort}, then restart the gateway to apply these settings`;
+  }
+  if (gateway.running === false) {
+    return `${where} is in use by another program (this home's gateway is not running); ` +
+      chooseFreePort;
+  }
+  // Cannot be told: the lock is not readable, or the gateway is still starting.
+  return `${where} is in use right now: if that is this home's gateway, restart it to apply ` +
+    `these settings; otherwise ${chooseFreePort}`;
 }
 
 /** The writes of {@linkcode writeSetupFiles}; tests pass failing ones. */

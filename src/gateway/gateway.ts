@@ -20,7 +20,7 @@ import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
 import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
-import { lockGatewayHome } from "./home_lock.ts";
+import { lockGatewayHome, recordGatewayAddress } from "./home_lock.ts";
 import { Inbox } from "./inbox.ts";
 import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
@@ -308,6 +308,15 @@ export class Gateway {
       await session?.close();
       metrics.close();
       throw error;
+    }
+    try {
+      recordGatewayAddress(lock, server.addr);
+    } catch (error) {
+      // Only `agent gateway setup` reads it, to tell whether a port in use is this gateway.
+      log.warn("could not record the gateway's port in {lock}: {error}", {
+        lock: config.paths.gatewayLock,
+        error: String(error),
+      });
     }
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, lock, metrics });

@@ -1,7 +1,8 @@
 /**
  * The lock that makes a gateway the only one serving its `<home>` (`<home>/gateway/inbox.sqlite3.lock`,
  * an `flock` held for as long as the gateway runs, released by the system however the process
- * ends), and the question other commands ask of it: does a gateway serve this home now?
+ * ends), and the question other commands ask of it: does a gateway serve this home now, and on
+ * which port (written into the lock file once it listens)?
  *
  * @module
  */
@@ -54,8 +55,49 @@ export async function lockGatewayHome(
     }
     await new Promise((resolve) => setTimeout(resolve, RETRY_EVERY_MS));
   }
+  // Where a gateway that ran before listened is not where this one will.
+  file.truncateSync(0);
   return file;
 }
+
+/**
+ * Writes where the gateway holding `lock` listens into the lock file, for
+ * {@linkcode runningGateway}: `agent gateway setup` tells by it whether a port in use is this
+ * home's gateway. Emptied again by the next {@linkcode lockGatewayHome}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { lockGatewayHome, recordGatewayAddress, runningGateway } from "./home_lock.ts";
+ * const path = `${await Deno.makeTempDir()}/gateway/inbox.sqlite3.lock`;
+ * const lock = await lockGatewayHome(path);
+ * assert.deepEqual(runningGateway(path), { running: true });
+ * recordGatewayAddress(lock, { hostname: "::", port: 8644 });
+ * assert.deepEqual(runningGateway(path), { running: true, hostname: "::", port: 8644 });
+ * lock.close();
+ * assert.deepEqual(runningGateway(path), { running: false });
+ * ```
+ */
+export function recordGatewayAddress(
+  lock: Deno.FsFile,
+  address: { hostname: string; port: number },
+): void {
+  const text = `${JSON.stringify({ hostname: address.hostname, port: address.port })}\n`;
+  lock.truncateSync(0);
+  lock.seekSync(0, Deno.SeekMode.Start);
+  const bytes = new TextEncoder().encode(text);
+  for (let written = 0; written < bytes.length;) {
+    written += lock.writeSync(bytes.subarray(written));
+  }
+}
+
+/**
+ * What {@linkcode runningGateway} can tell of a home's gateway: whether it runs (`undefined`: it
+ * cannot be told), and, once it listens, where ({@linkcode recordGatewayAddress}).
+ */
+export type GatewayState =
+  | { running: false | undefined }
+  | { running: true; hostname?: string; port?: number };
 
 /**
  * Whether a gateway holds the lock at `path` now (see {@linkcode lockGatewayHome}): `false` when
@@ -71,17 +113,45 @@ export async function lockGatewayHome(
  * ```
  */
 export function gatewayRunning(path: string): boolean | undefined {
+  return runningGateway(path).running;
+}
+
+/**
+ * Whether a gateway holds the lock at `path` now (as {@linkcode gatewayRunning}), and where it
+ * listens when it recorded that ({@linkcode recordGatewayAddress}); a gateway still starting has
+ * not yet.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runningGateway } from "./home_lock.ts";
+ * const path = `${await Deno.makeTempDir()}/gateway/inbox.sqlite3.lock`;
+ * assert.deepEqual(runningGateway(path), { running: false });
+ * ```
+ */
+export function runningGateway(path: string): GatewayState {
   let file: Deno.FsFile;
   try {
     file = Deno.openSync(path, { read: true });
   } catch (error) {
-    return error instanceof Deno.errors.NotFound ? false : undefined;
+    return { running: error instanceof Deno.errors.NotFound ? false : undefined };
   }
   try {
-    return !file.tryLockSync(false);
+    if (file.tryLockSync(false)) return { running: false };
   } catch {
-    return undefined;
+    return { running: undefined };
   } finally {
     file.close(); // closing releases a lock taken
+  }
+  return { running: true, ...recordedAddress(path) };
+}
+
+/** The address in the lock file, if one was recorded whole. */
+function recordedAddress(path: string): { hostname?: string; port?: number } {
+  try {
+    const { hostname, port } = JSON.parse(Deno.readTextFileSync(path));
+    return typeof hostname === "string" && Number.isSafeInteger(port) ? { hostname, port } : {};
+  } catch {
+    return {}; // not written yet, or being written
   }
 }

@@ -8,9 +8,11 @@ import { join } from "node:path";
 import { parse } from "dotenv";
 import { listenProblemText } from "../../src/cli/gateway_setup.ts";
 import { STARTER_CONFIG } from "../../src/gateway/starter_config.ts";
+import { Gateway } from "../../src/gateway/gateway.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { readWebhookSettings } from "../../src/webhook/settings.ts";
 import { cli, CTRL_C, parseOneJson, scriptedPrompter, tempHome } from "./_helpers.ts";
+import { freePort } from "./_mcp_helpers.ts";
 import { Terminal } from "./_terminal.ts";
 
 const COMMENTED = `# my agent
@@ -276,8 +278,8 @@ Deno.test("setup tries the address: a port in use or an address not of this mach
   ]);
   assert.equal(inUse.code, 0, inUse.stderr);
   assert.deepEqual(parseOneJson(inUse.stdout).warnings, [
-    `127.0.0.1 port ${port} is in use right now: if that is this gateway, restart it to apply ` +
-    "these settings; otherwise choose a free port (--port)",
+    `127.0.0.1 port ${port} is in use by another program (this home's gateway is not ` +
+    "running); choose a free port (--port)",
   ]);
   assert.equal(settingsOf(h.home).port, port, "written all the same");
 
@@ -412,6 +414,42 @@ Deno.test("wizard: an address of another machine is asked again; Enter keeps a l
   assert.equal(settingsOf(h.home).enabled, false);
 });
 
+Deno.test("setup: a port in use is this home's running gateway (restart it) or another program (choose another port)", async () => {
+  await using h = await tempHome();
+  const env = { WEBHOOK_SECRET: "global-secret-0123456789" };
+  const gatewayPort = freePort();
+  Deno.writeTextFileSync(
+    h.config,
+    `platforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n      port: ${gatewayPort}\n`,
+  );
+  const config = loadConfig({ env: (name) => ({ AGENT_HOME: h.home, ...env })[name] });
+  const gateway = await Gateway.start({ config, env: () => undefined });
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const otherPort = (taken.addr as Deno.NetAddr).port;
+  const warningsFor = async (port: number) => {
+    const run = await cli(
+      h.home,
+      ["gateway", "setup", "--host", "127.0.0.1", "--port", String(port), "--json"],
+      { env },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    return parseOneJson(run.stdout).warnings;
+  };
+  try {
+    assert.deepEqual(await warningsFor(gatewayPort), [
+      `127.0.0.1 port ${gatewayPort} is in use by this home's gateway, which is running: restart ` +
+      "it to apply these settings",
+    ]);
+    assert.deepEqual(await warningsFor(otherPort), [
+      `127.0.0.1 port ${otherPort} is in use by another program (this home's gateway is running ` +
+      `on port ${gatewayPort}); choose a free port (--port), then restart the gateway to apply ` +
+      "these settings",
+    ]);
+  } finally {
+    await gateway.stop();
+  }
+});
+
 Deno.test("wizard: a port in use is warned about after writing, with the wizard's way to change it", async () => {
   await using h = await tempHome();
   using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -423,13 +461,12 @@ Deno.test("wizard: a port in use is warned about after writing, with the wizard'
   });
   assert.equal(run.code, 0, run.stderr);
   assert.equal(script.left(), 0);
-  // The answer could be this gateway, running: it is written, and the warning names no flag.
+  // The answer is written, and the warning names no flag.
   assert.match(
     run.stderr,
     new RegExp(
-      `^warning: 127\\.0\\.0\\.1 port ${port} is in use right now: if that is this gateway, ` +
-        "restart it to apply these settings; otherwise run `agent gateway setup` again and " +
-        "choose a free port$",
+      `^warning: 127\\.0\\.0\\.1 port ${port} is in use by another program \\(this home's ` +
+        "gateway is not running\\); run `agent gateway setup` again and choose a free port$",
       "m",
     ),
   );

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
+import { lockGatewayHome, runningGateway } from "../../src/gateway/home_lock.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { closeLogging, configureLogging } from "../../src/home/log.ts";
 import {
@@ -215,4 +216,30 @@ Deno.test("a delivery that fails for a token not set names this home's .env file
     "warning: route alert: direct delivery d-1 to slack failed: slack: SLACK_BOT_TOKEN is not " +
     `set. Fix: add SLACK_BOT_TOKEN=<token> to ${join(h.home, ".env")}, then restart the gateway\n`,
   ]);
+});
+
+Deno.test("the lock tells the port of the running gateway, never the one a gateway before it had", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const gateway = await Gateway.start({ config, env });
+  const port = Number(new URL(gateway.addresses[0]).port);
+  try {
+    assert.deepEqual(runningGateway(config.paths.gatewayLock), {
+      running: true,
+      hostname: "127.0.0.1",
+      port,
+    });
+  } finally {
+    await gateway.stop();
+  }
+  assert.deepEqual(runningGateway(config.paths.gatewayLock), { running: false });
+  // A gateway starting (locked, not listening yet) has no port to tell, not the last one's.
+  const lock = await lockGatewayHome(config.paths.gatewayLock);
+  try {
+    assert.deepEqual(runningGateway(config.paths.gatewayLock), { running: true });
+  } finally {
+    lock.close();
+  }
 });
