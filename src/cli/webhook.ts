@@ -630,7 +630,7 @@ interface TestContext {
 
 /**
  * What the tester can change after the gateway's answer: an event it ignored, a route it does not
- * serve (404), a signature it refused (401).
+ * serve (404), a signature it refused (401), a template that rendered blank (202 with a warning).
  */
 function answerHint(status: number, text: string, context: TestContext): string | undefined {
   let answer: unknown;
@@ -640,7 +640,11 @@ function answerHint(status: number, text: string, context: TestContext): string 
     return undefined;
   }
   if (typeof answer !== "object" || answer === null) return undefined;
-  const { error } = answer as { error?: unknown };
+  const { error, warning } = answer as { error?: unknown; warning?: unknown };
+  if (status === 202 && typeof warning === "string" && warning.includes("template renders blank")) {
+    return "the fields the route's prompt template names are empty in this payload; send one " +
+      "that fills them with --payload, or change the template (see `agent webhook list`)";
+  }
   if (status === 404 && typeof error === "string" && error.startsWith("Unknown route")) {
     return unknownRouteHint(context);
   }

@@ -1,7 +1,9 @@
 /**
  * The webhook listener: a Hono app whose POST pipeline is one step per concern, in the order of
  * decisions.md §6: route → enabled → size → auth → rate → parse → events → filters → claim →
- * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit).
+ * script → render → direct delivery (200 / 502) or durable enqueue (202 after commit). An agent
+ * run whose route's template renders blank for the payload gets the default prompt (a warning in
+ * the log and in the 202).
  * Before any of them, for every path, a request's `Host` header, when it has one, is checked (400
  * when it is not a host with an optional port).
  * Each step answers or passes on; none can be made to answer 500 by what a request holds.
@@ -22,7 +24,7 @@ import type { RouteTable, ServedRoute } from "./route_table.ts";
 import { takesEvent } from "./routes.ts";
 import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
 import { type SignatureFamily, verifySignature } from "./signatures.ts";
-import { renderExtra, renderPrompt } from "./templates.ts";
+import { defaultPrompt, renderExtra, renderPrompt } from "./templates.ts";
 
 /** What a route script decided. */
 export type ScriptVerdict =
@@ -659,9 +661,12 @@ function dispatch(deps: ListenerDeps): Step {
     const payload = c.get("payload");
     const event = c.get("event");
     const id = c.get("deliveryId");
-    const prompt = renderPrompt(route, payload, event);
+    const rendered = renderPrompt(route, payload, event);
     const extra = renderExtra(route.deliverExtra, payload, event);
-    if (route.deliverOnly) return deliverNow(deps, c, route, prompt, extra, payload, event, id);
+    if (route.deliverOnly) return deliverNow(deps, c, route, rendered, extra, payload, event, id);
+    // An empty user message leaves the model nothing to work on: it gets the whole event instead.
+    const blank = rendered.trim() === "";
+    const prompt = blank ? defaultPrompt(route.name, payload, event) : rendered;
     const newEvent = {
       route: route.name,
       event,
@@ -673,7 +678,10 @@ function dispatch(deps: ListenerDeps): Step {
     };
     const accepted = () => {
       deps.onAccepted();
-      return c.json({ status: "accepted", route: route.name, event, delivery_id: id }, 202);
+      const answer = { status: "accepted", route: route.name, event, delivery_id: id };
+      if (!blank) return c.json(answer, 202);
+      blankTemplate(deps, route, id);
+      return c.json({ ...answer, warning: BLANK_TEMPLATE_WARNING }, 202);
     };
     const failed = (error: unknown) => {
       deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
@@ -709,6 +717,30 @@ function dispatch(deps: ListenerDeps): Step {
     }
     return accepted();
   };
+}
+
+/** What the 202 of an event whose route's template rendered blank tells the sender. */
+const BLANK_TEMPLATE_WARNING = "the route's prompt template renders blank for this payload, so " +
+  "the agent runs on the default prompt (the event and its payload)";
+
+/**
+ * Logs that an agent run's template rendered blank for event `id`, so that it runs on the default
+ * prompt (decisions.md §6, no template): said once the event is accepted.
+ */
+function blankTemplate(deps: ListenerDeps, route: ServedRoute, id: string): void {
+  deps.log(
+    "warning",
+    "route {route}: event {delivery_id}: the prompt template renders blank for this payload " +
+      "(the fields it names are empty or blank), so the agent runs on the default prompt (the " +
+      "event and its payload); to change the template, {fix}",
+    {
+      route: route.name,
+      delivery_id: id,
+      fix: route.source === "static"
+        ? `edit the prompt of platforms.webhook.extra.routes.${route.name} in config.yaml`
+        : `subscribe it again with another --prompt (agent webhook subscribe ${route.name} ...)`,
+    },
+  );
 }
 
 /**

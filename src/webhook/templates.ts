@@ -71,8 +71,9 @@ export function renderTemplate(
 
 /**
  * Renders the prompt of a route's event: its `prompt` template, or, when it has none (or only
- * blanks), `Webhook event '<event>' on route '<route>':` and the payload as a JSON code block,
- * cut to {@linkcode MAX_DEFAULT_PAYLOAD_CHARS} characters (the last one `…`) with a note saying so.
+ * blanks), {@linkcode defaultPrompt}. A template can still render blank for a payload (the
+ * fields it names are empty): the caller decides what then (a direct delivery sends nothing, an
+ * agent run takes the default prompt).
  *
  * @param route The route's name and `prompt`.
  * @param payload The request's JSON payload.
@@ -100,6 +101,33 @@ export function renderPrompt(
   if (route.prompt !== undefined && route.prompt.trim() !== "") {
     return renderTemplate(route.prompt, payload, { event });
   }
+  return defaultPrompt(route.name, payload, event);
+}
+
+/**
+ * The prompt of a route without a template: `Webhook event '<event>' on route '<route>':` and the
+ * payload as a JSON code block, cut to {@linkcode MAX_DEFAULT_PAYLOAD_CHARS} characters (the last
+ * one `…`) with a note saying so. An agent run gets it too when its route's template renders
+ * blank for the payload.
+ *
+ * @param route The route's name.
+ * @param payload The request's JSON payload.
+ * @param event The event name.
+ * @returns The prompt.
+ *
+ * @example
+ * ```ts
+ * import { defaultPrompt } from "./templates.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const fence = "`".repeat(3);
+ * assert.equal(
+ *   defaultPrompt("ci", { ok: true }, "push"),
+ *   `Webhook event 'push' on route 'ci':\n\n${fence}json\n{\n  "ok": true\n}\n${fence}`,
+ * );
+ * ```
+ */
+export function defaultPrompt(route: string, payload: unknown, event: string): string {
   const json = toJson(payload);
   const shown = cut(json, MAX_DEFAULT_PAYLOAD_CHARS);
   // A fence longer than any backtick run inside keeps the block closed whatever the payload holds.
@@ -110,7 +138,7 @@ export function renderPrompt(
     : `\n\n(payload cut: the first ${MAX_DEFAULT_PAYLOAD_CHARS - 1} of ${
       codePointCount(json)
     } characters shown)`;
-  return `Webhook event '${event}' on route '${route.name}':\n\n${fence}json\n${shown}\n${fence}${note}`;
+  return `Webhook event '${event}' on route '${route}':\n\n${fence}json\n${shown}\n${fence}${note}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * What `agent webhook` says about deliver-only routes: `test` warns that a real message is sent
  * only when the route takes the test's event; `subscribe` warns that skills are never loaded.
+ * And what `test` says when an agent-run route's template renders blank for its payload.
  */
 import assert from "node:assert/strict";
 import { cli, tempHome } from "./_helpers.ts";
@@ -61,4 +62,51 @@ Deno.test("subscribe --deliver-only --skills warns that the skills are never loa
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /^warning: skill 'triage' not found/);
   assert.doesNotMatch(run.stderr, /never loaded/);
+});
+
+Deno.test("test of an agent-run route whose template renders blank: the 202's warning, a note on what to change, the default prompt", async () => {
+  await using h = await tempHome();
+  await using gateway = startListener(h.home);
+  const env = { WEBHOOK_PORT: String(gateway.port), WEBHOOK_ENABLED: "true" };
+  const subscribed = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    "triage",
+    "--prompt",
+    "{comment.body}",
+  ], {
+    env,
+  });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  const payload = '{"comment":{"body":" "}}';
+  const blank = await cli(h.home, ["webhook", "test", "triage", "--payload", payload], { env });
+  assert.equal(blank.code, 0, blank.stderr);
+  assert.match(
+    blank.stdout,
+    /HTTP 202\n\{"status":"accepted",.*"warning":"the route's prompt template renders blank for this payload, so the agent runs on the default prompt \(the event and its payload\)"\}/,
+  );
+  assert.equal(
+    blank.stderr,
+    "note: the fields the route's prompt template names are empty in this payload; send one " +
+      "that fills them with --payload, or change the template (see `agent webhook list`)\n",
+  );
+  const fence = "`".repeat(3);
+  assert.equal(
+    gateway.inbox.take(Date.now())?.prompt,
+    `Webhook event 'test' on route 'triage':\n\n${fence}json\n{\n  "comment": {\n    "body": " "\n  }\n}\n${fence}`,
+  );
+
+  const filled = await cli(h.home, [
+    "webhook",
+    "test",
+    "triage",
+    "--payload",
+    '{"comment":{"body":"LGTM"}}',
+  ], {
+    env,
+  });
+  assert.equal(filled.code, 0, filled.stderr);
+  assert.doesNotMatch(filled.stdout, /warning/);
+  assert.equal(filled.stderr, "");
+  assert.equal(gateway.inbox.take(Date.now())?.prompt, "LGTM");
 });

@@ -1191,6 +1191,77 @@ Deno.test("direct delivery of a template that renders empty or blank: 502, nothi
   );
 });
 
+Deno.test("agent run of a template that renders empty or blank: the default prompt, a warning in the 202 and the log", async () => {
+  await using h = await harness({ routes: { r: route({ prompt: "{comment.body}" }) } });
+  const fence = "`".repeat(3);
+  const warning = "the route's prompt template renders blank for this payload, so the agent " +
+    "runs on the default prompt (the event and its payload)";
+  for (const [id, body] of [["1", ""], ["2", " \n\t "]]) {
+    const response = await h.signed("r", { comment: { body } }, {
+      "x-github-delivery": id,
+      "x-github-event": "issue_comment",
+    });
+    assert.equal(response.status, 202, JSON.stringify(body));
+    assert.deepEqual(await response.json(), {
+      status: "accepted",
+      route: "r",
+      event: "issue_comment",
+      delivery_id: id,
+      warning,
+    });
+    const event = h.inbox.take(NOW)!;
+    assert.equal(
+      event.prompt,
+      `Webhook event 'issue_comment' on route 'r':\n\n${fence}json\n` +
+        `${JSON.stringify({ comment: { body } }, null, 2)}\n${fence}`,
+    );
+  }
+  assert.deepEqual(
+    h.logs,
+    ["1", "2"].map((id) =>
+      "warning: route {route}: event {delivery_id}: the prompt template renders blank for this " +
+      "payload (the fields it names are empty or blank), so the agent runs on the default prompt " +
+      "(the event and its payload); to change the template, {fix} " +
+      JSON.stringify({
+        route: "r",
+        delivery_id: id,
+        fix: "edit the prompt of platforms.webhook.extra.routes.r in config.yaml",
+      })
+    ),
+  );
+  // A template that renders text is used as it is, without a warning.
+  const filled = await h.signed("r", { comment: { body: "LGTM" } }, { "x-github-delivery": "3" });
+  assert.equal(filled.status, 202);
+  assert.equal((await filled.json()).warning, undefined);
+  assert.equal(h.inbox.take(NOW)!.prompt, "LGTM");
+  assert.equal(h.logs.length, 2);
+  // A subscription's fix is to subscribe it again; a duplicate is neither warned about nor run.
+  Deno.writeTextFileSync(
+    h.subscriptions,
+    JSON.stringify({
+      dyn: {
+        description: "d",
+        events: [],
+        secret: SECRET,
+        prompt: "{comment.body}",
+        skills: [],
+        deliver: "log",
+        created_at: "2026-01-01T00:00:00Z",
+      },
+    }),
+  );
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const response = await h.signed("dyn", { comment: { body: "" } }, { "x-github-delivery": "4" });
+    assert.equal(response.status, attempt === 0 ? 202 : 200);
+    await response.body?.cancel();
+  }
+  assert.equal(h.logs.length, 3, h.logs.join("\n"));
+  assert.match(
+    h.logs[2],
+    /"fix":"subscribe it again with another --prompt \(agent webhook subscribe dyn \.\.\.\)"/,
+  );
+});
+
 Deno.test("subscriptions are reloaded when the file changes; a corrupt file keeps the routes", async () => {
   await using h = await harness();
   const write = (records: unknown) =>
