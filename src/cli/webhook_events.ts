@@ -8,7 +8,13 @@
 import type { Command } from "@commander-js/extra-typings";
 import { existsSync } from "node:fs";
 import { gatewayRunning } from "../gateway/home_lock.ts";
-import { type EventState, type EventSummary, Inbox, type RequeueResult } from "../gateway/inbox.ts";
+import {
+  EMPTY_ANSWER,
+  type EventState,
+  type EventSummary,
+  Inbox,
+  type RequeueResult,
+} from "../gateway/inbox.ts";
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import { loadConfig } from "../home/config.ts";
 import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
@@ -150,10 +156,14 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             ? `${what}: queued to run again; its new answer goes to ${event.deliver}\n`
             : `${what}: queued for delivery to ${event.deliver} again\n`,
         );
-        if (result.state === "delivering" && event.endReason && event.endReason !== "completed") {
+        if (result.state === "delivering" && result.notice) {
           io.err(
-            `note: its run ended ${event.endReason}, so what is delivered is the notice saying ` +
-              "so; add --rerun to run the agent again\n",
+            `note: ${
+              result.notice === EMPTY_ANSWER
+                ? "the model's answer was empty when it ran"
+                : `its run ended ${result.notice}`
+            }, so what is delivered is the notice saying so; add --rerun to run the agent ` +
+              "again\n",
           );
         }
       }

@@ -20,8 +20,9 @@ import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
 import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
 import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
+import { defaultPrompt } from "../webhook/templates.ts";
 import { lockGatewayHome, recordGatewayAddress } from "./home_lock.ts";
-import { Inbox } from "./inbox.ts";
+import { Inbox, type InboxEvent } from "./inbox.ts";
 import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
 
@@ -214,7 +215,7 @@ export class Gateway {
       retryBaseMs: settings.deliveryRetrySeconds * 1000,
       run: (event, signal) =>
         session
-          ? session.run(event.prompt, { skills: event.plan.skills, signal })
+          ? session.run(promptOf(event), { skills: event.plan.skills, signal })
           : Promise.resolve(noModel(agent.modelProblem?.message ?? "no model is configured")),
       deliver: async (event, message, onPartSent) => {
         const result = await deliver({
@@ -432,6 +433,22 @@ function listenerLog(): (event: ListenerEvent) => void {
     }
     unlogged = 0;
   };
+}
+
+/**
+ * The prompt an event runs on. Older versions stored the blank render of a template as it was:
+ * such an event (still queued after an upgrade, or run again by `agent webhook redeliver
+ * --rerun`) gets the default prompt, as the listener now gives it.
+ */
+function promptOf(event: InboxEvent): string {
+  if (event.prompt.trim() !== "") return event.prompt;
+  log.warn(
+    "event {id} (delivery {delivery_id}) on {route}: its stored prompt is blank (the route's " +
+      "template rendered blank, and an older version kept that); the agent runs on the default " +
+      "prompt (the event and its payload)",
+    { id: event.id, delivery_id: event.deliveryId, route: event.route },
+  );
+  return defaultPrompt(event.route, event.payload, event.event);
 }
 
 function noModel(problem: string): RunResult {

@@ -173,9 +173,47 @@ export interface EventSummary {
   leased: boolean;
 }
 
-/** What {@linkcode Inbox.requeue} did: requeued (and how), or why not. */
+/**
+ * The end reason an event keeps when its run completed with an empty answer (no text and no tool
+ * calls): what is delivered is then {@linkcode noAnswerNotice}, as for a run that failed.
+ */
+export const EMPTY_ANSWER = "empty_answer";
+
+/**
+ * The notice delivered in place of the answer of a run that ended without one. It may land
+ * somewhere public (an issue comment), so it names the end reason only, not the error.
+ *
+ * @param event The event.
+ * @param endReason How the run ended (`failed`, `timed_out`, {@linkcode EMPTY_ANSWER}, …).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { EMPTY_ANSWER, noAnswerNotice } from "./inbox.ts";
+ * assert.equal(
+ *   noAnswerNotice({ route: "ci", event: "push", deliveryId: "d-1" }, EMPTY_ANSWER),
+ *   "The agent run for ci (push, delivery d-1) ended without an answer: the model's answer " +
+ *     "was empty. The gateway log has the details.",
+ * );
+ * ```
+ */
+export function noAnswerNotice(
+  event: { route: string; event: string; deliveryId: string },
+  endReason: string,
+): string {
+  const why = endReason === EMPTY_ANSWER ? "the model's answer was empty" : endReason;
+  return `The agent run for ${event.route} (${event.event}, delivery ${event.deliveryId}) ended ` +
+    `without an answer: ${why}. The gateway log has the details.`;
+}
+
+/**
+ * What {@linkcode Inbox.requeue} did: requeued (and how), or why not. A requeued delivery of a
+ * run that ended without an answer names its end reason in `notice`: what goes out is the notice
+ * saying so.
+ */
 export type RequeueResult =
-  | { ok: true; state: "queued" | "delivering" }
+  | { ok: true; state: "queued" }
+  | { ok: true; state: "delivering"; notice?: string }
   | { ok: false; problem: "unknown" }
   | { ok: false; problem: "pending" | "silent"; state: EventState };
 
@@ -586,14 +624,24 @@ export class Inbox implements Disposable {
    * not sent yet; `done`: all of it), or, with `rerun`, the agent runs its prompt again and the
    * new answer is delivered. Its delivery (and run) attempts start again from zero. An event
    * still queued, running or being delivered is left alone, and so is a `done` event that has
-   * nothing to deliver (its answer was `[SILENT]`) unless `rerun`.
+   * nothing to deliver (its answer was `[SILENT]`) unless `rerun`. An empty answer kept by an
+   * older version is replaced by the notice of a run without an answer.
    */
   requeue(id: string, options: { rerun: boolean }, nowMs: number): RequeueResult {
     return this.#atomic(() => {
       const row = this.#sql(
-        "SELECT state, delivery_attempts, answer FROM events WHERE id = ?",
+        `SELECT state, delivery_attempts, answer, end_reason, route, event, delivery_id
+         FROM events WHERE id = ?`,
       ).get(id) as
-        | { state: EventState; delivery_attempts: number; answer: string | null }
+        | {
+          state: EventState;
+          delivery_attempts: number;
+          answer: string | null;
+          end_reason: string | null;
+          route: string;
+          event: string;
+          delivery_id: string;
+        }
         | undefined;
       if (!row) return { ok: false, problem: "unknown" };
       if (row.state !== "done" && row.state !== "failed") {
@@ -611,12 +659,28 @@ export class Inbox implements Disposable {
       if (row.state === "done" && Number(row.delivery_attempts) === 0) {
         return { ok: false, problem: "silent", state: row.state };
       }
+      let endReason = row.end_reason;
+      const notice = noAnswerNotice({ ...row, deliveryId: row.delivery_id }, EMPTY_ANSWER);
+      // Older versions kept an empty answer as it was (which every platform refuses), or its
+      // notice with the end reason `completed`: it is now the notice, and says why.
+      if (
+        endReason === "completed" && ((row.answer ?? "").trim() === "" || row.answer === notice)
+      ) {
+        endReason = EMPTY_ANSWER;
+        this.#sql("UPDATE events SET answer = ?, end_reason = ? WHERE id = ?").run(
+          notice,
+          endReason,
+          id,
+        );
+      }
       this.#sql(
         `UPDATE events SET state = 'delivering', delivery_attempts = 0, leased = 0,
            parts_sent = CASE WHEN state = 'done' THEN 0 ELSE parts_sent END,
            next_attempt_at = ?, updated_at = ? WHERE id = ?`,
       ).run(nowMs, nowMs, id);
-      return { ok: true, state: "delivering" };
+      return endReason === null || endReason === "completed"
+        ? { ok: true, state: "delivering" }
+        : { ok: true, state: "delivering", notice: endReason };
     });
   }
 

@@ -8,7 +8,7 @@
  * @module
  */
 import { isEmptyAnswer, type RunResult } from "../agent/run.ts";
-import type { Inbox, InboxEvent } from "./inbox.ts";
+import { EMPTY_ANSWER, type Inbox, type InboxEvent, noAnswerNotice } from "./inbox.ts";
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
 const MAX_RETRY_WAIT_MS = 60 * 60_000;
@@ -208,17 +208,14 @@ export class WorkerPool {
         // Not sent as it is: the platforms refuse an empty message, and nobody would learn why.
         const empty = isEmptyAnswer(result);
         const error = failed ? result.error : empty ? EMPTY_ANSWER_ERROR : undefined;
+        // Kept apart from `completed`, so that a redelivery knows it sends the notice.
+        const endReason = empty ? EMPTY_ANSWER : result.endReason;
         // The notice may land somewhere public (an issue comment): the error itself, which can
         // name endpoints and settings, goes to the log only.
-        const message = failed || empty
-          ? `The agent run for ${current.route} (${current.event}, delivery ` +
-            `${current.deliveryId}) ended without an answer: ${
-              failed ? result.endReason : "the model's answer was empty"
-            }. The gateway log has the details.`
-          : result.answer;
+        const message = failed || empty ? noAnswerNotice(current, endReason) : result.answer;
         inbox.finishRun(current.id, {
           answer: message,
-          endReason: result.endReason,
+          endReason,
           error,
           deliver: !silent,
         }, this.#o.now());

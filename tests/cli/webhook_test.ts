@@ -1,7 +1,7 @@
 /** `agent webhook list | subscribe | remove | test`, in-process against a temporary home. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { Inbox } from "../../src/gateway/inbox.ts";
+import { EMPTY_ANSWER, Inbox } from "../../src/gateway/inbox.ts";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
 import { startListener } from "./_listener.ts";
 
@@ -376,6 +376,60 @@ Deno.test("events lists newest first and says when --limit hides some; redeliver
   assert.deepEqual(
     (parseOneJson(states.stdout).events as { id: string; state: string }[]).map((e) => e.state),
     ["delivering", "failed", "delivering"],
+  );
+});
+
+Deno.test("redeliver of a run without an answer says its notice goes out and that --rerun runs it again, an empty answer too", async () => {
+  await using h = await tempHome();
+  const plan = { deliver: "slack", deliverExtra: { chat_id: "C1" }, skills: [] };
+  const ids: Record<string, string> = {};
+  {
+    using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+    const ended = (deliveryId: string, run: { answer: string; endReason: string }) => {
+      const id = inbox.enqueue(
+        { route: "ci", event: "push", deliveryId, payload: {}, prompt: "p", plan },
+        1,
+      );
+      inbox.take(1);
+      inbox.finishRun(id, { ...run, error: "why the run ended so", deliver: true }, 2);
+      // The delivery's error replaces the run's.
+      inbox.recordDelivery(id, { ok: false, error: "no_text" }, 3);
+      return id;
+    };
+    const notice = "The agent run for ci (push, delivery d-empty) ended without an answer: the " +
+      "model's answer was empty. The gateway log has the details.";
+    ids.empty = ended("d-empty", { answer: notice, endReason: EMPTY_ANSWER });
+    // As an older version kept it: the empty answer itself, which every platform refuses.
+    ids.old = ended("d-old", { answer: "", endReason: "completed" });
+    ids.failed = ended("d-failed", { answer: "The agent run … failed.", endReason: "failed" });
+    ids.answered = ended("d-answered", { answer: "Deployed", endReason: "completed" });
+  }
+  const note = (why: string) =>
+    `note: ${why}, so what is delivered is the notice saying so; add --rerun to run the agent ` +
+    "again\n";
+  for (
+    const [key, expected] of [
+      ["empty", note("the model's answer was empty when it ran")],
+      ["old", note("the model's answer was empty when it ran")],
+      ["failed", note("its run ended failed")],
+      ["answered", ""],
+    ] as const
+  ) {
+    const redo = await cli(h.home, ["webhook", "redeliver", ids[key]]);
+    assert.equal(redo.code, 0, redo.stderr);
+    assert.match(redo.stdout, /: queued for delivery to slack again\n/);
+    assert.equal(redo.stderr, expected, key);
+  }
+  using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+  const old = inbox.get(ids.old)!;
+  assert.deepEqual(
+    [old.answer, old.endReason],
+    [
+      "The agent run for ci (push, delivery d-old) ended without an answer: the model's answer " +
+      "was empty. The gateway log has the details.",
+      EMPTY_ANSWER,
+    ],
+    "the notice goes out, not the empty answer again",
   );
 });
 

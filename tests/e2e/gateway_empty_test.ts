@@ -1,16 +1,20 @@
 /**
  * Empty messages against the real gateway process and the fake Telegram API (which refuses an
  * empty text as the real one does): a run whose model answers with no text delivers the notice
- * of a run without an answer, and a deliver-only route whose template renders empty fails (502)
- * without calling the platform.
+ * of a run without an answer (and so does its redelivery, with a note on --rerun), a deliver-only
+ * route whose template renders empty fails (502) without calling the platform, and an agent run
+ * whose template renders blank gets the default prompt.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Inbox } from "../../src/gateway/inbox.ts";
 import { cli, parseOneJson, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
 import {
   inboxIdle,
+  inboxQuery,
   post,
   signGithub,
   startGateway,
@@ -19,6 +23,18 @@ import {
   writeGatewayConfig,
 } from "./_gateway.ts";
 
+/** The prompt of a route without a template (decisions.md §6), written out independently. */
+function defaultPrompt(route: string, event: string, payload: unknown): string {
+  const fence = "`".repeat(3);
+  return `Webhook event '${event}' on route '${route}':\n\n${fence}json\n` +
+    `${JSON.stringify(payload, null, 2)}\n${fence}`;
+}
+
+/** The content of the user message of a request to the model. */
+function userMessage(request: { messages: Array<Record<string, unknown>> }): unknown {
+  return request.messages.find((message) => message.role === "user")?.content;
+}
+
 /** The gateway log's entries (JSON lines). */
 function logEntries(
   log: string,
@@ -26,7 +42,7 @@ function logEntries(
   return log.split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }
 
-Deno.test("gateway e2e: an empty model answer delivers a notice, a cut-off one is logged; a deliver-only template that renders empty fails without a platform call", async (t) => {
+Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: the notice again), a cut-off one is logged; a template that renders blank: deliver-only fails without a platform call, an agent run gets the default prompt", async (t) => {
   await using h = await tempHome();
   await using model = await startFakeModel({ turns: [{ content: "" }] });
   await using platforms = await startFakePlatforms();
@@ -43,6 +59,36 @@ Deno.test("gateway e2e: an empty model answer delivers a notice, a cut-off one i
     "--prompt",
     "{comment.body}",
   ]);
+  const comments = await subscribe(h.home, env, "comments", [
+    ...chat,
+    "--prompt",
+    "{comment.body}",
+  ]);
+  // As an older version kept the event of a template that rendered blank: an empty prompt, and
+  // the model's empty answer as it was, whose delivery every platform refused.
+  const oldPayload = { comment: { body: "" } };
+  let old: string;
+  {
+    using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+    old = inbox.enqueue({
+      route: "comments",
+      event: "issue_comment",
+      deliveryId: "d-old",
+      payload: oldPayload,
+      prompt: "",
+      plan: { deliver: "telegram", deliverExtra: { chat_id: "-1001234" }, skills: [] },
+    }, Date.now());
+    inbox.take(Date.now());
+    inbox.finishRun(old, { answer: "", endReason: "completed", deliver: true }, Date.now());
+    inbox.recordDelivery(
+      old,
+      { ok: false, error: "Bad Request: message text is empty" },
+      Date.now(),
+    );
+  }
+
+  const telegramTexts = () =>
+    platforms.telegram.requests.map((request) => (request.body as { text: string }).text);
 
   const gateway = await startGateway(h.home, env);
   try {
@@ -63,9 +109,10 @@ Deno.test("gateway e2e: an empty model answer delivers a notice, a cut-off one i
       });
       const events = await cli(h.home, ["webhook", "events", "--json"]);
       assert.equal(events.code, 0, events.stderr);
-      const [event] = (parseOneJson(events.stdout) as { events: Record<string, unknown>[] }).events;
+      const event = (parseOneJson(events.stdout) as { events: Record<string, unknown>[] }).events
+        .find((event) => event.delivery_id === "d-empty")!;
       assert.equal(event.state, "done");
-      assert.equal(event.end_reason, "completed");
+      assert.equal(event.end_reason, "empty_answer");
       assert.equal(event.delivery_attempts, 1);
       assert.match(
         String(event.error),
@@ -144,6 +191,83 @@ Deno.test("gateway e2e: an empty model answer delivers a notice, a cut-off one i
         "the warning naming the route and the delivery",
       );
     });
+    await t.step(
+      "agent run, a template that renders blank: the model gets the default prompt",
+      async () => {
+        model.push({ content: "Nothing was said." });
+        const body = JSON.stringify({ comment: { body: " " } });
+        const accepted = await post(gateway, comments.name, body, {
+          "x-github-event": "issue_comment",
+          "x-github-delivery": "d-blank-run",
+          "x-hub-signature-256": signGithub(comments.secret, body),
+        });
+        assert.equal(accepted.status, 202);
+        assert.match(String(accepted.json.warning), /^the route's prompt template renders blank/);
+        await waitUntil(() => model.requests.length === 3 && inboxIdle(h.home), "the event to end");
+        assert.equal(
+          userMessage(model.requests[2]),
+          defaultPrompt("comments", "issue_comment", { comment: { body: " " } }),
+        );
+        assert.equal(telegramTexts().at(-1), "Nothing was said.");
+        await waitUntil(
+          () =>
+            logEntries(gateway.log()).some(({ level, message, properties }) =>
+              level === "WARN" &&
+              /the prompt template renders blank for this payload/.test(message) &&
+              properties.route === "comments" && properties.delivery_id === "d-blank-run"
+            ),
+          "the warning naming the route and the delivery",
+        );
+      },
+    );
+
+    await t.step(
+      "redeliver of an empty answer: its notice, a note on --rerun; an older version's empty answer too",
+      async () => {
+        const empty = inboxQuery(h.home, "SELECT id FROM events WHERE delivery_id = 'd-empty'")[0]
+          .id as string;
+        const before = platforms.telegram.requests.length;
+        const redo = await cli(h.home, ["webhook", "redeliver", empty, old], { env });
+        assert.equal(redo.code, 0, redo.stderr);
+        const note =
+          "note: the model's answer was empty when it ran, so what is delivered is the " +
+          "notice saying so; add --rerun to run the agent again\n";
+        assert.equal(redo.stderr, note + note);
+        await waitUntil(() => inboxIdle(h.home), "the redeliveries to end");
+        const texts = telegramTexts().slice(before);
+        assert.deepEqual(texts.sort(), [
+          "The agent run for comments (issue_comment, delivery d-old) ended without an answer: the " +
+          "model's answer was empty. The gateway log has the details.",
+          "The agent run for triage (issues, delivery d-empty) ended without an answer: the " +
+          "model's answer was empty. The gateway log has the details.",
+        ]);
+        const [{ state }] = inboxQuery(h.home, "SELECT state FROM events WHERE id = ?", old);
+        assert.equal(state, "done");
+      },
+    );
+
+    await t.step(
+      "redeliver --rerun of an older version's event with an empty prompt: the default prompt",
+      async () => {
+        model.push({ content: "Now answered." });
+        const redo = await cli(h.home, ["webhook", "redeliver", "--rerun", old], { env });
+        assert.equal(redo.code, 0, redo.stderr);
+        await waitUntil(() => model.requests.length === 4 && inboxIdle(h.home), "the rerun to end");
+        assert.equal(
+          userMessage(model.requests[3]),
+          defaultPrompt("comments", "issue_comment", oldPayload),
+        );
+        assert.equal(telegramTexts().at(-1), "Now answered.");
+        await waitUntil(
+          () =>
+            logEntries(gateway.log()).some(({ level, message, properties }) =>
+              level === "WARN" && /its stored prompt is blank/.test(message) &&
+              properties.id === old && properties.delivery_id === "d-old"
+            ),
+          "the warning naming the event",
+        );
+      },
+    );
   } finally {
     const end = await gateway.stop();
     assert.equal(end.code, 0, end.stderr);

@@ -2,7 +2,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Inbox, type NewEvent, NEXT_DUE_SQL, timeOrderedId } from "../../src/gateway/inbox.ts";
+import {
+  EMPTY_ANSWER,
+  Inbox,
+  type NewEvent,
+  NEXT_DUE_SQL,
+  timeOrderedId,
+} from "../../src/gateway/inbox.ts";
 
 async function withInbox(work: (inbox: Inbox, path: string) => void | Promise<void>) {
   const dir = await Deno.makeTempDir();
@@ -525,6 +531,64 @@ Deno.test("requeue: a failed delivery is due again with the parts not sent yet, 
     assert.equal(inbox.take(200)?.id, done);
   });
 });
+
+Deno.test("requeue of a run without an answer names its end reason: what goes out is its notice", async () => {
+  await withInbox((inbox) => {
+    const notice = (deliveryId: string) =>
+      `The agent run for github (issues, delivery ${deliveryId}) ended without an answer: the ` +
+      "model's answer was empty. The gateway log has the details.";
+    const ended = (
+      deliveryId: string,
+      run: { answer: string; endReason: string; error?: string },
+    ) => {
+      const id = inbox.enqueue(event(deliveryId), 0);
+      inbox.take(0);
+      inbox.finishRun(id, { ...run, deliver: true }, 1);
+      // A failed delivery puts its own error in place of the run's.
+      inbox.recordDelivery(id, { ok: false, error: "Bad Request: message text is empty" }, 2);
+      return id;
+    };
+    // As the worker stores an empty answer: its notice, and an end reason of its own.
+    const empty = ended("d1", {
+      answer: notice("d1"),
+      endReason: EMPTY_ANSWER,
+      error: "the model gave an empty answer",
+    });
+    // Older versions: the empty answer itself, or its notice, with the end reason `completed`.
+    const blank = ended("d2", { answer: " \n", endReason: "completed" });
+    const kept = ended("d3", { answer: notice("d3"), endReason: "completed" });
+    const failed = ended("d4", { answer: "The agent run … failed.", endReason: "failed" });
+    const answered = ended("d5", { answer: "All good", endReason: "completed" });
+    const requeued = [empty, blank, kept, failed, answered].map((id) =>
+      inbox.requeue(id, { rerun: false }, 10)
+    );
+    assert.deepEqual(requeued, [
+      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+      { ok: true, state: "delivering", notice: "failed" },
+      { ok: true, state: "delivering" },
+    ]);
+    // The empty answer is not delivered again (every platform refuses it): its notice is.
+    assert.deepEqual(
+      [blank, kept, answered].map((id) => [inbox.get(id)!.answer, inbox.get(id)!.endReason]),
+      [[notice("d2"), EMPTY_ANSWER], [notice("d3"), EMPTY_ANSWER], ["All good", "completed"]],
+    );
+    assert.equal(
+      answerDelivered(inbox, blank),
+      notice("d2"),
+      "a worker delivers the notice",
+    );
+  });
+});
+
+/** The answer a worker taking `id` delivers. */
+function answerDelivered(inbox: Inbox, id: string): string | undefined {
+  for (let event = inbox.take(10); event; event = inbox.take(10)) {
+    if (event.id === id) return event.answer;
+  }
+  return undefined;
+}
 
 Deno.test("requeue with rerun: the event is queued to run again, its old answer forgotten", async () => {
   await withInbox((inbox) => {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { RunResult } from "../../src/agent/run.ts";
-import { Inbox, type InboxEvent, type NewEvent } from "../../src/gateway/inbox.ts";
+import { EMPTY_ANSWER, Inbox, type InboxEvent, type NewEvent } from "../../src/gateway/inbox.ts";
 import { type EventDeliverer, WorkerPool } from "../../src/gateway/worker.ts";
 
 function event(deliveryId: string): NewEvent {
@@ -164,12 +164,21 @@ Deno.test("an empty answer is not delivered as it is: a notice says the run ende
       "answer was empty. The gateway log has the details."
     ),
   );
+  // An end reason of its own: a failed delivery overwrites `error`, and redeliver must still
+  // tell that what goes out is a notice.
   const events = t.inbox.list({ limit: 10 });
   assert.deepEqual(events.map((e) => [e.state, e.endReason]), [
-    ["done", "completed"],
-    ["done", "completed"],
+    ["done", EMPTY_ANSWER],
+    ["done", EMPTY_ANSWER],
   ]);
   assert.ok(events.every((e) => /^the model gave an empty answer/.test(e.error ?? "")));
+  assert.deepEqual(
+    events.map((e) => t.inbox.requeue(e.id, { rerun: false }, Date.now())),
+    [
+      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+    ],
+  );
   const logged = t.logs.filter((entry) =>
     /a notice saying so is delivered instead/.test(entry.message)
   );
