@@ -103,13 +103,14 @@ export class WorkerPool {
   #stopped = false;
 
   constructor(options: WorkerPoolOptions) {
+    // `?? default` rather than a spread: an option given as `undefined` gets its default too.
     this.#o = {
-      concurrency: 2,
-      maxDeliveryAttempts: 5,
-      retryBaseMs: 5_000,
-      idlePollMs: IDLE_POLL_MS,
-      now: Date.now,
       ...options,
+      concurrency: options.concurrency ?? 2,
+      maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
+      retryBaseMs: options.retryBaseMs ?? 5_000,
+      idlePollMs: options.idlePollMs ?? IDLE_POLL_MS,
+      now: options.now ?? Date.now,
     };
   }
 

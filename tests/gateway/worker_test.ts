@@ -224,6 +224,18 @@ Deno.test("a delivery that keeps failing is failed and logged with the event id"
   assert.match(retries[0].message, /delivery attempt \{attempt\} of \{max\} failed/);
 });
 
+Deno.test("options given as undefined get their defaults: a failing delivery gives up after 5 attempts", async () => {
+  // setup() passes maxDeliveryAttempts and idlePollMs through as undefined here.
+  await using t = await setup({
+    deliver: () => Promise.resolve({ ok: false, retryable: true, error: "HTTP 503" }),
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.inbox.counts().failed === 1);
+  assert.equal(t.deliveries.length, 5);
+});
+
 Deno.test("a non-retryable delivery failure gives up at once", async () => {
   await using t = await setup({
     deliver: () => Promise.resolve({ ok: false, retryable: false, error: "chat not found" }),
