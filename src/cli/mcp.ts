@@ -361,7 +361,15 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       const reloaded = loadConfig({ env: io.env });
       const { issues } = loadMcpServers(reloaded);
       const own = issues.filter((issue) => issue.server === name);
-      if (options.json) return printJson(io, { added: name, entry, issues: own });
+      if (options.json) {
+        // What every command says on stderr first (unknown keys, .env lines), as `mcp list`.
+        return printJson(io, {
+          added: name,
+          entry,
+          issues: own,
+          warnings: configFileWarnings(config),
+        });
+      }
       io.out(
         `Added MCP server '${name}' to ${reloaded.paths.config}. Check it with: agent mcp test ${name}\n`,
       );
@@ -948,6 +956,8 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
       variables: request.variables,
       unset_variables: unset,
       issues,
+      // What every command says on stderr first (unknown keys, .env lines), as `mcp list`.
+      warnings: configFileWarnings(config),
     });
   }
   io.out(`Installed MCP server '${name}' in ${file}.\n`);

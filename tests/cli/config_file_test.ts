@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
+import { installLink } from "../../src/mcp/deeplink.ts";
 import { cli, parseOneJson, spawnCli, tempHome } from "./_helpers.ts";
 
 Deno.test("parallel mcp add and metrics enable processes keep every change to config.yaml", async () => {
@@ -63,6 +64,12 @@ Deno.test("every --json document with warnings starts them with the config file'
     { argv: ["metrics", "enable", "--json"], code: 0 },
     { argv: ["metrics", "disable", "--json"], code: 0 },
     { argv: ["gateway", "setup", "--json"], code: 0 },
+    // Last: they add servers, which the commands above would connect to.
+    { argv: ["mcp", "add", "added", "--url", "https://mcp.example.com/mcp", "--json"], code: 0 },
+    {
+      argv: ["mcp", "install", "--yes", "--json", installLink("linked", { command: "npx" })],
+      code: 0,
+    },
   ];
   for (const { argv, code } of commands) {
     const label = `agent ${argv.join(" ")}`;

@@ -456,6 +456,7 @@ Deno.test("--json --yes: exactly one document; nothing on stderr", async () => {
     variables: ["TEAM_ID"],
     unset_variables: [],
     issues: [],
+    warnings: [],
   });
   assert.deepEqual(h.servers().api, HTTP_ENTRY);
 });
