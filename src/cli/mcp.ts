@@ -77,7 +77,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             servers: rows.map(serverRow),
             issues: session.issues,
             // What every command says on stderr first (unknown keys, .env lines).
-            warnings: configFileWarnings(session.config),
+            warnings: [...configFileWarnings(session.config), ...session.oauthWarnings],
           });
         }
         session.printIssues();
@@ -127,6 +127,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
               warnings: [
                 ...configFileWarnings(session.config),
                 ...configWarnings,
+                ...session.oauthWarnings,
                 ...server.warnings,
               ],
               enabled: config.enabled,
@@ -193,6 +194,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
               warnings: [
                 ...configFileWarnings(session.config),
                 ...configWarnings,
+                ...session.oauthWarnings,
                 ...warnings,
               ],
             });
@@ -508,6 +510,11 @@ class McpSession {
   readonly servers: McpServerConfig[];
   readonly issues: McpConfigIssue[];
   readonly manager: McpManager;
+  /**
+   * What the OAuth records said while connecting (a refused client metadata document …): on
+   * stderr as it happens, and in the `--json` document's `warnings`.
+   */
+  readonly oauthWarnings: string[] = [];
   readonly #io: CliIo;
   readonly #stderr: StderrLog;
   readonly #stop = new AbortController();
@@ -526,7 +533,10 @@ class McpSession {
       processEnv: io.env,
       onStderr: (server, text) => this.#stderr.write(server, text),
       oauth: storedOAuth(config.paths.mcpTokens, {
-        onWarning: (_, message) => io.err(`warning: ${message}\n`),
+        onWarning: (_, message) => {
+          this.oauthWarnings.push(message);
+          io.err(`warning: ${message}\n`);
+        },
       }),
     });
   }

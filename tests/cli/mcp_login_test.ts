@@ -143,3 +143,35 @@ Deno.test("agent mcp login reports a login that did not finish (exit 1)", async 
   assert.match(result.stderr, /MCP server 'api': .*access_denied/);
   assert.equal(result.stdout, "");
 });
+
+Deno.test("mcp list, test and tools --json: a document refused at refresh is in warnings, and on stderr once", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+  // Each command starts from the logged-in records: the refusal discards them.
+  const tokens = join(h.home, "mcp-tokens");
+  const records = ["api.json", "api.client.json", "api.meta.json"].map((file) => {
+    const path = join(tokens, file);
+    return { path, text: Deno.readTextFileSync(path) };
+  });
+  server.options.rejectDocument = true;
+  const refused = `MCP server 'api': the authorization server refused the client metadata ` +
+    `document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client); recorded in ` +
+    `${join(tokens, "api.cimd-off")}. Dynamic client registration is used for this server ` +
+    "until `agent mcp login api` clears the record.";
+  for (const [argv, code] of [[["list"], 0], [["test", "api"], 1], [["tools"], 0]] as const) {
+    for (const { path, text } of records) Deno.writeTextFileSync(path, text);
+    server.expireAccessTokens();
+    const result = await cli(h.home, ["mcp", ...argv, "--json"]);
+    const label = `agent mcp ${argv.join(" ")} --json`;
+    assert.equal(result.code, code, `${label}\n${result.stdout}\n${result.stderr}`);
+    const warnings = JSON.parse(result.stdout).warnings as string[];
+    assert.deepEqual(warnings.filter((w) => w.includes("client metadata")), [refused], label);
+    assert.equal(result.stderr.split(`warning: ${refused}\n`).length - 1, 1, label);
+    Deno.removeSync(join(tokens, "api.cimd-off")); // recorded, as the warning says
+  }
+});
