@@ -7,6 +7,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { dirname, join, resolve } from "node:path";
 import type { Document } from "yaml";
 import {
+  checkedMetricsEndpoint,
   type ConfigSource,
   isPlainObject,
   loadConfig,
@@ -81,7 +82,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         // What this command keeps must be valid already (a new --endpoint replaces a bad one).
         if (!options.send) keptValue(source, SEND_KEY, () => source.boolean(SEND_KEY));
         const endpoint = options.endpoint ??
-          keptValue(source, ENDPOINT_KEY, () => configuredEndpoint(source));
+          keptValue(source, ENDPOINT_KEY, () => checkedMetricsEndpoint(source));
         if (options.send && !endpoint) {
           throw new UsageError(
             "--send needs an endpoint: pass --endpoint <url> (https, or http on loopback)",
@@ -751,32 +752,13 @@ function copyFailure(failed: { reason: string }, dir: string, built: Built): Cli
 function loadMetricsConfig(io: CliIo): ResolvedConfig {
   const config = loadConfig({ env: io.env });
   try {
-    if (config.telemetry.endpoint !== undefined) configuredEndpoint(config.source);
+    if (config.telemetry.endpoint !== undefined) checkedMetricsEndpoint(config.source);
   } catch (error) {
     if (config.telemetry.enabled || !(error instanceof ConfigError)) throw error;
     config.telemetry.warnings.push(unusedWhileOff(error));
     config.telemetry.endpoint = undefined; // not shown either: it may hold credentials
   }
   return config;
-}
-
-/**
- * The endpoint of `config.yaml`, which must pass the same check as `metrics enable --endpoint`
- * (a ConfigError naming config.yaml, line and key); `undefined` when none is set.
- */
-function configuredEndpoint(source: ConfigSource): string | undefined {
-  const endpoint = source.string(ENDPOINT_KEY)?.trim() || undefined;
-  if (endpoint === undefined) return undefined;
-  const checked = validateEndpoint(endpoint);
-  if (!checked.ok) {
-    throw source.error(
-      ENDPOINT_KEY,
-      checked.reason.replace(/\.$/, ""),
-      "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
-        "`agent metrics enable --endpoint <url>`",
-    );
-  }
-  return endpoint;
 }
 
 const ENABLED_KEY = "telemetry.shared_metrics.enabled";

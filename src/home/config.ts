@@ -19,6 +19,7 @@ import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { dotenvWarnings } from "./dotenv_lines.ts";
 import { ConfigError } from "./errors.ts";
 import { readTextIfExists } from "./files.ts";
+import { ENDPOINT_KEY, validateEndpoint } from "./metrics_endpoint.ts";
 import { firstInvalidUtf8 } from "./utf8.ts";
 import { type EnvReader, type HomePaths, homePaths, resolveHome } from "./paths.ts";
 import { SecretScope } from "./secrets.ts";
@@ -352,7 +353,7 @@ function boundedNumber(
 export interface TelemetrySettings {
   /** Collect counters locally. */
   enabled: boolean;
-  /** Send packages to `endpoint` (only when enabled and an endpoint is set). */
+  /** Send packages to `endpoint` (only when enabled and an endpoint the sender accepts is set). */
   send: boolean;
   /** Where packages are sent; only ever from `config.yaml`. */
   endpoint?: string;
@@ -503,7 +504,8 @@ function underFile(home: string): Error {
 /**
  * Resolves usage-metrics consent. Order: `DO_NOT_TRACK` (set and not `0`/`false`) forces off;
  * then `telemetry.shared_metrics.enabled` in `config.yaml`; then `AGENT_SHARED_METRICS`; else
- * off. `send` needs `enabled`; `endpoint` is read from `config.yaml` only.
+ * off. `send` needs `enabled` and an endpoint the sender accepts (else it is off, with a warning);
+ * `endpoint` is read from `config.yaml` only.
  *
  * @example
  * ```ts
@@ -564,7 +566,58 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
     );
     send = false;
   }
+  // Said up front, not at each failed send; a run or the gateway goes on, collecting only.
+  const refused = send ? endpointRefusal(source) : undefined;
+  if (refused) {
+    warnings.push(
+      new ConfigError(refused.location, `${refused.problem}; nothing is sent`, refused.fix).message,
+    );
+    send = false;
+  }
   return { enabled, send, endpoint, decidedBy, warnings };
+}
+
+/**
+ * `telemetry.shared_metrics.endpoint` of `source`, trimmed, checked as every sender checks it
+ * (https, or http to loopback only, no credentials); `undefined` when none is set.
+ *
+ * @throws {ConfigError} naming config.yaml, line and key, and the fix, for a value that is not a
+ * string or an endpoint the sender refuses.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource, checkedMetricsEndpoint } from "./config.ts";
+ * const source = (endpoint: string) =>
+ *   ConfigSource.parse("/h/config.yaml", `telemetry:\n  shared_metrics:\n    endpoint: ${endpoint}\n`);
+ * assert.equal(checkedMetricsEndpoint(source("https://m.example/v2")), "https://m.example/v2");
+ * assert.throws(() => checkedMetricsEndpoint(source("http://m.example/v2")), /not a loopback host/);
+ * ```
+ */
+export function checkedMetricsEndpoint(source: ConfigSource): string | undefined {
+  const endpoint = source.string(ENDPOINT_KEY)?.trim() || undefined;
+  if (endpoint === undefined) return undefined;
+  const checked = validateEndpoint(endpoint);
+  if (!checked.ok) {
+    throw source.error(
+      ENDPOINT_KEY,
+      checked.reason.replace(/\.$/, ""),
+      "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
+        "`agent metrics enable --endpoint <url>`",
+    );
+  }
+  return endpoint;
+}
+
+/** The error of an endpoint the sender would refuse (a string: others stop at loading). */
+function endpointRefusal(source: ConfigSource): ConfigError | undefined {
+  try {
+    checkedMetricsEndpoint(source);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
 }
 
 /**

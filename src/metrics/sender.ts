@@ -19,6 +19,10 @@
  *
  * @module
  */
+import { ENDPOINT_KEY, validateEndpoint } from "../home/metrics_endpoint.ts";
+
+// Part of the sender's API: the endpoint it refuses, checked here before any request.
+export { validateEndpoint };
 
 /** A package from the outbox, ready to send. */
 export interface OutgoingPackage {
@@ -72,77 +76,6 @@ const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** The answers that refuse a package for good; every other 4xx but 429 is retried. */
 const PERMANENT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422]);
-
-const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
-const ENDPOINT_RULE =
-  "it must be an https:// URL, or http:// only to a loopback host (127.0.0.1, [::1], localhost)";
-
-/**
- * Checks that a metrics endpoint is safe to send to: `https:`, or `http:` only to a loopback host
- * (127.0.0.0/8, `[::1]`, `localhost`), with no user name or password in the URL.
- *
- * The refusal reason is a sentence for the user that names `telemetry.shared_metrics.endpoint`
- * and what to set it to; it never repeats credentials.
- *
- * @example Usage
- * ```ts
- * import { validateEndpoint } from "./sender.ts";
- * import assert from "node:assert/strict";
- *
- * const good = validateEndpoint("https://metrics.example.com/v2/packages");
- * assert.ok(good.ok && good.url.hostname === "metrics.example.com");
- * assert.ok(validateEndpoint("http://127.0.0.1:8080/ingest").ok);
- *
- * const bad = validateEndpoint("http://metrics.example.com/");
- * assert.ok(!bad.ok && bad.reason.includes("telemetry.shared_metrics.endpoint"));
- * ```
- *
- * @param url The configured endpoint.
- * @returns The parsed URL, or the reason it is refused.
- */
-export function validateEndpoint(
-  url: string,
-): { ok: true; url: URL } | { ok: false; reason: string } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return { ok: false, reason: `${ENDPOINT_KEY} is not a valid URL; ${ENDPOINT_RULE}.` };
-  }
-  if (parsed.username !== "" || parsed.password !== "") {
-    return {
-      ok: false,
-      reason: `${ENDPOINT_KEY} must not contain a user name or password; remove the ` +
-        `"user:password@" part (${ENDPOINT_RULE}).`,
-    };
-  }
-  if (parsed.protocol === "https:") {
-    if (parsed.hostname === "") {
-      return { ok: false, reason: `${ENDPOINT_KEY} has no host; ${ENDPOINT_RULE}.` };
-    }
-    return { ok: true, url: parsed };
-  }
-  if (parsed.protocol === "http:") {
-    if (isLoopbackHost(parsed.hostname)) return { ok: true, url: parsed };
-    return {
-      ok: false,
-      reason: `${ENDPOINT_KEY} uses http:// to "${parsed.hostname}", which is not a loopback ` +
-        `host; ${ENDPOINT_RULE}.`,
-    };
-  }
-  return {
-    ok: false,
-    reason: `${ENDPOINT_KEY} uses the unsupported scheme "${parsed.protocol}"; ${ENDPOINT_RULE}.`,
-  };
-}
-
-/** `hostname` as the URL parser normalised it (lower case, dotted IPv4, bracketed IPv6). */
-function isLoopbackHost(hostname: string): boolean {
-  if (hostname === "localhost" || hostname === "[::1]") return true;
-  const octets = hostname.split(".");
-  return octets.length === 4 && octets[0] === "127" &&
-    octets.every((o) => /^\d{1,3}$/.test(o) && Number(o) <= 255);
-}
 
 /**
  * Sends packages to the endpoint one at a time, in order, and returns one outcome per package in

@@ -26,9 +26,12 @@ import {
   MAIN,
   parseOneJson,
   processesWithEnv,
+  recordEvents,
   REPO,
+  SAMPLE_EVENTS,
   spawnCli,
   type SpawnOptions,
+  startCollector,
   tempHome,
 } from "./_helpers.ts";
 import { everythingStdio, freePort, writeConfig } from "./_mcp_helpers.ts";
@@ -627,6 +630,50 @@ Deno.test("run and chat: the usage-metrics settings' warnings are on stderr once
     assert.match(result.stderr, new RegExp(`^warning: .*config\\.yaml:\\d+ \\(key telemetry`, "m"));
     assert.ok(result.stderr.includes(`warning: ${sendOff}\n`), result.stderr);
   }
+});
+
+Deno.test("run and chat: sending to an endpoint the sender refuses is a warning up front, with config.yaml's line, the key and the fix; nothing is tried, the packages wait", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  await using collector = startCollector(202);
+  const metrics = (shared: Record<string, unknown>) => ({
+    baseUrl: model.baseUrl,
+    extra: { telemetry: { shared_metrics: { enabled: true, ...shared } } },
+  });
+  // A package waits in the outbox, exported while collecting only.
+  configure(home.home, metrics({}));
+  recordEvents(home.home, SAMPLE_EVENTS, Date.now());
+  expectCode(await spawnCli(home.home, ["metrics", "export", "--json"]), 0);
+
+  const config = configure(
+    home.home,
+    metrics({ send: true, endpoint: "http://metrics.example.com/v2" }),
+  );
+  const line = Deno.readTextFileSync(config).split("\n").findIndex((l) => /endpoint:/.test(l)) + 1;
+  const warning = `${config}:${line} (key telemetry.shared_metrics.endpoint): ` +
+    'telemetry.shared_metrics.endpoint uses http:// to "metrics.example.com", which is not a ' +
+    "loopback host; it must be an https:// URL, or http:// only to a loopback host (127.0.0.1, " +
+    "[::1], localhost); nothing is sent. Fix: set it to an https:// URL (or http:// to " +
+    "127.0.0.1, [::1] or localhost), or run `agent metrics enable --endpoint <url>`";
+  const json = await agentRun(home.home, ["hi", "--json"]);
+  expectCode(json, 0);
+  assert.deepEqual(json.json!.warnings, [warning]);
+  const chat = await spawnCli(home.home, ["chat"], { stdin: "" });
+  expectCode(chat, 0);
+  for (const result of [json, chat]) {
+    assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, result.stderr);
+  }
+  // Before, each run tried to send, failed, and said so in the log only.
+  const log = join(home.home, "logs", "gateway.log");
+  assert.doesNotMatch(existsSync(log) ? Deno.readTextFileSync(log) : "", /usage metrics/);
+
+  // Fixed, the package that waited is sent.
+  configure(home.home, metrics({ send: true, endpoint: collector.endpoint }));
+  const send = await spawnCli(home.home, ["metrics", "send", "--json"]);
+  expectCode(send, 0);
+  const sent = parseOneJson(send.stdout).sent as { status: string }[];
+  assert.deepEqual(sent.map((outcome) => outcome.status), ["sent"]);
+  assert.equal(collector.received.length, 1);
 });
 
 Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; the run goes on", async () => {

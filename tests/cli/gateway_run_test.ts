@@ -106,6 +106,32 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
   assert.match(log, /gateway listening on/);
 });
 
+Deno.test("gateway run: sending usage metrics to an endpoint the sender refuses is warned about at start, on stderr and in the log, naming config.yaml's line, the key and the fix", async () => {
+  await using h = await tempHome();
+  writeGatewayConfig(h.home, { webhook: { host: "127.0.0.1" } });
+  Deno.writeTextFileSync(
+    h.config,
+    "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+      "    endpoint: https://u:SECRET@metrics.example.com/v2\n",
+    { append: true },
+  );
+  const line = Deno.readTextFileSync(h.config).split("\n").indexOf(
+    "    endpoint: https://u:SECRET@metrics.example.com/v2",
+  ) + 1;
+  const gateway = await startGateway(h.home, { WEBHOOK_PORT: String(freePort()) });
+  const { stderr } = await gateway.stop();
+  const warning = `${h.config}:${line} (key telemetry.shared_metrics.endpoint): ` +
+    "telemetry.shared_metrics.endpoint must not contain a user name or password; remove the " +
+    '"user:password@" part (it must be an https:// URL, or http:// only to a loopback host ' +
+    "(127.0.0.1, [::1], localhost)); nothing is sent. Fix: set it to an https:// URL (or " +
+    "http:// to 127.0.0.1, [::1] or localhost), or run `agent metrics enable --endpoint <url>`";
+  const lines = stderr.split("\n");
+  assert.equal(lines.filter((l) => l === `warning: ${warning}`).length, 1, stderr);
+  const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
+  assert.ok(log.includes(JSON.stringify(warning).slice(1, -1)), log);
+  assert.doesNotMatch(stderr + log, /SECRET/);
+});
+
 Deno.test("gateway run on a home whose config does not enable webhooks stops at once and writes nothing", async () => {
   await using h = await tempHome();
   const config = join(h.home, "config.yaml");

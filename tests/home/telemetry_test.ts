@@ -208,6 +208,36 @@ Deno.test("telemetry: send without an endpoint → send false + warning naming t
   }
 });
 
+Deno.test("telemetry: send to an endpoint the sender refuses → send false + a warning with line, key and fix", () => {
+  const key = "telemetry.shared_metrics.endpoint";
+  const rule = "it must be an https:// URL, or http:// only to a loopback host (127.0.0.1, " +
+    "[::1], localhost)";
+  const fix =
+    ". Fix: set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or " +
+    "run `agent metrics enable --endpoint <url>`";
+  const cases: [string, string][] = [
+    [
+      "http://metrics.example/v2",
+      `${key} uses http:// to "metrics.example", which is not a loopback host; ${rule}`,
+    ],
+    ["ftp://metrics.example/v2", `${key} uses the unsupported scheme "ftp:"; ${rule}`],
+    [
+      "https://u:SECRET@metrics.example/v2",
+      `${key} must not contain a user name or password; remove the "user:password@" part ` +
+      `(${rule})`,
+    ],
+    ['"not a url"', `${key} is not a valid URL; ${rule}`],
+  ];
+  for (const [endpoint, problem] of cases) {
+    const t = resolve(yaml({ enabled: "true", send: "true", endpoint }));
+    assert.equal(t.enabled, true, endpoint);
+    assert.equal(t.send, false, endpoint);
+    assert.deepEqual(t.warnings, [`${FILE}:5 (key ${key}): ${problem}; nothing is sent${fix}`]);
+    // Collecting only, sending off: the endpoint is not used, and not warned about here.
+    assert.deepEqual(resolve(yaml({ enabled: "true", endpoint })).warnings, [], endpoint);
+  }
+});
+
 Deno.test("telemetry: the endpoint is trimmed", () => {
   const t = resolve(yaml({ enabled: "true", send: "true", endpoint: `"  ${ENDPOINT}  "` }));
   assert.equal(t.endpoint, ENDPOINT);
