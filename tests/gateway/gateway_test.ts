@@ -31,6 +31,31 @@ function gatewayEnv(home: string): (name: string) => string | undefined {
   return (name) => ({ AGENT_HOME: home, WEBHOOK_SECRET: "s" })[name];
 }
 
+/**
+ * Starts a gateway on `home` with its console lines caught, runs `body` against it, stops it and
+ * returns the lines it printed.
+ */
+async function consoleOfGateway(
+  home: string,
+  body: (gateway: Gateway) => Promise<void> = () => Promise.resolve(),
+): Promise<string[]> {
+  const env = gatewayEnv(home);
+  const config = loadConfig({ env });
+  const shown: string[] = [];
+  await configureLogging(config.paths, { console: (line) => shown.push(line) });
+  try {
+    const gateway = await Gateway.start({ config, env });
+    try {
+      await body(gateway);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await closeLogging();
+  }
+  return shown;
+}
+
 Deno.test("a quiet gateway packages finished days and sends them at start (send: true)", async () => {
   await using h = await tempHome();
   await using collector = startCollector(202);
@@ -162,16 +187,7 @@ Deno.test("a gateway whose model lacks its API key warns about that, not that no
     h.config,
     gatewayYaml("model:\n  default: gpt-4.1-mini\n  provider: openai\n"),
   );
-  const env = gatewayEnv(h.home);
-  const config = loadConfig({ env });
-  const shown: string[] = [];
-  await configureLogging(config.paths, { console: (line) => shown.push(line) });
-  try {
-    const gateway = await Gateway.start({ config, env });
-    await gateway.stop();
-  } finally {
-    await closeLogging();
-  }
+  const shown = await consoleOfGateway(h.home);
   const model = shown.filter((line) => line.includes("model"));
   assert.deepEqual(model, [
     `warning: agent runs fail until the model is set up: ${h.config}:3 (key model.provider): ` +
@@ -191,27 +207,16 @@ Deno.test("a delivery that fails for a token not set names this home's .env file
       "          deliver_only: true\n          prompt: 'Build {status}'\n" +
       "          deliver_extra:\n            chat_id: C0123456789\n",
   );
-  const env = gatewayEnv(h.home);
-  const config = loadConfig({ env });
-  const shown: string[] = [];
-  await configureLogging(config.paths, { console: (line) => shown.push(line) });
-  try {
-    const gateway = await Gateway.start({ config, env });
-    try {
-      const answer = await postGithub(
-        { url: (path) => `${gateway.addresses[0]}${path}` },
-        { name: "alert", secret },
-        "push",
-        "d-1",
-        { status: "passed" },
-      );
-      assert.equal(answer.status, 502);
-    } finally {
-      await gateway.stop();
-    }
-  } finally {
-    await closeLogging();
-  }
+  const shown = await consoleOfGateway(h.home, async (gateway) => {
+    const answer = await postGithub(
+      { url: (path) => `${gateway.addresses[0]}${path}` },
+      { name: "alert", secret },
+      "push",
+      "d-1",
+      { status: "passed" },
+    );
+    assert.equal(answer.status, 502);
+  });
   assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
     "warning: route alert: direct delivery d-1 to slack failed: slack: SLACK_BOT_TOKEN is not " +
     `set. Fix: add SLACK_BOT_TOKEN=<token> to ${join(h.home, ".env")}, then restart the gateway\n`,
