@@ -2,13 +2,27 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { ConfigSource } from "../../src/home/config.ts";
-import { type McpServerConfig, parseMcpServers } from "../../src/mcp/config.ts";
+import {
+  type McpServerConfig,
+  parseMcpServers,
+  type SamplingSettings,
+} from "../../src/mcp/config.ts";
 import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
 import { McpServerError } from "../../src/mcp/errors.ts";
 
 const CONFORMANCE_RUNNER = fileURLToPath(
   new URL("../../scripts/conformance/run.ts", import.meta.url),
 );
+
+/** The `sampling` settings of an entry that sets none (the spec's defaults, written out). */
+export const SAMPLING_DEFAULTS: SamplingSettings = {
+  enabled: true,
+  maxTokensCap: 4096,
+  timeoutSeconds: 30,
+  maxRpm: 10,
+  maxToolRounds: 5,
+  allowedModels: [],
+};
 
 /** Parses a `mcp_servers` YAML body (the part under `mcp_servers:`), failing on config errors. */
 export function serversFromYaml(

@@ -10,6 +10,7 @@ import {
 } from "../../src/mcp/config.ts";
 import type { SubstitutionContext } from "../../src/mcp/substitute.ts";
 import { DEFAULT_CLIENT_METADATA_URL } from "../../src/mcp/oauth/metadata_url.ts";
+import { SAMPLING_DEFAULTS } from "./_helpers.ts";
 
 const FILE = "/h/config.yaml";
 
@@ -188,14 +189,7 @@ const SHARED_DEFAULTS = {
   idleTimeoutSeconds: 0,
   maxLifetimeSeconds: 0,
   tools: { resources: true, prompts: true },
-  sampling: {
-    enabled: true,
-    maxTokensCap: 4096,
-    timeoutSeconds: 30,
-    maxRpm: 10,
-    maxToolRounds: 5,
-    allowedModels: [],
-  },
+  sampling: SAMPLING_DEFAULTS,
   elicitation: { enabled: true, timeoutSeconds: 300 },
   trust: "full",
 };

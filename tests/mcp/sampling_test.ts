@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { ProtocolError, type SamplingMessage } from "@modelcontextprotocol/client";
 import { ModelClient } from "../../src/agent/model.ts";
-import type { SamplingSettings } from "../../src/mcp/config.ts";
 import {
   chooseSamplingModel,
   RateWindow,
@@ -27,18 +26,9 @@ import {
   type Turn,
 } from "../fixtures/fake_model.ts";
 import { call, requestsServer, resultJson, resultText, startManager } from "./_client_requests.ts";
-import { parseServerS } from "./_helpers.ts";
+import { parseServerS, SAMPLING_DEFAULTS as SETTINGS } from "./_helpers.ts";
 
 const DEFAULT_MODEL = "gpt-4.1-mini";
-
-const SETTINGS: SamplingSettings = {
-  enabled: true,
-  maxTokensCap: 4096,
-  timeoutSeconds: 30,
-  maxRpm: 10,
-  maxToolRounds: 5,
-  allowedModels: [],
-};
 
 const user = (text: string): SamplingMessage => ({ role: "user", content: { type: "text", text } });
 
