@@ -393,6 +393,18 @@ function answered(text: string): boolean {
   return length !== null && final.length - end - 4 >= Number(length[1]);
 }
 
+/** One entry of the gateway log (`<home>/logs/gateway.log`, a JSON object a line). */
+export interface LogEntry {
+  level: string;
+  message: string;
+  properties: Record<string, unknown>;
+}
+
+/** The entries of a gateway log's text, as {@linkcode GatewayProcess.log} returns it. */
+export function logEntries(log: string): LogEntry[] {
+  return log.split("\n").filter(Boolean).map((line) => JSON.parse(line));
+}
+
 // --- the durable inbox -----------------------------------------------------------------------
 
 /** One row of `events` in `<home>/gateway/inbox.sqlite3`, the columns the tests look at. */

@@ -15,8 +15,8 @@ import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
 import {
   inboxIdle,
   inboxQuery,
-  post,
-  signGithub,
+  logEntries,
+  postGithub,
   startGateway,
   subscribe,
   waitUntil,
@@ -33,13 +33,6 @@ function defaultPrompt(route: string, event: string, payload: unknown): string {
 /** The content of the user message of a request to the model. */
 function userMessage(request: { messages: Array<Record<string, unknown>> }): unknown {
   return request.messages.find((message) => message.role === "user")?.content;
-}
-
-/** The gateway log's entries (JSON lines). */
-function logEntries(
-  log: string,
-): Array<{ level: string; message: string; properties: Record<string, unknown> }> {
-  return log.split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }
 
 Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: the notice again), a cut-off one is logged; a template that renders blank: deliver-only fails without a platform call, an agent run gets the default prompt", async (t) => {
@@ -93,11 +86,8 @@ Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: th
   const gateway = await startGateway(h.home, env);
   try {
     await t.step("an empty answer: the notice of a run without an answer", async () => {
-      const body = JSON.stringify({ title: "Found a bug" });
-      const accepted = await post(gateway, triage.name, body, {
-        "x-github-event": "issues",
-        "x-github-delivery": "d-empty",
-        "x-hub-signature-256": signGithub(triage.secret, body),
+      const accepted = await postGithub(gateway, triage, "issues", "d-empty", {
+        title: "Found a bug",
       });
       assert.equal(accepted.status, 202);
       await waitUntil(() => model.requests.length === 1 && inboxIdle(h.home), "the event to end");
@@ -143,12 +133,7 @@ Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: th
           }],
         },
       });
-      const body = JSON.stringify({ title: "Long one" });
-      const accepted = await post(gateway, triage.name, body, {
-        "x-github-event": "issues",
-        "x-github-delivery": "d-cut",
-        "x-hub-signature-256": signGithub(triage.secret, body),
-      });
+      const accepted = await postGithub(gateway, triage, "issues", "d-cut", { title: "Long one" });
       assert.equal(accepted.status, 202);
       await waitUntil(() => model.requests.length === 2 && inboxIdle(h.home), "the event to end");
       assert.deepEqual(platforms.telegram.requests.at(-1)?.body, {
@@ -168,16 +153,11 @@ Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: th
     // As any failed direct delivery (decisions.md §6): 502, the claim released, so the sender's
     // retry is delivered once the route's prompt is fixed.
     await t.step("deliver-only, a template that renders empty: 502, nothing sent", async () => {
-      const blank = JSON.stringify({ comment: { body: " \n " } });
-      const headers = {
-        "x-github-event": "issue_comment",
-        "x-github-delivery": "d-blank",
-        "x-hub-signature-256": signGithub(direct.secret, blank),
-      };
+      const blank = { comment: { body: " \n " } };
       const sent = () => platforms.telegram.requests.length;
       const before = sent();
       for (let attempt = 0; attempt < 2; attempt++) {
-        const failed = await post(gateway, direct.name, blank, headers);
+        const failed = await postGithub(gateway, direct, "issue_comment", "d-blank", blank);
         assert.equal(failed.status, 502, `attempt ${attempt}: the retry is not a duplicate`);
         assert.match(String(failed.json?.error), /renders an empty message for this payload$/);
       }
@@ -195,11 +175,8 @@ Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: th
       "agent run, a template that renders blank: the model gets the default prompt",
       async () => {
         model.push({ content: "Nothing was said." });
-        const body = JSON.stringify({ comment: { body: " " } });
-        const accepted = await post(gateway, comments.name, body, {
-          "x-github-event": "issue_comment",
-          "x-github-delivery": "d-blank-run",
-          "x-hub-signature-256": signGithub(comments.secret, body),
+        const accepted = await postGithub(gateway, comments, "issue_comment", "d-blank-run", {
+          comment: { body: " " },
         });
         assert.equal(accepted.status, 202);
         assert.match(String(accepted.json.warning), /^the route's prompt template renders blank/);
