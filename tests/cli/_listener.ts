@@ -9,6 +9,7 @@ import { Inbox } from "../../src/gateway/inbox.ts";
 import { createWebhookApp } from "../../src/webhook/listener.ts";
 import type { Route } from "../../src/webhook/routes.ts";
 import { RouteTable } from "../../src/webhook/route_table.ts";
+import { type TempHome, tempHome } from "./_helpers.ts";
 
 /** A running listener: its port and inbox; `stop` (or disposal) shuts it down. */
 export interface TestListener extends AsyncDisposable {
@@ -55,6 +56,28 @@ export function startListener(
     [Symbol.asyncDispose]: async () => {
       await stop();
       inbox.close();
+    },
+  };
+}
+
+/** A temp `<home>` served by a {@linkcode TestListener}. */
+export interface ListeningHome extends TempHome {
+  listener: TestListener;
+  /** What `agent webhook` commands need to reach the listener (its port, webhooks enabled). */
+  env: Record<string, string>;
+}
+
+/** Makes a temp `<home>` and serves it; use with `await using` (stops, then removes the home). */
+export async function listeningHome(): Promise<ListeningHome> {
+  const home = await tempHome();
+  const listener = startListener(home.home);
+  return {
+    ...home,
+    listener,
+    env: { WEBHOOK_PORT: String(listener.port), WEBHOOK_ENABLED: "true" },
+    [Symbol.asyncDispose]: async () => {
+      await listener[Symbol.asyncDispose]();
+      await home[Symbol.asyncDispose]();
     },
   };
 }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { EMPTY_ANSWER, Inbox } from "../../src/gateway/inbox.ts";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
-import { startListener } from "./_listener.ts";
+import { listeningHome } from "./_listener.ts";
 
 function subscriptions(home: string): Record<string, Record<string, unknown>> {
   return JSON.parse(Deno.readTextFileSync(join(home, "webhook_subscriptions.json")));
@@ -233,10 +233,9 @@ Deno.test("a record that is not an object is listed as invalid; the others are l
 });
 
 Deno.test("test: POSTs a signed test event to the running listener and prints its answer", async () => {
-  await using h = await tempHome();
-  await using listener = startListener(h.home);
+  await using h = await listeningHome();
+  const { env, listener } = h;
   const { inbox } = listener;
-  const env = { WEBHOOK_PORT: String(listener.port), WEBHOOK_ENABLED: "true" };
   await cli(h.home, ["webhook", "subscribe", "ci", "--events", "test"], { env });
   const sent = await cli(h.home, ["webhook", "test", "ci", "--json"], { env });
   assert.equal(sent.code, 0, sent.stderr + sent.stdout);

@@ -5,12 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { cli, tempHome } from "./_helpers.ts";
-import { startListener } from "./_listener.ts";
+import { listeningHome } from "./_listener.ts";
 
 Deno.test("test of a deliver-only route: the real-message note only when the route takes the event (any case)", async () => {
-  await using h = await tempHome();
-  await using gateway = startListener(h.home);
-  const env = { WEBHOOK_PORT: String(gateway.port), WEBHOOK_ENABLED: "true" };
+  await using h = await listeningHome();
+  const { env } = h;
   const subscribed = await cli(h.home, [
     "webhook",
     "subscribe",
@@ -65,9 +64,8 @@ Deno.test("subscribe --deliver-only --skills warns that the skills are never loa
 });
 
 Deno.test("test of an agent-run route whose template renders blank: the 202's warning, a note on what to change, the default prompt", async () => {
-  await using h = await tempHome();
-  await using gateway = startListener(h.home);
-  const env = { WEBHOOK_PORT: String(gateway.port), WEBHOOK_ENABLED: "true" };
+  await using h = await listeningHome();
+  const { env } = h;
   const subscribed = await cli(h.home, [
     "webhook",
     "subscribe",
@@ -92,7 +90,7 @@ Deno.test("test of an agent-run route whose template renders blank: the 202's wa
   );
   const fence = "`".repeat(3);
   assert.equal(
-    gateway.inbox.take(Date.now())?.prompt,
+    h.listener.inbox.take(Date.now())?.prompt,
     `Webhook event 'test' on route 'triage':\n\n${fence}json\n{\n  "comment": {\n    "body": " "\n  }\n}\n${fence}`,
   );
 
@@ -108,5 +106,5 @@ Deno.test("test of an agent-run route whose template renders blank: the 202's wa
   assert.equal(filled.code, 0, filled.stderr);
   assert.doesNotMatch(filled.stdout, /warning/);
   assert.equal(filled.stderr, "");
-  assert.equal(gateway.inbox.take(Date.now())?.prompt, "LGTM");
+  assert.equal(h.listener.inbox.take(Date.now())?.prompt, "LGTM");
 });
