@@ -354,20 +354,22 @@ export function postGithub(
 }
 
 /**
- * Sends `request` as written (CRLFs included) on a new TCP connection to 127.0.0.1:`port` and reads
- * the answer up to the end of its body (by its `Content-Length`; `100 Continue` skipped), or what
- * came before the connection was closed. For what `fetch` cannot send: no `Host` header, malformed
- * framing, a body that stops arriving. With `closeWrite`, the sending side is closed after the
- * request: a sender that hangs up mid-body.
+ * Sends `request` as written (CRLFs included; text as UTF-8, or the bytes given) on a new TCP
+ * connection to 127.0.0.1:`port` and reads the answer up to the end of its body (by its
+ * `Content-Length`; `100 Continue` skipped), or what came before the connection was closed. For
+ * what `fetch` cannot send: no `Host` header, malformed framing, header bytes that are not UTF-8, a
+ * body that stops arriving. With `closeWrite`, the sending side is closed after the request: a
+ * sender that hangs up mid-body.
  */
 export async function rawRequest(
   port: number,
-  request: string,
+  request: string | Uint8Array,
   options: { closeWrite?: boolean } = {},
 ): Promise<string> {
   const connection = await Deno.connect({ hostname: "127.0.0.1", port });
   try {
-    await connection.write(new TextEncoder().encode(request));
+    const bytes = typeof request === "string" ? new TextEncoder().encode(request) : request;
+    for (let sent = 0; sent < bytes.length;) sent += await connection.write(bytes.subarray(sent));
     if (options.closeWrite) await connection.closeWrite();
     const buffer = new Uint8Array(65_536);
     let text = "";

@@ -16,7 +16,13 @@ import {
 import { RouteTable } from "../../src/webhook/route_table.ts";
 import { routeFromRaw } from "../../src/webhook/routes.ts";
 import { githubSignature, standardWebhookSignature } from "../../src/webhook/signatures.ts";
-import { rawRequest } from "../e2e/_gateway.ts";
+import {
+  rawRequest,
+  signGeneric,
+  signGenericV2,
+  signGithub,
+  signStandard,
+} from "../e2e/_gateway.ts";
 
 const SECRET = "route-secret";
 const NOW = 1_700_000_000_000;
@@ -138,6 +144,16 @@ async function harness(
 
 function route(extra: Record<string, unknown> = {}) {
   return { secret: SECRET, prompt: "Issue {issue.title}", deliver: "log", ...extra };
+}
+
+let goodEvents = 0;
+
+/** Asserts that the listener still accepts a good event: one signed for route `name`, 202. */
+async function assertServing(h: Harness, name: string): Promise<void> {
+  const id = `good-${++goodEvents}`;
+  const response = await h.signed(name, { issue: { title: id } }, { "x-github-delivery": id });
+  const text = await response.text();
+  assert.equal(response.status, 202, `a good event to ${name} after a refusal: ${text}`);
 }
 
 Deno.test("GET /health answers ok without authentication", async () => {
@@ -264,10 +280,12 @@ Deno.test("unknown route → 404 naming it; another method on a route → 405 wi
   const unknown = await h.signed("nope", {});
   assert.equal(unknown.status, 404);
   assert.deepEqual(await unknown.json(), { error: "Unknown route: nope" });
+  await assertServing(h, "github");
   const get = await h.app.fetch(new Request("http://localhost/webhooks/github"));
   assert.equal(get.status, 405);
   assert.equal(get.headers.get("allow"), "POST");
-  await get.body?.cancel();
+  assert.deepEqual(await get.json(), { error: "Method GET not allowed; send POST" });
+  await assertServing(h, "github");
 });
 
 Deno.test("a route's URL names it in any ASCII case, as the CLI's <name> does", async () => {
@@ -518,21 +536,24 @@ Deno.test("over HTTP: a sender that hangs up mid-body → 400, nothing stored; t
   }
 });
 
-Deno.test("a disabled route → 403", async () => {
-  await using h = await harness({ routes: { github: route({ enabled: false }) } });
-  const response = await h.signed("github", { a: 1 });
+Deno.test("a disabled route → 403, nothing stored; other routes are served", async () => {
+  await using h = await harness({ routes: { off: route({ enabled: false }), github: route() } });
+  const response = await h.signed("off", { a: 1 });
   assert.equal(response.status, 403);
-  await response.body?.cancel();
+  assert.deepEqual(await response.json(), { error: "route disabled" });
+  assert.equal(h.accepted, 0);
+  await assertServing(h, "github");
 });
 
 Deno.test("bodies over the cap → 413, with or without Content-Length", async () => {
   await using h = await harness({ routes: { github: route() }, maxBodyBytes: 100 });
   const big = JSON.stringify({ text: "x".repeat(200) });
   const declared = await h.post("github", big, {
+    "content-length": String(big.length),
     "x-hub-signature-256": githubSignature(SECRET, big),
   });
   assert.equal(declared.status, 413);
-  await declared.body?.cancel();
+  assert.deepEqual(await declared.json(), { error: "body larger than 100 bytes" });
   // A chunked body (no Content-Length) is cut off while streaming.
   let pulled = 0;
   const stream = new ReadableStream<Uint8Array>({
@@ -548,14 +569,58 @@ Deno.test("bodies over the cap → 413, with or without Content-Length", async (
   assert.equal(streamed.status, 413);
   assert.ok(pulled < 10, `read ${pulled} chunks: the body was buffered past the cap`);
   await streamed.body?.cancel();
+  await assertServing(h, "github");
 });
 
-Deno.test("no secret anywhere → 403 and an error naming the route", async () => {
-  await using h = await harness({ routes: { open: { prompt: "x" } } });
-  const response = await h.post("open", "{}");
-  assert.equal(response.status, 403);
-  await response.body?.cancel();
-  assert.ok(h.logs.some((line) => line.includes("open")));
+Deno.test("over HTTP: a body over the cap → 413 before the rest of it arrives, with or without Content-Length; the next request is accepted", async () => {
+  // Were the rest of a body waited for, rawRequest's 10 s deadline would fail the test long
+  // before this 60 s body timeout answered.
+  await using h = await harness({
+    routes: { github: route() },
+    maxBodyBytes: 100,
+    bodyTimeoutSeconds: 60,
+  });
+  const port = h.serve();
+  const head = `POST /webhooks/github HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n` +
+    `X-Hub-Signature-256: sha256=${"0".repeat(64)}\r\n`;
+  const tooLarge = { status: 413, json: { error: "body larger than 100 bytes" } };
+  // Answered from the header: none of the body is sent.
+  const declared = await rawRequest(port, `${head}Content-Length: 101\r\n\r\n`);
+  assert.deepEqual(parsed(declared), tooLarge);
+  // Chunked: one chunk past the cap is enough; the body's end never comes.
+  const chunk = `{"text":"${"x".repeat(200)}"`;
+  const chunked = await rawRequest(
+    port,
+    `${head}Transfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n`,
+  );
+  assert.deepEqual(parsed(chunked), tooLarge);
+  // Exactly at the cap is read (and refused later, for its signature).
+  const full = `{"t":"${"x".repeat(92)}"}`;
+  assert.equal(full.length, 100);
+  const atCap = await rawRequest(port, `${head}Content-Length: 100\r\n\r\n${full}`);
+  assert.deepEqual(parsed(atCap), { status: 401, json: { error: "Invalid signature" } });
+  const body = JSON.stringify({ issue: { title: "small" } });
+  const good = await rawRequest(
+    port,
+    `POST /webhooks/github HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\n` +
+      `X-Hub-Signature-256: ${githubSignature(SECRET, body)}\r\n\r\n${body}`,
+  );
+  assert.equal(parsed(good).status, 202);
+  assert.equal(h.accepted, 1);
+});
+
+Deno.test("no secret anywhere → 403 and an error naming the route; other routes are served", async () => {
+  await using h = await harness({ routes: { open: { prompt: "x" }, github: route() } });
+  // Signed or not: there is no secret to check a signature against.
+  const signed: Record<string, string> = { "x-hub-signature-256": githubSignature(SECRET, "{}") };
+  for (const headers of [{}, signed]) {
+    const response = await h.post("open", "{}", headers);
+    assert.equal(response.status, 403);
+    assert.deepEqual(await response.json(), { error: "no secret is configured for this route" });
+  }
+  assert.match(h.logs[0], /^error: route \{route\} has no secret .*"route":"open"/);
+  assert.equal(h.accepted, 0);
+  await assertServing(h, "github");
 });
 
 Deno.test("signatures: missing, wrong, tampered, other route's secret, downgrade → 401, never 500", async () => {
@@ -588,13 +653,14 @@ Deno.test("signatures: missing, wrong, tampered, other route's secret, downgrade
     const response = await h.post("github", body, headers);
     assert.equal(response.status, 401, JSON.stringify(headers));
     assert.deepEqual(await response.json(), { error: "Invalid signature" });
+    await assertServing(h, "github");
   }
   const otherRoute = await h.post("other", body, {
     "x-hub-signature-256": githubSignature(SECRET, body),
   });
   assert.equal(otherRoute.status, 401);
-  await otherRoute.body?.cancel();
-  assert.equal(h.accepted, 0);
+  assert.deepEqual(await otherRoute.json(), { error: "Invalid signature" });
+  assert.equal(h.accepted, cases.length, "only the good events");
 });
 
 Deno.test("every signature family that verifies is accepted (202)", async () => {
@@ -616,6 +682,207 @@ Deno.test("every signature family that verifies is accepted (202)", async () => 
     await response.body?.cancel();
   }
   assert.equal(h.accepted, 3);
+});
+
+/** How a sender of one signature family signs `body` with `secret` at `ts` (seconds). */
+type Signer = (secret: string, body: string, ts: number, id: string) => Record<string, string>;
+
+/** Each family as its senders sign (the helpers of the e2e tests: computed apart from src/). */
+const FAMILIES: Record<string, Signer> = {
+  github: (secret, body) => ({ "x-hub-signature-256": signGithub(secret, body) }),
+  gitlab: (secret) => ({ "x-gitlab-token": secret }),
+  standard: (secret, body, ts, id) => ({
+    "webhook-id": id,
+    "webhook-timestamp": String(ts),
+    "webhook-signature": signStandard(secret, id, ts, body),
+  }),
+  svix: (secret, body, ts, id) => ({
+    "svix-id": id,
+    "svix-timestamp": String(ts),
+    "svix-signature": signStandard(secret, id, ts, body),
+  }),
+  generic_v2: (secret, body, ts) => ({
+    "x-webhook-timestamp": String(ts),
+    "x-webhook-signature-v2": signGenericV2(secret, ts, body),
+  }),
+  generic: (secret, body) => ({ "x-webhook-signature": signGeneric(secret, body) }),
+};
+
+/** A change to one signed header: dropped, set, or made from the signed value. */
+type Edit = string | Uint8Array | undefined | ((signed: string) => string | Uint8Array);
+
+/** The header of each family that carries its signature or token. */
+const SIGNATURE_HEADER: Record<string, string> = {
+  github: "x-hub-signature-256",
+  gitlab: "x-gitlab-token",
+  standard: "webhook-signature",
+  svix: "svix-signature",
+  generic_v2: "x-webhook-signature-v2",
+  generic: "x-webhook-signature",
+};
+
+/** A header value as raw bytes: `text` as UTF-8 with `bytes` put after it. */
+function withBytes(text: string, ...bytes: number[]): Uint8Array {
+  return new Uint8Array([...new TextEncoder().encode(text), ...bytes]);
+}
+
+/** A POST of `body` to `/webhooks/<route>` as bytes on the wire: header values may be any bytes. */
+function rawPost(route: string, body: string, headers: Record<string, string | Uint8Array>) {
+  const encoder = new TextEncoder();
+  const payload = encoder.encode(body);
+  const parts: Uint8Array[] = [
+    encoder.encode(
+      `POST /webhooks/${route} HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${payload.length}\r\n`,
+    ),
+  ];
+  for (const [name, value] of Object.entries(headers)) {
+    parts.push(
+      encoder.encode(`${name}: `),
+      typeof value === "string" ? encoder.encode(value) : value,
+    );
+    parts.push(encoder.encode("\r\n"));
+  }
+  parts.push(encoder.encode("\r\n"), payload);
+  return new Uint8Array(parts.flatMap((part) => [...part]));
+}
+
+Deno.test("over HTTP: bad signatures of every family → 401 Invalid signature, never 500; a good request of the family is accepted after each", async () => {
+  const OTHER = "other-route-secret";
+  await using h = await harness({
+    routes: { r: route(), other: route({ secret: OTHER }) },
+    rate: 10_000,
+  });
+  const port = h.serve();
+  const ts = NOW / 1000;
+  let n = 0;
+  /** A body no request sent before (its hash is the delivery id of the families without one). */
+  const fresh = () => JSON.stringify({ issue: { title: `event ${++n}` } });
+  const send = async (route: string, body: string, headers: Record<string, string | Uint8Array>) =>
+    parsed(await rawRequest(port, rawPost(route, body, headers)));
+  const refused = { status: 401, json: { error: "Invalid signature" } };
+
+  for (const [family, sign] of Object.entries(FAMILIES)) {
+    const signature = SIGNATURE_HEADER[family];
+    /**
+     * The family's headers for `body`, signed with `secret` at `at`, then changed by `edit`: a
+     * header dropped (`undefined`), set, or made from its signed value.
+     */
+    const signed = (
+      body: string,
+      edit: Record<string, Edit> = {},
+      secret = SECRET,
+      at = ts,
+    ) => {
+      const made = sign(secret, body, at, `msg_${++n}`);
+      const headers: Record<string, string | Uint8Array> = { ...made };
+      for (const [name, value] of Object.entries(edit)) {
+        if (value === undefined) delete headers[name];
+        else headers[name] = typeof value === "function" ? value(made[name]) : value;
+      }
+      return headers;
+    };
+    const timestamped = ["standard", "svix", "generic_v2"].includes(family);
+    const hexed = ["github", "generic_v2", "generic"].includes(family);
+    const prefix = family === "github" ? "sha256=" : "";
+    const cases: [string, string, Record<string, string | Uint8Array>][] = [];
+    const bad = (what: string, make: (body: string) => Record<string, string | Uint8Array>) => {
+      const body = fresh();
+      cases.push([what, body, make(body)]);
+    };
+    // A GitLab token is the secret itself, whatever the body: there is no body to tamper with.
+    if (family !== "gitlab") bad("tampered body", (body) => signed(body.replace("event", "Event")));
+    bad("wrong secret", (body) => signed(body, {}, "wrong-secret"));
+    bad("signature valid for another route", (body) => signed(body, {}, OTHER));
+    bad("signature header missing", (body) => signed(body, { [signature]: undefined }));
+    bad("signature header empty", (body) => signed(body, { [signature]: "" }));
+    bad("non-ASCII (UTF-8 é) in the signature", (body) => {
+      return signed(body, { [signature]: (value) => `${value.slice(0, -1)}\u00e9` });
+    });
+    bad("invalid UTF-8 bytes after the signature", (body) => {
+      return signed(body, { [signature]: (value) => withBytes(value, 0xff, 0xfe) });
+    });
+    bad("invalid UTF-8 bytes instead of the signature", (body) => {
+      return signed(body, { [signature]: new Uint8Array([0xc3, 0x28, 0xa0, 0xa1, 0x80, 0xff]) });
+    });
+    if (hexed) {
+      bad("signature one hex digit short", (body) => {
+        return signed(body, { [signature]: (value) => value.slice(0, -1) });
+      });
+      bad("signature one hex digit long", (body) => signed(body, { [signature]: (v) => `${v}0` }));
+      bad("signature 64 digits not all hex", (body) => {
+        return signed(body, { [signature]: `${prefix}${"g".repeat(64)}` });
+      });
+    }
+    if (family === "gitlab") {
+      bad("token one character long", (body) => signed(body, { [signature]: `${SECRET}x` }));
+      bad("token one character short", (body) => {
+        return signed(body, { [signature]: SECRET.slice(0, -1) });
+      });
+    }
+    if (family === "standard" || family === "svix") {
+      bad("signature of 31 bytes", (body) => {
+        return signed(body, { [signature]: `v1,${btoa("x".repeat(31))}` });
+      });
+      bad("signature not base64", (body) => signed(body, { [signature]: `v1,${"!".repeat(44)}` }));
+      const id = `${family === "svix" ? "svix" : "webhook"}-id`;
+      bad("id header missing", (body) => signed(body, { [id]: undefined }));
+    }
+    if (timestamped) {
+      const stamp = family === "generic_v2"
+        ? "x-webhook-timestamp"
+        : `${family === "svix" ? "svix" : "webhook"}-timestamp`;
+      bad("stale timestamp (301 s ago), signed", (body) => signed(body, {}, SECRET, ts - 301));
+      bad("future timestamp (301 s ahead), signed", (body) => signed(body, {}, SECRET, ts + 301));
+      bad("timestamp header missing", (body) => signed(body, { [stamp]: undefined }));
+      bad("timestamp not a number", (body) => signed(body, { [stamp]: "now" }));
+      bad("timestamp changed after signing", (body) => signed(body, { [stamp]: String(ts + 1) }));
+    }
+    // A valid signature of this family under a bad one of a family that is checked first.
+    const stronger: Record<string, Record<string, string>> = {
+      svix: { "webhook-signature": "v1,AAAA" },
+      github: { "svix-id": "msg_x" },
+      gitlab: { "x-hub-signature-256": `sha256=${"0".repeat(64)}` },
+      generic_v2: { "x-gitlab-token": "not-the-token" },
+      generic: { "x-webhook-signature-v2": "0".repeat(64), "x-webhook-timestamp": String(ts) },
+    };
+    if (stronger[family]) {
+      bad("downgrade: a bad header of a family checked first", (body) => {
+        return { ...signed(body), ...stronger[family] };
+      });
+    }
+
+    for (const [what, body, headers] of cases) {
+      assert.deepEqual(await send("r", body, headers), refused, `${family}: ${what}`);
+      const ok = fresh();
+      const accepted = await send("r", ok, signed(ok));
+      assert.equal(accepted.status, 202, `${family}: the good request after "${what}"`);
+    }
+    // The signature made with the other route's secret is right: that route takes it.
+    const theirs = fresh();
+    assert.equal((await send("other", theirs, signed(theirs, {}, OTHER))).status, 202, family);
+  }
+  assert.equal(h.logs.filter((line) => line.startsWith("error")).length, 0, h.logs.join("\n"));
+});
+
+Deno.test("over HTTP: the GitHub documentation's test vector passes authentication; one digit off does not", async () => {
+  // docs.github.com, "Validating webhook deliveries": secret, body and signature as published.
+  const secret = "It's a Secret to Everybody";
+  const body = "Hello, World!";
+  const published = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+  await using h = await harness({ routes: { vector: route({ secret }) } });
+  const port = h.serve();
+  const send = async (signature: string) =>
+    parsed(await rawRequest(port, rawPost("vector", body, { "x-hub-signature-256": signature })));
+  // Past authentication: refused by the next step, for a body that is not JSON.
+  assert.deepEqual(await send(published), {
+    status: 400,
+    json: { error: "the body is not valid JSON (line 1, column 1: expected a value)" },
+  });
+  assert.deepEqual(await send(published.replace(/7$/, "8")), {
+    status: 401,
+    json: { error: "Invalid signature" },
+  });
 });
 
 Deno.test("a Standard Webhooks request sent again with an unsigned id header is a duplicate", async () => {
@@ -688,8 +955,8 @@ Deno.test("a Standard Webhooks request's event is its signed payload type, whate
   await github.body?.cancel();
 });
 
-Deno.test("over the rate limit → 429 with Retry-After, counted after authentication", async () => {
-  await using h = await harness({ routes: { r: route() }, rate: 2 });
+Deno.test("over the rate limit → 429 with Retry-After, counted after authentication; other routes are served", async () => {
+  await using h = await harness({ routes: { r: route(), s: route() }, rate: 2 });
   for (let i = 0; i < 5; i++) {
     const bad = await h.post("r", "{}", { "x-hub-signature-256": "sha256=" + "0".repeat(64) });
     assert.equal(bad.status, 401);
@@ -703,7 +970,9 @@ Deno.test("over the rate limit → 429 with Retry-After, counted after authentic
   const limited = await h.signed("r", { id: "c" }, { "x-github-delivery": "c" });
   assert.equal(limited.status, 429);
   assert.equal(limited.headers.get("retry-after"), "60");
-  await limited.body?.cancel();
+  assert.deepEqual(await limited.json(), { error: "rate limit: 2 requests per 60 s" });
+  // Each route has its own window.
+  await assertServing(h, "s");
 });
 
 Deno.test("the rate window slides: capacity returns as the oldest requests age out", async () => {
@@ -724,15 +993,53 @@ Deno.test("the rate window slides: capacity returns as the oldest requests age o
   assert.equal(h.accepted, 4);
 });
 
-Deno.test("bodies that are not a JSON object → 400; a form body with a JSON payload is accepted", async () => {
+Deno.test("bodies that are not a JSON object → 400 saying why; a form body with a JSON payload is accepted", async () => {
   await using h = await harness({ routes: { r: route() } });
-  for (const body of ["not json", "[1,2]", '"text"', "null", '{"a":1,"a":2}', "[".repeat(100)]) {
+  const nested = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+  const cases: [string, string][] = [
+    ["not json", "the body is not valid JSON (line 1, column 1: expected a value)"],
+    [
+      '{"a":1,}',
+      "the body is not valid JSON (line 1, column 8: expected a property name in double quotes)",
+    ],
+    ["[1,2]", "the body is not a JSON object (got an array)"],
+    ['"text"', "the body is not a JSON object (got a string)"],
+    ["null", "the body is not a JSON object (got null)"],
+    ["42", "the body is not a JSON object (got a number)"],
+    [
+      nested(65),
+      "the body nests objects and arrays more than 64 levels deep; flatten the payload",
+    ],
+    [
+      '{"a":' + "[".repeat(500) + "]".repeat(500) + "}",
+      "the body nests objects and arrays more than 64 levels deep; flatten the payload",
+    ],
+    [
+      '{"action":"opened","action":"closed"}',
+      'the body has the key "action" twice in the object at $; each key may appear once per ' +
+      "object",
+    ],
+    [
+      '{"pr":{"user":{"id":1,"id":2}}}',
+      'the body has the key "id" twice in the object at $.pr.user; each key may appear once per ' +
+      "object",
+    ],
+  ];
+  for (const [body, error] of cases) {
     const response = await h.post("r", body, {
       "x-hub-signature-256": githubSignature(SECRET, body),
     });
-    assert.equal(response.status, 400, body);
-    assert.ok(typeof (await response.json()).error === "string");
+    assert.equal(response.status, 400, body.slice(0, 40));
+    assert.deepEqual(await response.json(), { error }, body.slice(0, 40));
+    await assertServing(h, "r");
   }
+  assert.equal(h.accepted, cases.length, "only the good events");
+  const deepest = nested(64);
+  const accepted64 = await h.post("r", deepest, {
+    "x-hub-signature-256": githubSignature(SECRET, deepest),
+  });
+  assert.equal(accepted64.status, 202, "64 levels are accepted");
+  await accepted64.body?.cancel();
   const form = `payload=${encodeURIComponent(JSON.stringify({ issue: { title: "form" } }))}`;
   const accepted = await h.post("r", form, {
     "content-type": "application/x-www-form-urlencoded",
