@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { cli, parseOneJson } from "../cli/_helpers.ts";
+import { cli, exists, parseOneJson, tempHome } from "../cli/_helpers.ts";
+import { freePort } from "../cli/_mcp_helpers.ts";
 import {
   assertResentOnce,
   digestRoute,
@@ -14,6 +15,7 @@ import {
   type GatewayConfig,
   type GatewayProcess,
   inboxEvents,
+  ISSUES_PAYLOAD,
   nowSeconds,
   paragraphs,
   post,
@@ -28,6 +30,7 @@ import {
   type Subscription,
   waitUntil,
   within,
+  writeGatewayConfig,
 } from "./_gateway.ts";
 
 /** A home, the five fake platforms, the fake model and a gateway using them; stopped in order. */
@@ -464,6 +467,113 @@ echo "checked $AGENT_WEBHOOK_EVENT $AGENT_WEBHOOK_DELIVERY_ID on $AGENT_WEBHOOK_
     chat_id: "-1001234",
     text: "Add retries: checked pull_request d-ready on prs",
   });
+});
+
+Deno.test("gateway e2e: route scripts out of reach (../x, absolute, symlink out, a folder) → 503, never run; one that hangs or floods stdout → ignored; the gateway keeps serving", async () => {
+  await using h = await tempHome();
+  const scripts = join(h.home, "scripts");
+  Deno.mkdirSync(scripts);
+  // What an escaped script would do: leave a mark outside the scripts folder.
+  const outside = join(h.home, "outside.sh");
+  const ran = join(h.home, "escaped");
+  Deno.writeTextFileSync(outside, `touch ${ran}\necho '{"escaped":true}'\n`);
+  const env = {
+    WEBHOOK_PORT: String(freePort()),
+    WEBHOOK_SECRET: "a-global-secret-of-32-characters",
+  };
+  writeGatewayConfig(h.home, {
+    webhook: {
+      script_timeout_seconds: 1,
+      // The sandbox would hide <home> from an escaped script: off, its mark would show.
+      script_sandbox: "off",
+      // The CLI refuses these (`--script`); config.yaml is read as written.
+      routes: { up: { script: "../outside.sh" }, abs: { script: outside } },
+    },
+  });
+  Deno.writeTextFileSync(join(scripts, "ok.sh"), `cat >/dev/null\necho '{"checked":true}'\n`);
+  Deno.writeTextFileSync(join(scripts, "hang.sh"), "cat >/dev/null\nexec sleep 600\n");
+  Deno.writeTextFileSync(join(scripts, "flood.sh"), "cat >/dev/null\nexec yes\n");
+  // Regular files when subscribed; turned into a symlink out and a folder afterwards.
+  Deno.writeTextFileSync(join(scripts, "link.sh"), "echo '{}'\n");
+  Deno.writeTextFileSync(join(scripts, "ci.sh"), "echo '{}'\n");
+  // Static routes use the global secret; subscriptions their own.
+  const secrets: Record<string, string> = { up: env.WEBHOOK_SECRET, abs: env.WEBHOOK_SECRET };
+  for (const name of ["ok", "hang", "flood", "link", "ci"]) {
+    const args = ["--script", `${name}.sh`, "--prompt", "{checked}"];
+    secrets[name] = (await subscribe(h.home, env, name, args)).secret;
+  }
+  Deno.removeSync(join(scripts, "link.sh"));
+  Deno.symlinkSync("../outside.sh", join(scripts, "link.sh"));
+  Deno.removeSync(join(scripts, "ci.sh"));
+  Deno.mkdirSync(join(scripts, "ci.sh"));
+  Deno.writeTextFileSync(join(scripts, "ci.sh", "run.sh"), "echo '{}'\n");
+  await using gateway = await startGateway(h.home, env);
+  const sub = (name: string) => ({ name, secret: secrets[name] });
+  let sent = 0;
+  const send = (name: string) =>
+    postGithub(gateway, sub(name), "issues", `d-${++sent}`, ISSUES_PAYLOAD);
+  const assertServing = async (after: string) => {
+    const health = await fetch(gateway.url("/health"));
+    assert.deepEqual(await health.json(), { status: "ok", platform: "webhook" }, after);
+    const good = await send("ok");
+    assert.equal(good.status, 202, `a good event after ${after}: ${JSON.stringify(good.json)}`);
+  };
+
+  // Said at start, for each static route whose script cannot run.
+  for (const name of ["up", "abs"]) {
+    assert.match(
+      gateway.stderr(),
+      new RegExp(`route "?${name}"?: its events are refused \\(503\\) until its script can run`),
+    );
+  }
+  const entries = () => gateway.log().split("\n").filter(Boolean).map((line) => JSON.parse(line));
+  const blocked: [string, RegExp][] = [
+    ["up", /^route script "\.\.\/outside\.sh" points outside /],
+    ["abs", /^route script ".*\/outside\.sh" is an absolute path/],
+    ["link", /^route script "link\.sh" resolves to .*\/outside\.sh, outside /],
+    ["ci", /^route script "ci\.sh" is a folder/],
+  ];
+  for (const [name, why] of blocked) {
+    const refused = await send(name);
+    assert.equal(refused.status, 503, `${name}: ${JSON.stringify(refused.json)}`);
+    assert.equal(refused.headers.get("retry-after"), "300", name);
+    assert.deepEqual(refused.json, {
+      error: "the route's script cannot run; see the gateway's log",
+    });
+    const id = `d-${sent}`;
+    const logged = () => entries().find((entry) => entry.properties?.delivery_id === id);
+    await waitUntil(() => logged() !== undefined, `the log line of ${name}`);
+    assert.match(String(logged().properties.detail), why, name);
+    await assertServing(`the blocked script of ${name}`);
+  }
+  assert.equal(exists(ran), false, "no script outside the scripts folder ran");
+
+  // A hanging script is killed at script_timeout_seconds, one flooding stdout at the output cap:
+  // each event is ignored, and the log says why.
+  const hanging = send("hang");
+  await assertServing("the start of the hanging script");
+  const outcomes: [string, Promise<Awaited<ReturnType<typeof send>>>, RegExp][] = [
+    ["hang", hanging, /^route script "hang\.sh" ran longer than 1 s and was killed/],
+    [
+      "flood",
+      send("flood"),
+      /^route script "flood\.sh" printed more than \d+ bytes and was killed/,
+    ],
+  ];
+  for (const [name, answer, why] of outcomes) {
+    const { status, json } = await within(answer, `the answer for ${name}.sh`);
+    assert.deepEqual({ status, json }, {
+      status: 200,
+      json: { status: "ignored", reason: "script" },
+    });
+    const logged = () =>
+      entries().find((entry) =>
+        entry.properties?.route === name && entry.properties?.reason !== undefined
+      );
+    await waitUntil(() => logged() !== undefined, `the log line of ${name}.sh`);
+    assert.match(String(logged().properties.detail), why);
+    await assertServing(`${name}.sh`);
+  }
 });
 
 Deno.test("gateway e2e: a target answering 500 is tried delivery_attempts times, then logged; a deliver-only 502 releases the claim", async () => {
