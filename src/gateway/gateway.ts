@@ -117,16 +117,6 @@ export class Gateway {
           { route: route.name },
         );
       }
-      const script = route.script && route.enabled
-        ? resolveScript(config.paths.scripts, route.script)
-        : {};
-      if ("error" in script) {
-        // Checked again on each event: a script put in place later is run without a restart.
-        log.error("route {route}: its events are refused (503) until its script can run: {error}", {
-          route: route.name,
-          error: script.error,
-        });
-      }
     }
     // Served all the same (senders may already sign with them), but said at every start.
     const secrets: [string, string | undefined, string][] = [
@@ -246,8 +236,19 @@ export class Gateway {
           { file: config.paths.subscriptions, served, added, removed },
         ),
     });
-    // Read once, at start: said now rather than by the first event's failed delivery.
+    // Read once, at start, for static routes and subscriptions alike: said now rather than by
+    // the first event's failed delivery or refused script.
     for (const route of routes.all()) {
+      const script = route.script && route.enabled
+        ? resolveScript(config.paths.scripts, route.script)
+        : {};
+      if ("error" in script) {
+        // Checked again on each event: a script put in place later is run without a restart.
+        log.error("route {route}: its events are refused (503) until its script can run: {error}", {
+          route: route.name,
+          error: script.error,
+        });
+      }
       const missing = missingToken(route.deliver, config.secrets);
       if (!missing) continue;
       log.warn(

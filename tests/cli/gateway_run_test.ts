@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startGateway, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts";
+import { startGateway, subscribe, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts";
 import { cli, tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
@@ -130,6 +130,27 @@ Deno.test("gateway run: sending usage metrics to an endpoint the sender refuses 
   const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
   assert.ok(log.includes(JSON.stringify(warning).slice(1, -1)), log);
   assert.doesNotMatch(stderr + log, /SECRET/);
+});
+
+Deno.test("gateway run: a subscription whose script cannot run is an error at start, as for a static route", async () => {
+  await using h = await tempHome();
+  writeGatewayConfig(h.home, { webhook: { host: "127.0.0.1" } });
+  const env = { WEBHOOK_PORT: String(freePort()) };
+  // A script not there yet is only a warning for subscribe; the gateway refuses its events.
+  await subscribe(h.home, env, "later", ["--script", "later.sh"]);
+  const gateway = await startGateway(h.home, env);
+  const { stderr } = await gateway.stop();
+  const lines = stderr.split("\n").filter((line) =>
+    line.startsWith("error: route later: its events are refused (503) until its script can run: ")
+  );
+  assert.equal(lines.length, 1, stderr);
+  assert.ok(
+    lines[0].endsWith(
+      `${join(h.home, "scripts")} does not exist: create it and put ` +
+        '"later.sh" there',
+    ),
+    stderr,
+  );
 });
 
 Deno.test("gateway run on a home whose config does not enable webhooks stops at once and writes nothing", async () => {
