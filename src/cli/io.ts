@@ -273,13 +273,19 @@ function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Arra
  * load is left to the command, which reports it with its own exit code.
  */
 export function warnAboutUnknownKeys(io: CliIo): void {
-  let warnings: string[];
+  for (const warning of loadedConfigFileWarnings(io)) io.err(`warning: ${warning}\n`);
+}
+
+/**
+ * {@linkcode configFileWarnings} of the config as loaded now, none when it does not load: for
+ * the `--json` document of a command that does not read the config otherwise.
+ */
+export function loadedConfigFileWarnings(io: CliIo): string[] {
   try {
-    warnings = configFileWarnings(loadConfig({ env: io.env }));
+    return configFileWarnings(loadConfig({ env: io.env }));
   } catch {
-    return;
+    return [];
   }
-  for (const warning of warnings) io.err(`warning: ${warning}\n`);
 }
 
 /**

@@ -42,6 +42,7 @@ import {
   CliError,
   type CliIo,
   configFileWarnings,
+  loadedConfigFileWarnings,
   printJson,
   PromptCancelled,
   type Prompter,
@@ -363,18 +364,22 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       const reloaded = loadConfig({ env: io.env });
       const { issues } = loadMcpServers(reloaded);
       const own = issues.filter((issue) => issue.server === name);
+      // As `mcp install` says in its review: on stderr in both modes, and in --json's warnings.
+      const warnings = entryWarnings(entry);
       if (options.json) {
+        for (const warning of warnings) io.err(`warning: ${warning}\n`);
         // What every command says on stderr first (unknown keys, .env lines), as `mcp list`.
         return printJson(io, {
           added: name,
           entry,
           issues: own,
-          warnings: configFileWarnings(config),
+          warnings: [...configFileWarnings(config), ...warnings],
         });
       }
       io.out(
         `Added MCP server '${name}' to ${reloaded.paths.config}. Check it with: agent mcp test ${name}\n`,
       );
+      for (const warning of warnings) io.err(`warning: ${warning}\n`);
       for (const issue of own) {
         io.err(`${issue.severity}: ${formatIssue(issue, reloaded.paths.config)}\n`);
       }
@@ -395,7 +400,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           }
           throw mergedServer(now, name);
         }
-        if (options.json) return printJson(io, { removed: name });
+        if (options.json) {
+          // What every command says on stderr first (unknown keys, .env lines), as `mcp list`.
+          return printJson(io, { removed: name, warnings: configFileWarnings(config) });
+        }
         io.out(`Removed MCP server '${name}' from ${config.paths.config}.\n`);
       },
     );
@@ -425,6 +433,14 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             `MCP server '${name}' does not use OAuth; add \`auth: oauth\` to mcp_servers.${name} in ${session.config.paths.config}`,
           );
         }
+        // The entry's config warnings, as `mcp test` has them: in --json's warnings, else stderr.
+        const configWarnings = session.warningsOf(name);
+        if (!options.json) {
+          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
+        }
+        // What the login says as it goes (a refused client metadata document …): on stderr as
+        // it happens, and in --json's warnings.
+        const loginWarnings: string[] = [];
         const outcome = await loginMcpServer(config, {
           tokenDir: session.config.paths.mcpTokens,
           clientInfo: { name: "agent", version: AGENT_VERSION },
@@ -432,7 +448,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           print: (text) => io.err(text),
           openBrowser: io.openBrowser,
           signal: session.signal,
-          onWarning: (message) => io.err(`warning: ${message}\n`),
+          onWarning: (message) => {
+            loginWarnings.push(message);
+            io.err(`warning: ${message}\n`);
+          },
         });
         // The stored tokens, used the way every later connect uses them.
         await session.start([{ ...config, enabled: true }]);
@@ -453,6 +472,13 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             status: server.status,
             tools: server.toolCount,
             ...(server.error ? { error: server.error } : {}),
+            // What every command says on stderr first (unknown keys, .env lines), as `mcp test`.
+            warnings: [
+              ...configFileWarnings(session.config),
+              ...configWarnings,
+              ...loginWarnings,
+              ...session.oauthWarnings,
+            ],
           });
         }
         io.out(`MCP server '${name}': ${loginSummary(outcome, config)}\n`);
@@ -899,7 +925,10 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
   }
   const exists = (name: string) => isPlainObject(servers) && Object.hasOwn(servers, name);
   const unset = request.variables.filter((name) => !config.secrets.get(name));
-  if (!options.json) showInstallReview(io, request, unset);
+  // The review says it; --json shows no review, so it says it here, once.
+  const warnings = entryWarnings(request.entry);
+  if (!options.json) showInstallReview(io, request, unset, warnings);
+  else for (const warning of warnings) warn(io, warning);
 
   let name = options.name ?? request.name;
   try {
@@ -967,7 +996,7 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
       unset_variables: unset,
       issues,
       // What every command says on stderr first (unknown keys, .env lines), as `mcp list`.
-      warnings: configFileWarnings(config),
+      warnings: [...configFileWarnings(config), ...warnings],
     });
   }
   io.out(`Installed MCP server '${name}' in ${file}.\n`);
@@ -979,7 +1008,12 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
 }
 
 /** The decoded entry on stdout; what makes it risky on stderr, as warnings. */
-function showInstallReview(io: CliIo, request: InstallRequest, unset: string[]): void {
+function showInstallReview(
+  io: CliIo,
+  request: InstallRequest,
+  unset: string[],
+  warnings: string[],
+): void {
   const kind = request.transport === "stdio"
     ? "a local server (stdio): a command that runs on this machine"
     : `a remote server (${request.transport === "sse" ? "SSE" : "Streamable HTTP"})`;
@@ -990,12 +1024,8 @@ function showInstallReview(io: CliIo, request: InstallRequest, unset: string[]):
     warn(io, "permissions, each time the agent starts it:");
     warn(io, `  ${renderCommandLine(request.commandLine)}`);
     warn(io, "install it only if you trust where the link came from.");
-  } else {
-    const url = new URL(String(request.entry.url).trim());
-    if (url.protocol === "http:" && !isLoopback(url.hostname)) {
-      warn(io, `${url.host} is reached over plain http: nothing sent to it is encrypted.`);
-    }
   }
+  for (const warning of warnings) warn(io, warning);
   if (request.variables.length > 0) {
     const to = request.commandLine ? "the command" : new URL(String(request.entry.url).trim()).host;
     warn(
@@ -1014,6 +1044,25 @@ function showInstallReview(io: CliIo, request: InstallRequest, unset: string[]):
 function warn(io: CliIo, text: string): void {
   const colour = io.stderrIsTerminal && !io.env("NO_COLOR");
   io.err(`${colour ? "\x1b[1;33mwarning:\x1b[0m" : "warning:"} ${text}\n`);
+}
+
+/**
+ * What `mcp add` and `mcp install` warn about in a new entry: a remote server reached over plain
+ * http, other than on this machine (loopback).
+ */
+function entryWarnings(entry: Record<string, unknown>): string[] {
+  if (typeof entry.url !== "string") return [];
+  let url: URL;
+  try {
+    url = new URL(entry.url.trim());
+  } catch {
+    return []; // refused by the entry's checks already
+  }
+  if (url.protocol !== "http:" || isLoopback(url.hostname)) return [];
+  return [
+    `${url.host} is reached over plain http: nothing sent to it (headers and tokens too) is ` +
+    "encrypted; use its https:// URL if it has one",
+  ];
 }
 
 function isLoopback(hostname: string): boolean {
@@ -1122,6 +1171,8 @@ async function registerLinkHandler(io: CliIo, json: boolean): Promise<void> {
       exec,
       xdg_mime: xdgMime,
       update_desktop_database: database,
+      // Said on stderr first by every command, though this one does not read the config.
+      warnings: loadedConfigFileWarnings(io),
     });
   }
   io.out(`Wrote ${desktopFile}\n  Exec=${exec}\n`);

@@ -43,7 +43,15 @@ import {
   validateEndpoint,
   validateMetricsPackage,
 } from "../metrics/mod.ts";
-import { CliError, type CliIo, configFileWarnings, ExitCode, printJson, UsageError } from "./io.ts";
+import {
+  CliError,
+  type CliIo,
+  configFileWarnings,
+  ExitCode,
+  loadedConfigFileWarnings,
+  printJson,
+  UsageError,
+} from "./io.ts";
 import type { CommandState } from "./mod.ts";
 import { clockTime, comingTime } from "./time_words.ts";
 
@@ -120,7 +128,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     const service = openExisting(config, io);
     try {
       const packages = storeGuard(() => service?.preview() ?? []);
-      if (options.json) return printJson(io, { packages });
+      if (options.json) return printJson(io, { packages, warnings: configFileWarnings(config) });
       if (packages.length === 0) {
         io.out(
           service
@@ -188,6 +196,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             })),
             sent: sent.map(sentJson),
             ...(dropped ? { dropped_unsent: dropped } : {}),
+            warnings: configFileWarnings(config),
           });
           if (failed) throw copyFailure(failed, outDir!, built);
           return;
@@ -236,6 +245,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             sent: sent.map(sentJson),
             ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
             ...(dropped ? { dropped_unsent: dropped } : {}),
+            warnings: configFileWarnings(config),
           });
         }
         if (elsewhere > 0) {
@@ -280,6 +290,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         return printJson(io, {
           valid: allValid,
           results: results.map(({ file, valid, errors }) => ({ file, valid, errors })),
+          // Said on stderr first by every command, though validate does not read the config.
+          warnings: loadedConfigFileWarnings(io),
         });
       }
       // Text output goes to a terminal: keys and values of a hostile file must not drive it.
@@ -312,7 +324,13 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       const config = loadConfig({ env: io.env });
       const folder = config.paths.metrics;
       if (!storeFolderExists(folder)) {
-        if (options.json) return printJson(io, { deleted: false, path: folder });
+        if (options.json) {
+          return printJson(io, {
+            deleted: false,
+            path: folder,
+            warnings: configFileWarnings(config),
+          });
+        }
         io.out(`Nothing to delete: ${folder} does not exist.\n`);
         return;
       }
@@ -332,7 +350,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             `${storeAccessFix(folder)}, then run \`agent metrics reset\` again`,
         );
       }
-      if (options.json) return printJson(io, { deleted: true, path: folder });
+      if (options.json) {
+        return printJson(io, { deleted: true, path: folder, warnings: configFileWarnings(config) });
+      }
       io.out(`Deleted ${folder}. A new install id is created if collection is enabled again.\n`);
     });
 }

@@ -287,6 +287,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       });
       const secret = record.secret;
       const url = routeUrl(settings, name);
+      // Last, after what the command printed: the subscription waits for the platform.
+      if (!settings.enabled) warnings.push(notEnabled(config));
       // On stderr in both modes: stdout holds the one JSON document.
       const warn = () =>
         warnings.forEach((warning) => io.err(`warning: ${escapeControls(warning)}\n`));
@@ -298,6 +300,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           ...record,
           updated: previous !== undefined,
           platform_enabled: settings.enabled,
+          // What every command says on stderr first (unknown keys, .env lines), as `list`.
+          warnings: [...configFileWarnings(config), ...warnings],
         });
       }
       io.out(printableLines([
@@ -313,7 +317,6 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           "signs with X-Hub-Signature-256.\n",
       );
       warn();
-      if (!settings.enabled) io.err(`warning: ${notEnabled(config)}\n`);
     });
 
   webhook.command("remove").alias("rm").description(
@@ -340,7 +343,12 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         delete current[name];
       });
       if (options.json) {
-        return printJson(io, { removed: name, ...(staticAt ? { static_route_kept: true } : {}) });
+        return printJson(io, {
+          removed: name,
+          ...(staticAt ? { static_route_kept: true } : {}),
+          // What every command says on stderr first (unknown keys, .env lines), as `list`.
+          warnings: configFileWarnings(config),
+        });
       }
       io.out(`Subscription '${name}' removed.\n`);
       if (staticAt) {
@@ -484,6 +492,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           status: response.status,
           body: parsed,
           ...(reason ? { reason } : {}),
+          // What every command says on stderr first (unknown keys, .env lines), as `list`.
+          warnings: configFileWarnings(config),
         };
         io.out(`${stringifyJsonExact(answer, 2)}\n`);
         return;

@@ -17,7 +17,7 @@ import {
 } from "../gateway/inbox.ts";
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import { loadConfig } from "../home/config.ts";
-import { CliError, type CliIo, printJson, UsageError } from "./io.ts";
+import { CliError, type CliIo, loadedConfigFileWarnings, printJson, UsageError } from "./io.ts";
 import type { CommandState } from "./mod.ts";
 
 const STATES: readonly EventState[] = ["queued", "running", "delivering", "done", "failed"];
@@ -55,7 +55,11 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       // Asked after reading: a gateway that stopped meanwhile left its events as they were.
       const served = events.some(pending) ? gatewayServes(io) : undefined;
       if (options.json) {
-        return printJson(io, { events: events.map((event) => eventJson(event, served)) });
+        return printJson(io, {
+          events: events.map((event) => eventJson(event, served)),
+          // What every command says on stderr first (unknown keys, .env lines).
+          warnings: loadedConfigFileWarnings(io),
+        });
       }
       if (events.length === 0) {
         io.out(
@@ -136,6 +140,8 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             delivery_id: event.deliveryId,
             reason: refusal(event, result, served),
           })),
+          // What every command says on stderr first (unknown keys, .env lines).
+          warnings: loadedConfigFileWarnings(io),
         });
       }
       if (outcomes.length === 0) {

@@ -78,7 +78,7 @@ Deno.test("mcp rm removes the entry's own comment lines, not the section's or th
     [...before.slice(0, 3), ...before.slice(7)].join("\n"),
   );
   const doc = await cliJson(h.home, ["mcp", "rm", "notes", "--json"]);
-  assert.deepEqual(doc, { removed: "notes" });
+  assert.deepEqual(doc, { removed: "notes", warnings: [] });
   // The section's comment stays; the blank line that only separated it from entries goes.
   assert.equal(Deno.readTextFileSync(h.config), "mcp_servers:\n  # servers I use\n");
 });

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { installLink } from "../../src/mcp/deeplink.ts";
-import { cli, parseOneJson, spawnCli, tempHome } from "./_helpers.ts";
+import { cli, parseOneJson, spawnCli, startCollector, tempHome, validPackage } from "./_helpers.ts";
+import { startListener } from "./_listener.ts";
 
 Deno.test("parallel mcp add and metrics enable processes keep every change to config.yaml", async () => {
   await using h = await tempHome();
@@ -47,6 +48,8 @@ Deno.test("a misspelled config key is a warning on stderr naming file, line, key
 
 Deno.test("every --json document with warnings starts them with the config file's, which stderr has once", async () => {
   await using h = await tempHome();
+  await using collector = startCollector(202);
+  await using listener = startListener(h.home);
   const file = join(h.home, "config.yaml");
   Deno.writeTextFileSync(file, "modle: x\nmcp_servers:\n  gone:\n    command: /no/such/server\n");
   Deno.writeTextFileSync(join(h.home, ".env"), "pasted-without-a-name\n");
@@ -55,29 +58,85 @@ Deno.test("every --json document with warnings starts them with the config file'
     `${join(h.home, ".env")}:1: nothing is read from this line: it has no \`=\`; write it as ` +
     "NAME=value",
   ];
-  const commands = [
+  const packageFile = join(h.home, "package.json");
+  Deno.writeTextFileSync(packageFile, JSON.stringify(validPackage()));
+  const plainHttp = "mcp.example.com is reached over plain http: nothing sent to it (headers " +
+    "and tokens too) is encrypted; use its https:// URL if it has one";
+  const notEnabled = "The webhook platform is not enabled. Enable it with `agent gateway setup " +
+    `--enable\`, or set platforms.webhook.enabled: true in ${file}.`;
+  const commands: {
+    argv: string[];
+    code: number;
+    /** The command's own warnings after the config file's, each on stderr once too. */
+    own?: string[];
+    env?: Record<string, string>;
+  }[] = [
     { argv: ["mcp", "list", "--json"], code: 0 },
     { argv: ["mcp", "tools", "--json"], code: 0 },
     { argv: ["mcp", "test", "gone", "--json"], code: 1 },
+    { argv: ["mcp", "remove", "gone", "--json"], code: 0 },
     { argv: ["webhook", "list", "--json"], code: 0 },
+    { argv: ["webhook", "subscribe", "hook", "--json"], code: 0, own: [notEnabled] },
+    {
+      argv: ["webhook", "test", "hook", "--json"],
+      code: 0,
+      env: { WEBHOOK_PORT: String(listener.port) },
+    },
+    { argv: ["webhook", "events", "--json"], code: 0 },
+    { argv: ["webhook", "redeliver", "--failed", "--json"], code: 0 },
+    { argv: ["webhook", "remove", "hook", "--json"], code: 0 },
     { argv: ["metrics", "status", "--json"], code: 0 },
     { argv: ["metrics", "enable", "--json"], code: 0 },
+    { argv: ["metrics", "preview", "--json"], code: 0 },
+    { argv: ["metrics", "export", "--json"], code: 0 },
+    {
+      argv: ["metrics", "enable", "--send", "--endpoint", collector.endpoint, "--json"],
+      code: 0,
+    },
+    { argv: ["metrics", "send", "--json"], code: 0 },
     { argv: ["metrics", "disable", "--json"], code: 0 },
+    { argv: ["metrics", "reset", "--yes", "--json"], code: 0 },
+    { argv: ["metrics", "validate", packageFile, "--json"], code: 0 },
     { argv: ["gateway", "setup", "--json"], code: 0 },
     // Last: they add servers, which the commands above would connect to.
-    { argv: ["mcp", "add", "added", "--url", "https://mcp.example.com/mcp", "--json"], code: 0 },
+    {
+      argv: ["mcp", "add", "added", "--url", "http://mcp.example.com/mcp", "--json"],
+      code: 0,
+      own: [plainHttp],
+    },
     {
       argv: ["mcp", "install", "--yes", "--json", installLink("linked", { command: "npx" })],
       code: 0,
     },
+    {
+      argv: [
+        "mcp",
+        "install",
+        "--yes",
+        "--json",
+        installLink("remote", { url: "http://mcp.example.com/mcp" }),
+      ],
+      code: 0,
+      own: [plainHttp],
+    },
+    ...(Deno.build.os === "linux"
+      ? [{
+        argv: ["mcp", "install", "--register-handler", "--json"],
+        code: 0,
+        // The desktop entry goes to the test's home; no xdg-mime is found.
+        env: { HOME: h.home, XDG_DATA_HOME: join(h.home, "data"), PATH: "" },
+      }]
+      : []),
   ];
-  for (const { argv, code } of commands) {
+  for (const { argv, code, own, env } of commands) {
     const label = `agent ${argv.join(" ")}`;
-    const result = await cli(h.home, argv);
+    const result = await cli(h.home, argv, { env });
     assert.equal(result.code, code, `${label}\n${result.stdout}\n${result.stderr}`);
     const warnings = parseOneJson(result.stdout).warnings as string[];
+    assert.ok(Array.isArray(warnings), `${label}: no warnings list\n${result.stdout}`);
     assert.deepEqual(warnings.slice(0, 2), fileWarnings, label);
-    for (const warning of fileWarnings) {
+    if (own) assert.deepEqual(warnings.slice(2), own, label);
+    for (const warning of [...fileWarnings, ...own ?? []]) {
       assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, label);
     }
   }

@@ -44,7 +44,7 @@ Deno.test("preview --json shows exactly the recorded counters, summed, and write
   );
 
   const doc = await cliJson(h.home, ["metrics", "preview", "--json"]);
-  assert.deepEqual(Object.keys(doc), ["packages"]);
+  assert.deepEqual(Object.keys(doc), ["packages", "warnings"]);
   const packages = doc.packages as MetricsPackage[];
   assert.equal(packages.length, 1);
   const [pkg] = packages;
@@ -109,7 +109,7 @@ Deno.test("preview with consent but nothing recorded says so", async () => {
   assert.equal(result.code, 0);
   assert.match(result.stdout, /Nothing recorded/);
   const doc = await cliJson(h.home, ["metrics", "preview", "--json"]);
-  assert.deepEqual(doc, { packages: [] });
+  assert.deepEqual(doc, { packages: [], warnings: [] });
 });
 
 Deno.test("recording sums across separate library sessions", async () => {
@@ -133,7 +133,7 @@ Deno.test("export --json writes valid outbox files; status shows 0 pending; re-e
   recordEvents(h.home, SAMPLE_EVENTS);
 
   const doc = await cliJson(h.home, ["metrics", "export", "--json"]);
-  assert.deepEqual(Object.keys(doc).sort(), ["packages", "sent"]);
+  assert.deepEqual(Object.keys(doc).sort(), ["packages", "sent", "warnings"]);
   assert.deepEqual(doc.sent, [], "sending is off: nothing is sent");
   assert.equal(doc.packages.length, 1);
   const [entry] = doc.packages;
@@ -159,14 +159,17 @@ Deno.test("export --json writes valid outbox files; status shows 0 pending; re-e
   assert.match(human.stdout, /^Exported: +1 package \(0 sent, 1 unsent, 0 rejected\)$/m);
 
   const second = await cliJson(h.home, ["metrics", "export", "--json"]);
-  assert.deepEqual(second, { packages: [], sent: [] });
+  assert.deepEqual(second, { packages: [], sent: [], warnings: [] });
   assert.deepEqual(filesIn(h.outbox), [`${entry.package_id}.json`]);
   const text = await cli(h.home, ["metrics", "export"]);
   assert.equal(text.code, 0);
   assert.match(text.stdout, /Nothing to export/);
 
   // Preview after export shows nothing new.
-  assert.deepEqual(await cliJson(h.home, ["metrics", "preview", "--json"]), { packages: [] });
+  assert.deepEqual(await cliJson(h.home, ["metrics", "preview", "--json"]), {
+    packages: [],
+    warnings: [],
+  });
 
   // New events after the export make a new delta package with only the new counts.
   recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);

@@ -66,9 +66,9 @@ Deno.test("--json on a fresh home: one document per command", async () => {
   await using h = await tempHome();
   await checkCases(h.home, [
     { argv: ["metrics", "status", "--json"], code: 0, keys: STATUS_KEYS },
-    { argv: ["metrics", "preview", "--json"], code: 0, keys: ["packages"] },
-    { argv: ["metrics", "export", "--json"], code: 0, keys: ["packages", "sent"] },
-    { argv: ["metrics", "reset", "--json"], code: 0, keys: ["deleted", "path"] },
+    { argv: ["metrics", "preview", "--json"], code: 0, keys: ["packages", "warnings"] },
+    { argv: ["metrics", "export", "--json"], code: 0, keys: ["packages", "sent", "warnings"] },
+    { argv: ["metrics", "reset", "--json"], code: 0, keys: ["deleted", "path", "warnings"] },
     { argv: ["metrics", "send", "--json"], code: 1, keys: ["error"] },
     { argv: ["metrics", "enable", "--send", "--json"], code: 2, keys: ["error"] },
     {
@@ -98,7 +98,7 @@ Deno.test("--json with data, sending on, and a terminal on stderr: stdout stays 
 
   await checkCases(h.home, [
     { argv: ["metrics", "status", "--json"], code: 0, keys: STATUS_KEYS },
-    { argv: ["metrics", "preview", "--json"], code: 0, keys: ["packages"] },
+    { argv: ["metrics", "preview", "--json"], code: 0, keys: ["packages", "warnings"] },
   ]);
   const exported = await cli(h.home, ["metrics", "export", "--json"], tty);
   assert.equal(exported.code, 0, exported.stderr);
@@ -107,7 +107,7 @@ Deno.test("--json with data, sending on, and a terminal on stderr: stdout stays 
   assert.match(exported.stderr, /Sending packages to http:\/\/127\.0\.0\.1:\d+/);
 
   await checkCases(h.home, [
-    { argv: ["metrics", "send", "--json"], code: 0, options: tty, keys: ["sent"] },
+    { argv: ["metrics", "send", "--json"], code: 0, options: tty, keys: ["sent", "warnings"] },
     {
       argv: ["metrics", "reset", "--json"],
       code: 1,
@@ -115,7 +115,11 @@ Deno.test("--json with data, sending on, and a terminal on stderr: stdout stays 
       keys: ["error"],
     },
     { argv: ["metrics", "reset", "--json"], code: 2, keys: ["error"] },
-    { argv: ["metrics", "reset", "--yes", "--json"], code: 0, keys: ["deleted", "path"] },
+    {
+      argv: ["metrics", "reset", "--yes", "--json"],
+      code: 0,
+      keys: ["deleted", "path", "warnings"],
+    },
     { argv: ["metrics", "disable", "--json"], code: 0, keys: CONSENT_KEYS },
   ]);
 });
@@ -144,7 +148,7 @@ Deno.test("validate --json: one document of one shape for one file, several file
   Deno.writeTextFileSync(file, JSON.stringify(validPackage()));
   const notJson = join(h.home, "n.json");
   Deno.writeTextFileSync(notJson, "{");
-  const keys = ["valid", "results"];
+  const keys = ["valid", "results", "warnings"];
   await checkCases(h.home, [
     { argv: ["metrics", "validate", file, "--json"], code: 0, keys },
     { argv: ["metrics", "validate", "--json", notJson], code: 2, keys },

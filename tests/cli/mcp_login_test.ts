@@ -41,6 +41,7 @@ Deno.test("agent mcp login --json: authorizes in the browser, stores 0600 tokens
       tokens_file: tokens,
       status: "connected",
       tools: 2,
+      warnings: [],
     },
   );
   assert.match(document.redirect_uri, /^http:\/\/127\.0\.0\.1:2789[0-4]\/callback$/);
@@ -65,7 +66,7 @@ Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried 
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
   const browser = testBrowser();
-  writeConfig(h.home, oauthConfig(server));
+  const file = writeConfig(h.home, `${oauthConfig(server)}    timout: 5\n`);
   const tokens = join(h.home, "mcp-tokens");
   Deno.mkdirSync(tokens, { recursive: true, mode: 0o700 });
   Deno.writeTextFileSync(join(tokens, "api.cimd-off"), "");
@@ -80,13 +81,17 @@ Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried 
   );
   assert.throws(() => Deno.statSync(join(tokens, "api.cimd-off")), Deno.errors.NotFound);
   assert.equal(server.authorizations[0].clientId, DEFAULT_CLIENT_METADATA_URL);
+  // The entry's config warnings, as `mcp test` says them.
+  const typo = `warning: ${file}:5: mcp_servers.api.timout: unknown key \`timout\` is ignored; ` +
+    "did you mean `timeout`?\n";
+  assert.equal(result.stderr.split(typo).length - 1, 1, result.stderr);
 });
 
 Deno.test("agent mcp login: a refused document is recorded, reported, and DCR finishes the login", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true, rejectDocument: true });
   const browser = testBrowser();
-  writeConfig(h.home, oauthConfig(server));
+  const file = writeConfig(h.home, `modle: x\n${oauthConfig(server)}    timout: 5\n`);
   const result = await cli(h.home, ["mcp", "login", "api", "--json"], {
     openBrowser: browser.open,
   });
@@ -97,11 +102,22 @@ Deno.test("agent mcp login: a refused document is recorded, reported, and DCR fi
   assert.equal(document.cimd_rejected, true);
   assert.equal(document.pinned_port, false);
   assert.equal(document.status, "connected");
-  assert.match(
-    result.stderr,
-    /warning: MCP server 'api': the authorization server refused the client metadata document/,
-  );
-  Deno.statSync(join(h.home, "mcp-tokens", "api.cimd-off"));
+  const tokens = join(h.home, "mcp-tokens");
+  const refused = `MCP server 'api': the authorization server refused the client metadata ` +
+    `document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client); recorded in ` +
+    `${join(tokens, "api.cimd-off")}. Dynamic client registration is used for this server ` +
+    "until `agent mcp login api` clears the record.";
+  const fileWarning = `${file}:1: modle: unknown key \`modle\` is ignored; did you mean \`model\`?`;
+  // The config file's first (on stderr once), then the entry's, then the login's (stderr once).
+  assert.deepEqual(document.warnings, [
+    fileWarning,
+    `${file}:6: mcp_servers.api.timout: unknown key \`timout\` is ignored; did you mean \`timeout\`?`,
+    refused,
+  ]);
+  for (const warning of [fileWarning, refused]) {
+    assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, result.stderr);
+  }
+  Deno.statSync(join(tokens, "api.cimd-off"));
 });
 
 Deno.test("agent mcp test of an OAuth server that is not logged in names agent mcp login", async () => {

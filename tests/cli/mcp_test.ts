@@ -503,13 +503,39 @@ Deno.test("mcp add on a fresh home creates config.yaml", async () => {
   assert.deepEqual(config.mcp_servers, { everything: { command: "npx", args: ["-y"] } });
 });
 
+Deno.test("mcp add: a plain http url off this machine is warned about, as mcp install's review does", async () => {
+  await using home = await tempHome();
+  const warning = "warning: mcp.example.com:8080 is reached over plain http: nothing sent to it " +
+    "(headers and tokens too) is encrypted; use its https:// URL if it has one\n";
+  const text = await cli(home.home, ["mcp", "add", "a", "--url", "http://mcp.example.com:8080/"]);
+  expectCode(text, 0);
+  assert.equal(text.stderr, warning);
+  // The scheme in capitals is plain http too.
+  const upper = await cli(home.home, ["mcp", "add", "b", "--url", "HTTP://MCP.example.com:8080"]);
+  expectCode(upper, 0);
+  assert.equal(upper.stderr, warning);
+  const withJson = await cli(home.home, [
+    ...["mcp", "add", "c", "--url", "http://mcp.example.com:8080/", "--json"],
+  ]);
+  expectCode(withJson, 0);
+  assert.equal(withJson.stderr, warning);
+  assert.deepEqual(parseOneJson(withJson.stdout).warnings, [warning.slice(9, -1)]);
+  const quietUrls = ["https://mcp.example.com/", "http://127.0.0.2:9/", "http://localhost/"];
+  for (const [i, url] of quietUrls.entries()) {
+    const quiet = await cli(home.home, ["mcp", "add", `q${i}`, "--url", url, "--json"]);
+    expectCode(quiet, 0);
+    assert.equal(quiet.stderr, "", url);
+    assert.deepEqual(parseOneJson(quiet.stdout).warnings, [], url);
+  }
+});
+
 Deno.test("mcp remove / rm: removes only that entry and keeps comments; unknown exits 2", async () => {
   await using fx = await fixtureHome();
   const removed = await fx.run(["mcp", "remove", "broken"]);
   expectCode(removed, 0);
   assert.equal(removed.stdout, `Removed MCP server 'broken' from ${fx.config}.\n`);
   const doc = await fx.json(["mcp", "rm", "invalid", "--json"]);
-  assert.deepEqual(doc, { removed: "invalid" });
+  assert.deepEqual(doc, { removed: "invalid", warnings: [] });
 
   const text = Deno.readTextFileSync(fx.config);
   for (const kept of ["# my agent", "  default: gpt-4o # keep me", "  # the local fixture"]) {

@@ -173,8 +173,12 @@ Deno.test("validate reports every file, missing ones as errors, in one JSON shap
 
   const one = await cliJson(h.home, ["metrics", "validate", "--json", good]);
   const two = await cliJson(h.home, ["metrics", "validate", "--json", good, missing], 2);
-  assert.deepEqual(one, { valid: true, results: [{ file: good, valid: true, errors: [] }] });
-  assert.deepEqual(Object.keys(two), ["valid", "results"]);
+  assert.deepEqual(one, {
+    valid: true,
+    results: [{ file: good, valid: true, errors: [] }],
+    warnings: [],
+  });
+  assert.deepEqual(Object.keys(two), ["valid", "results", "warnings"]);
   assert.equal(two.valid, false);
   assert.deepEqual(two.results[0], one.results[0]);
   assert.deepEqual(two.results[1], {

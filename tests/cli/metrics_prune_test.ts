@@ -79,10 +79,15 @@ Deno.test("export --json lists the dropped packages in dropped_unsent (and warns
   await using _collector = await oldPackages(h.home, NOW);
   const result = await cli(h.home, ["metrics", "export", "--json"]);
   assert.equal(result.code, 0, result.stderr);
-  assert.deepEqual(JSON.parse(result.stdout), { packages: [], sent: [], dropped_unsent: DROPPED });
+  assert.deepEqual(JSON.parse(result.stdout), {
+    packages: [],
+    sent: [],
+    dropped_unsent: DROPPED,
+    warnings: [],
+  });
   assert.equal(result.stderr, WARNING);
   const again = await cliJson(h.home, ["metrics", "export", "--json"]);
-  assert.deepEqual(again, { packages: [], sent: [] });
+  assert.deepEqual(again, { packages: [], sent: [], warnings: [] });
 });
 
 Deno.test("status reports a prune an agent run made, once (text, then nothing in --json)", async () => {

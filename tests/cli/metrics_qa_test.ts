@@ -43,6 +43,7 @@ Deno.test("export --json and send --json print snake_case send outcomes", async 
   const sent = await cliJson(other.home, ["metrics", "send", "--json"]);
   assert.deepEqual(sent, {
     sent: [{ package_id: second.package_id, status: "sent", http_status: 202 }],
+    warnings: [],
   });
 });
 
@@ -216,7 +217,11 @@ Deno.test("send --json lists a deleted outbox file as a rejected package with it
       file: entry.path,
       reason: "the outbox file is missing; it is not retried",
     }],
+    warnings: [],
   });
   assert.equal(collector.received.length, 0);
-  assert.deepEqual(await cliJson(h.home, ["metrics", "send", "--json"]), { sent: [] });
+  assert.deepEqual(await cliJson(h.home, ["metrics", "send", "--json"]), {
+    sent: [],
+    warnings: [],
+  });
 });

@@ -60,7 +60,7 @@ Deno.test("reset --yes deletes telemetry/shared_metrics and nothing else", async
 Deno.test("reset -y --json reports what it deleted", async () => {
   await using h = await homeWithData();
   const doc = await cliJson(h.home, ["metrics", "reset", "-y", "--json"]);
-  assert.deepEqual(doc, { deleted: true, path: h.metrics });
+  assert.deepEqual(doc, { deleted: true, path: h.metrics, warnings: [] });
   assert.ok(!exists(h.metrics));
 });
 
@@ -105,7 +105,7 @@ Deno.test("reset when nothing exists is exit 0 'Nothing to delete' and asks noth
   assert.ok(result.stdout.includes(h.metrics));
   assert.deepEqual(result.fake.questions, []);
   const doc = await cliJson(h.home, ["metrics", "reset", "--json"]);
-  assert.deepEqual(doc, { deleted: false, path: h.metrics });
+  assert.deepEqual(doc, { deleted: false, path: h.metrics, warnings: [] });
   assert.deepEqual(filesIn(h.home), []);
 });
 

@@ -96,8 +96,12 @@ Deno.test("send --json lists the outcomes", async () => {
   const doc = await cliJson(h.home, ["metrics", "send", "--json"]);
   assert.deepEqual(doc, {
     sent: [{ package_id: exported.package_id, status: "sent", http_status: 200 }],
+    warnings: [],
   });
-  assert.deepEqual(await cliJson(h.home, ["metrics", "send", "--json"]), { sent: [] });
+  assert.deepEqual(await cliJson(h.home, ["metrics", "send", "--json"]), {
+    sent: [],
+    warnings: [],
+  });
 });
 
 Deno.test("an endpoint answering 400 rejects the package, and it is not retried", async () => {

@@ -38,7 +38,11 @@ Deno.test("a valid package file is exit 0 and 'valid'; validate touches no <home
     assert.equal(result.stderr, "");
 
     const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"]);
-    assert.deepEqual(doc, { valid: true, results: [{ file, valid: true, errors: [] }] });
+    assert.deepEqual(doc, {
+      valid: true,
+      results: [{ file, valid: true, errors: [] }],
+      warnings: [],
+    });
     assert.deepEqual(filesIn(h.home), []);
   } finally {
     await Deno.remove(work, { recursive: true });

@@ -170,7 +170,11 @@ Deno.test("list: a subscription shadowed by a static route is a problem, and rem
   await cli(h.home, ["webhook", "subscribe", "other"]);
   Deno.writeTextFileSync(h.config, STATIC_DEPLOY.replace("deploy:", "other:"));
   const json = await cli(h.home, ["webhook", "rm", "other", "--json"]);
-  assert.deepEqual(parseOneJson(json.stdout), { removed: "other", static_route_kept: true });
+  assert.deepEqual(parseOneJson(json.stdout), {
+    removed: "other",
+    static_route_kept: true,
+    warnings: [],
+  });
 });
 
 Deno.test("list: routes with invalid filters are reported as the gateway reports them", async () => {

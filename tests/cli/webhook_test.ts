@@ -157,7 +157,7 @@ Deno.test("remove: deletes the record; an unknown name is a usage error (exit 2)
   await cli(h.home, ["webhook", "subscribe", "ci"]);
   const removed = await cli(h.home, ["webhook", "rm", "ci", "--json"]);
   assert.equal(removed.code, 0);
-  assert.deepEqual(parseOneJson(removed.stdout), { removed: "ci" });
+  assert.deepEqual(parseOneJson(removed.stdout), { removed: "ci", warnings: [] });
   assert.deepEqual(subscriptions(h.home), {});
   const missing = await cli(h.home, ["webhook", "remove", "ci"]);
   assert.equal(missing.code, 2);
@@ -294,7 +294,7 @@ Deno.test("events and redeliver on a home whose gateway never accepted an event:
   await using h = await tempHome();
   const events = await cli(h.home, ["webhook", "events", "--json"]);
   assert.equal(events.code, 0, events.stderr);
-  assert.deepEqual(parseOneJson(events.stdout), { events: [] });
+  assert.deepEqual(parseOneJson(events.stdout), { events: [], warnings: [] });
   const text = await cli(h.home, ["webhook", "events"]);
   assert.match(text.stdout, /^No events: the gateway has not accepted an event/);
   const failed = await cli(h.home, ["webhook", "redeliver", "--failed"]);
