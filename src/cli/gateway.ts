@@ -8,15 +8,13 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { readTextIfExists, writeFileAtomic } from "../home/files.ts";
-import { setDotenvValues } from "../home/dotenv_edit.ts";
+import { readTextIfExists } from "../home/files.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { STOP_GRACE_MS } from "../gateway/worker.ts";
-import { STARTER_CONFIG, STARTER_PORT } from "../gateway/starter_config.ts";
-import { generateSecret } from "../webhook/routes.ts";
+import { STARTER_PORT } from "../gateway/starter_config.ts";
+import { generateGlobalSecret, writeStarterConfig } from "../gateway/fresh_home.ts";
 import {
-  acceptsUnsigned,
   bindFailure,
   dotenvLineOf,
   readWebhookSettings,
@@ -114,28 +112,33 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
  * `config.yaml`, and a global secret generated when none is set once the platform is known to be
  * enabled. On a home set up before, a missing global secret stays missing: a static route without
  * its own secret then answers 403 with a startup error naming it, rather than taking a secret no
- * sender knows.
+ * sender knows. A `config.yaml` or `WEBHOOK_SECRET` another command writes meanwhile is kept and
+ * used; only what this process wrote is reported.
  */
-function prepareRun(io: CliIo): {
+function prepareRun(io: CliIo): Startable {
+  const starter = writeStarterConfig(loadConfig({ env: io.env }), io.env);
+  if (starter.created) io.out(createdMessage(starter.config));
+  // Before anything is written to .env: a gateway that does not start changes nothing.
+  const startable = checkStartable(starter.config, io);
+  if (!starter.created) return startable;
+  const secret = generateGlobalSecret(starter.config, io.env);
+  if (secret.generated) {
+    io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${secret.config.paths.dotenv}.\n`);
+  }
+  return checkStartable(secret.config, io);
+}
+
+/** A configuration the gateway can start with, its webhook settings and log level. */
+interface Startable {
   config: ResolvedConfig;
   settings: WebhookSettings;
   level: ReturnType<typeof configuredLogLevel>;
-} {
-  let config = loadConfig({ env: io.env });
-  const fresh = writeStarterConfig(config);
-  if (fresh) config = loadConfig({ env: io.env });
-  let settings = readWebhookSettings(config);
-  if (fresh) {
-    // WEBHOOK_PORT (environment or an existing .env) wins over the file's port.
-    const port = settings.port === STARTER_PORT
-      ? ""
-      : `; WEBHOOK_PORT sets port ${settings.port} instead`;
-    io.out(
-      `Created ${config.paths.config} (webhook platform enabled on port ${STARTER_PORT}${port}).\n`,
-    );
-  }
+}
+
+/** `config` with what the gateway needs of it, or the error that stops it from starting. */
+function checkStartable(config: ResolvedConfig, io: CliIo): Startable {
+  const settings = readWebhookSettings(config);
   if (!settings.enabled) {
-    // Before anything is written to .env: a gateway that does not start changes nothing.
     if (settings.enabledBy === "WEBHOOK_ENABLED") throw disabledByVariable(config);
     const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
     throw new CliError(
@@ -143,12 +146,22 @@ function prepareRun(io: CliIo): {
         `${config.paths.config}, or WEBHOOK_ENABLED=true`,
     );
   }
-  const level = configuredLogLevel(config.source, io.env);
-  if (fresh && generateGlobalSecret(config, io)) {
-    config = loadConfig({ env: io.env });
-    settings = readWebhookSettings(config);
+  return { config, settings, level: configuredLogLevel(config.source, io.env) };
+}
+
+/**
+ * `Created <config.yaml> (…)`, naming the port WEBHOOK_PORT (environment or an existing .env)
+ * sets instead of the file's. Said even when the settings do not read: the file was written.
+ */
+function createdMessage(config: ResolvedConfig): string {
+  let port = "";
+  try {
+    const settings = readWebhookSettings(config);
+    if (settings.port !== STARTER_PORT) port = `; WEBHOOK_PORT sets port ${settings.port} instead`;
+  } catch {
+    // the error is reported when the gateway reads its settings, right after
   }
-  return { config, settings, level };
+  return `Created ${config.paths.config} (webhook platform enabled on port ${STARTER_PORT}${port}).\n`;
 }
 
 /**
@@ -213,26 +226,6 @@ function portFix(config: ResolvedConfig): string {
       : "set WEBHOOK_PORT in the environment (it overrides platforms.webhook.extra.port)";
   }
   return `set platforms.webhook.extra.port in ${config.paths.config}`;
-}
-
-/** Writes the starter `config.yaml` on a fresh home; true when it did. */
-function writeStarterConfig(config: ResolvedConfig): boolean {
-  if (readTextIfExists(config.paths.config) !== undefined) return false;
-  writeFileAtomic(config.paths.config, STARTER_CONFIG, { mode: 0o600 });
-  return true;
-}
-
-/**
- * Generates WEBHOOK_SECRET in `.env` when no global secret is set anywhere (a generated one would
- * override platforms.webhook.extra.secret), unless INSECURE_NO_AUTH asks for secretless routes;
- * true when it did.
- */
-function generateGlobalSecret(config: ResolvedConfig, io: CliIo): boolean {
-  const settings = readWebhookSettings(config);
-  if (settings.secret || acceptsUnsigned(settings)) return false;
-  setDotenvValues(config.paths.dotenv, { WEBHOOK_SECRET: generateSecret() });
-  io.out(`Generated a global webhook secret: WEBHOOK_SECRET in ${config.paths.dotenv}.\n`);
-  return true;
 }
 
 /** A signal came while the gateway was starting. */

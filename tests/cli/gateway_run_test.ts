@@ -4,7 +4,20 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startGateway, subscribe, waitUntil, writeGatewayConfig } from "../e2e/_gateway.ts";
+import {
+  type GatewayProcess,
+  startGateway,
+  subscribe,
+  waitUntil,
+  writeGatewayConfig,
+} from "../e2e/_gateway.ts";
+import { NEW_CONFIG_HEADER } from "../../src/home/config_edit.ts";
+import { STARTER_CONFIG } from "../../src/gateway/starter_config.ts";
+import {
+  type EditLockHolder,
+  editLockWaiters,
+  holdEditLock,
+} from "../fixtures/edit_lock_holder.ts";
 import { cli, tempHome } from "./_helpers.ts";
 import { freePort } from "./_mcp_helpers.ts";
 
@@ -218,4 +231,89 @@ Deno.test("gateway run disabled by WEBHOOK_ENABLED says where that variable is s
       "overrides platforms.webhook.enabled of config.yaml. Fix: unset WEBHOOK_ENABLED " +
       "(`unset WEBHOOK_ENABLED`), or set it to true\n",
   );
+});
+
+/**
+ * Starts `gateway run` on `home` while `holder` holds the edit lock, checks that it waits for
+ * the lock having written nothing, then releases the holder and returns the started gateway.
+ * A failed check stops the gateway (if it started) before it is reported.
+ */
+async function startWhileLocked(home: string, holder: EditLockHolder): Promise<GatewayProcess> {
+  let started = false;
+  const starting = startGateway(home, { WEBHOOK_PORT: String(freePort()) }).finally(() => {
+    started = true;
+  });
+  try {
+    await waitUntil(
+      () => started || editLockWaiters(home).length > 0,
+      "gateway run to wait for the edit lock",
+    );
+    assert.ok(
+      !started,
+      "gateway run started without waiting for the edit lock another command held",
+    );
+    assert.deepEqual(
+      [...Deno.readDirSync(home)].map((entry) => entry.name),
+      [],
+      "gateway run wrote while another command held the edit lock",
+    );
+    await holder.release();
+  } catch (error) {
+    await holder.release().catch(() => {});
+    await (await starting.catch(() => undefined))?.stop();
+    throw error;
+  }
+  return await starting;
+}
+
+Deno.test("gateway run on a fresh home that another command sets up meanwhile waits for its edit lock, keeps its config.yaml and creates, generates and claims nothing", async () => {
+  await using h = await tempHome();
+  // Another command editing config.yaml of the fresh home, held between its read and its write.
+  await using holder = await holdEditLock(h.home, {
+    set: { "platforms.webhook.enabled": true, "platforms.webhook.extra.host": "127.0.0.1" },
+  });
+  await using gateway = await startWhileLocked(h.home, holder);
+  const config = Deno.readTextFileSync(join(h.home, "config.yaml"));
+  assert.equal(
+    config,
+    `${NEW_CONFIG_HEADER}\nplatforms:\n  webhook:\n    enabled: true\n    extra:\n      host: 127.0.0.1\n`,
+  );
+  assert.doesNotMatch(gateway.stdout(), /Created|Generated/);
+  // As on any home set up before: no global secret is generated.
+  assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name).sort(), [
+    "config.yaml",
+    "gateway",
+    "logs",
+  ]);
+  assert.match(gateway.stdout(), /^Gateway listening on http:\/\/127\.0\.0\.1:\d+\n/);
+});
+
+Deno.test("gateway run on a fresh home keeps a WEBHOOK_SECRET set meanwhile: it creates the starter config.yaml and generates no secret", async () => {
+  await using h = await tempHome();
+  const secret = "set-by-gateway-setup-meanwhile-0123456789";
+  await using holder = await holdEditLock(h.home, { secret });
+  await using gateway = await startWhileLocked(h.home, holder);
+  assert.equal(Deno.readTextFileSync(join(h.home, "config.yaml")), STARTER_CONFIG);
+  assert.equal(Deno.readTextFileSync(join(h.home, ".env")), `WEBHOOK_SECRET=${secret}\n`);
+  assert.match(
+    gateway.stdout(),
+    /^Created .*config\.yaml \(webhook platform enabled on port 8644;/,
+  );
+  assert.doesNotMatch(gateway.stdout(), /Generated/);
+  for (const file of ["config.yaml", ".env"]) {
+    assert.equal(Deno.statSync(join(h.home, file)).mode! & 0o777, 0o600, file);
+  }
+});
+
+Deno.test("gateway run on a fresh home with a WEBHOOK_PORT that is not a port says it created config.yaml, then stops on the variable", async () => {
+  await using h = await tempHome();
+  const result = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_PORT: "80a" } });
+  assert.equal(result.code, 2, result.stderr);
+  assert.equal(
+    result.stdout,
+    `Created ${h.config} (webhook platform enabled on port 8644).\n`,
+  );
+  assert.match(result.stderr, /WEBHOOK_PORT=80a is not a port/);
+  assert.equal(Deno.readTextFileSync(h.config), STARTER_CONFIG);
+  assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
 });
