@@ -13,6 +13,8 @@ import {
   loadConfig,
   parseBoolish,
   type ResolvedConfig,
+  SEND_WHILE_OFF_WARNING,
+  SEND_WITHOUT_ENDPOINT_WARNING,
   unusedWhileOff,
 } from "../home/config.ts";
 import {
@@ -127,8 +129,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     const config = loadMetricsConfig(io);
     const service = openExisting(config, io);
     try {
+      sayMetricsWarnings(io, config);
       const packages = storeGuard(() => service?.preview() ?? []);
-      if (options.json) return printJson(io, { packages, warnings: configFileWarnings(config) });
+      if (options.json) return printJson(io, { packages, warnings: jsonWarnings(config) });
       if (packages.length === 0) {
         io.out(
           service
@@ -155,6 +158,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       // Check the copy target before anything is exported, so a bad --out loses nothing.
       const out = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
       const outDir = out?.dir;
+      // Said before the send pass, which may wait on a slow endpoint (or be stopped).
+      sayMetricsWarnings(io, config);
       // Folders this command made for --out stay only when something is copied into them.
       let copying = false;
       let opened: UsageMetrics | undefined;
@@ -196,7 +201,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             })),
             sent: sent.map(sentJson),
             ...(dropped ? { dropped_unsent: dropped } : {}),
-            warnings: configFileWarnings(config),
+            warnings: jsonWarnings(config),
           });
           if (failed) throw copyFailure(failed, outDir!, built);
           return;
@@ -212,6 +217,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   metrics.command("send").description("send outbox packages that are due to the endpoint now")
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadMetricsConfig(io);
+      // A refusal below says what these two would (sending is off, or has no endpoint).
+      sayMetricsWarnings(io, config, [SEND_WHILE_OFF_WARNING, SEND_WITHOUT_ENDPOINT_WARNING]);
       if (!config.telemetry.enabled) {
         const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
           ? ""
@@ -245,7 +252,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             sent: sent.map(sentJson),
             ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
             ...(dropped ? { dropped_unsent: dropped } : {}),
-            warnings: configFileWarnings(config),
+            warnings: jsonWarnings(config),
           });
         }
         if (elsewhere > 0) {
@@ -368,6 +375,7 @@ function showStatus(
   const summary = service?.summary();
   const queue = service?.sendQueue() ?? { sending: [], deferred: { packages: 0 }, due: 0 };
   if (json) {
+    sayMetricsWarnings(io, config);
     return printJson(io, {
       enabled: t.enabled,
       decided_by: t.decidedBy,
@@ -427,7 +435,7 @@ function showStatus(
         "run or gateway pass sends them\n",
     );
   }
-  for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+  sayMetricsWarnings(io, config);
 }
 
 /**
@@ -472,6 +480,7 @@ function reportConsentChange(
 ): void {
   const t = config.telemetry;
   if (json) {
+    sayMetricsWarnings(io, config);
     return printJson(io, {
       enabled: t.enabled,
       decided_by: t.decidedBy,
@@ -500,12 +509,24 @@ function reportConsentChange(
     io.out(`Collection stays off for now (${decidedBy(config)}).\n`);
   }
   if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
-  for (const warning of t.warnings) io.err(`warning: ${warning}\n`);
+  sayMetricsWarnings(io, config);
+}
+
+/**
+ * Says the usage-metrics settings' warnings (a `send: true` that sends nothing, an
+ * `AGENT_SHARED_METRICS` that is not true or false …) once on stderr, with `--json` too, where
+ * they are also in the document's {@linkcode jsonWarnings}. `except` leaves out what the command
+ * says in other words.
+ */
+function sayMetricsWarnings(io: CliIo, config: ResolvedConfig, except: string[] = []): void {
+  for (const warning of config.telemetry.warnings) {
+    if (!except.includes(warning)) io.err(`warning: ${warning}\n`);
+  }
 }
 
 /**
  * A metrics command's `--json` warnings: the config file's (every command says them on stderr
- * first), then the usage-metrics settings' (said on stderr only without `--json`).
+ * first), then the usage-metrics settings' ({@linkcode sayMetricsWarnings} says them on stderr).
  */
 function jsonWarnings(config: ResolvedConfig): string[] {
   return [...configFileWarnings(config), ...config.telemetry.warnings];

@@ -501,6 +501,14 @@ function underFile(home: string): Error {
   );
 }
 
+/** The warning of `telemetry.shared_metrics.send: true` while collection is off. */
+export const SEND_WHILE_OFF_WARNING =
+  "telemetry.shared_metrics.send is true but collection is off; nothing is sent";
+/** The warning of `telemetry.shared_metrics.send: true` without an endpoint. */
+export const SEND_WITHOUT_ENDPOINT_WARNING =
+  "telemetry.shared_metrics.send is true but telemetry.shared_metrics.endpoint is not set; " +
+  "nothing is sent";
+
 /**
  * Resolves usage-metrics consent. Order: `DO_NOT_TRACK` (set and not `0`/`false`) forces off;
  * then `telemetry.shared_metrics.enabled` in `config.yaml`; then `AGENT_SHARED_METRICS`; else
@@ -558,12 +566,10 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
   const endpoint = metricsEndpoint(source, enabled, warnings);
   let send = enabled && sendConfigured;
   if (sendConfigured && !enabled) {
-    warnings.push("telemetry.shared_metrics.send is true but collection is off; nothing is sent");
+    warnings.push(SEND_WHILE_OFF_WARNING);
   }
   if (send && !endpoint) {
-    warnings.push(
-      "telemetry.shared_metrics.send is true but telemetry.shared_metrics.endpoint is not set; nothing is sent",
-    );
+    warnings.push(SEND_WITHOUT_ENDPOINT_WARNING);
     send = false;
   }
   // Said up front, not at each failed send; a run or the gateway goes on, collecting only.
