@@ -441,11 +441,17 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const body = stringifyJsonExact(payload);
       const url = routeUrl(settings, name);
+      // The `note:` lines of stderr, each said once; --json lists them in `notes` as well.
+      const notes: string[] = [];
+      const note = (text: string) => {
+        notes.push(text);
+        io.err(`note: ${escapeControls(text)}\n`);
+      };
       if (route.deliverOnly && route.deliver !== "log" && takesEvent(route.events, event)) {
         // No agent run between the test and the target: what the sender would cause, it causes.
-        io.err(
-          `note: '${name}' delivers directly (deliver_only): this test sends a real message to ` +
-            `${route.deliver}, rendered from the test payload\n`,
+        note(
+          `'${name}' delivers directly (deliver_only): this test sends a real message to ` +
+            `${route.deliver}, rendered from the test payload`,
         );
       }
       const deliveryId = crypto.randomUUID();
@@ -482,7 +488,19 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const inLog = (response.status === 502 || response.status === 503) &&
         text.includes("gateway's log");
       const reason = inLog ? await loggedReason(config, name, deliveryId) : undefined;
+      // Said after the answer: what to make of it, or to change.
+      const after: string[] = [];
+      if (reason) after.push(`${config.paths.gatewayLog} says: ${reason}`);
+      else if (inLog) {
+        after.push(
+          `the reason is in the gateway's log (this home's: ${config.paths.gatewayLog}), under ` +
+            `delivery id ${deliveryId}`,
+        );
+      }
+      const hint = answerHint(response.status, text, { config, settings, route, event });
+      if (hint) after.push(hint);
       if (options.json) {
+        after.forEach(note);
         let parsed: unknown = text;
         try {
           parsed = parseJsonExact(text);
@@ -494,21 +512,13 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           ...(reason ? { reason } : {}),
           // What every command says on stderr first (unknown keys, .env lines), as `list`.
           warnings: configFileWarnings(config),
+          notes,
         };
         io.out(`${stringifyJsonExact(answer, 2)}\n`);
         return;
       }
       io.out(`POST ${url}\nHTTP ${response.status}\n${text}\n`);
-      if (reason) {
-        io.err(`note: ${config.paths.gatewayLog} says: ${escapeControls(reason)}\n`);
-      } else if (inLog) {
-        io.err(
-          `note: the reason is in the gateway's log (this home's: ${config.paths.gatewayLog}), ` +
-            `under delivery id ${deliveryId}\n`,
-        );
-      }
-      const hint = answerHint(response.status, text, { config, settings, route, event });
-      if (hint) io.err(`note: ${escapeControls(hint)}\n`);
+      after.forEach(note);
     });
 
   addWebhookEventCommands(webhook, io, state);

@@ -127,6 +127,12 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       const served = failed.length > 0 ? gatewayServes(io) : undefined;
       if (failed.length > 0) state.exitCode = 1;
       if (options.json) {
+        // Each names its event: there are no lines above it to say which.
+        const notes = outcomes.flatMap(({ event, result }) => {
+          const note = noticeNote(result);
+          return note ? [`${describeEvent(event)}: ${note}`] : [];
+        });
+        for (const note of notes) io.err(`note: ${note}\n`);
         return printJson(io, {
           requeued: outcomes.filter(({ result }) => result.ok).map(({ event, result }) => ({
             id: event.id,
@@ -142,6 +148,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
           })),
           // What every command says on stderr first (unknown keys, .env lines).
           warnings: loadedConfigFileWarnings(io),
+          notes,
         });
       }
       if (outcomes.length === 0) {
@@ -151,8 +158,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         return;
       }
       for (const { event, result } of outcomes) {
-        const what = `event ${event.id} (${event.route}, ${event.event}, delivery ` +
-          `${event.deliveryId})`;
+        const what = describeEvent(event);
         if (!result.ok) {
           io.err(`${what}: not requeued: ${refusal(event, result, served)}\n`);
           continue;
@@ -162,16 +168,8 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             ? `${what}: queued to run again; its new answer goes to ${event.deliver}\n`
             : `${what}: queued for delivery to ${event.deliver} again\n`,
         );
-        if (result.state === "delivering" && result.notice) {
-          io.err(
-            `note: ${
-              result.notice === EMPTY_ANSWER
-                ? "the model's answer was empty when it ran"
-                : `its run ended ${result.notice}`
-            }, so what is delivered is the notice saying so; add --rerun to run the agent ` +
-              "again\n",
-          );
-        }
+        const note = noticeNote(result);
+        if (note) io.err(`note: ${note}\n`);
       }
       if (outcomes.some(({ result }) => result.ok)) {
         io.out(
@@ -180,6 +178,23 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         );
       }
     });
+}
+
+/** `event <id> (<route>, <event>, delivery <delivery id>)`, as redeliver names an event. */
+function describeEvent(event: EventSummary): string {
+  return `event ${event.id} (${event.route}, ${event.event}, delivery ${event.deliveryId})`;
+}
+
+/**
+ * The note on an event requeued to deliver the notice its run left instead of an answer (it
+ * failed, timed out, or the answer was empty): `--rerun` runs the agent again.
+ */
+function noticeNote(result: RequeueResult): string | undefined {
+  if (!result.ok || result.state !== "delivering" || !result.notice) return undefined;
+  const why = result.notice === EMPTY_ANSWER
+    ? "the model's answer was empty when it ran"
+    : `its run ended ${result.notice}`;
+  return `${why}, so what is delivered is the notice saying so; add --rerun to run the agent again`;
 }
 
 /**

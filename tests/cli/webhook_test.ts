@@ -378,7 +378,7 @@ Deno.test("events lists newest first and says when --limit hides some; redeliver
   );
 });
 
-Deno.test("redeliver of a run without an answer says its notice goes out and that --rerun runs it again, an empty answer too", async () => {
+Deno.test("redeliver of a run without an answer says its notice goes out and that --rerun runs it again, an empty answer too; --json lists those notes, each naming its event", async () => {
   await using h = await tempHome();
   const plan = { deliver: "slack", deliverExtra: { chat_id: "C1" }, skills: [] };
   const ids: Record<string, string> = {};
@@ -402,6 +402,13 @@ Deno.test("redeliver of a run without an answer says its notice goes out and tha
     ids.old = ended("d-old", { answer: "", endReason: "completed" });
     ids.failed = ended("d-failed", { answer: "The agent run … failed.", endReason: "failed" });
     ids.answered = ended("d-answered", { answer: "Deployed", endReason: "completed" });
+    // For --json, which must name the event of each note.
+    ids.emptyJson = ended("d-empty-json", { answer: notice, endReason: EMPTY_ANSWER });
+    ids.failedJson = ended("d-failed-json", {
+      answer: "The agent run … failed.",
+      endReason: "failed",
+    });
+    ids.answeredJson = ended("d-answered-json", { answer: "Deployed", endReason: "completed" });
   }
   const note = (why: string) =>
     `note: ${why}, so what is delivered is the notice saying so; add --rerun to run the agent ` +
@@ -419,6 +426,25 @@ Deno.test("redeliver of a run without an answer says its notice goes out and tha
     assert.match(redo.stdout, /: queued for delivery to slack again\n/);
     assert.equal(redo.stderr, expected, key);
   }
+  const json = await cli(h.home, [
+    "webhook",
+    "redeliver",
+    ids.answeredJson,
+    ids.emptyJson,
+    ids.failedJson,
+    "--json",
+  ]);
+  assert.equal(json.code, 0, json.stderr);
+  const notes = [
+    `event ${ids.emptyJson} (ci, push, delivery d-empty-json): ` +
+    note("the model's answer was empty when it ran").slice("note: ".length, -1),
+    `event ${ids.failedJson} (ci, push, delivery d-failed-json): ` +
+    note("its run ended failed").slice("note: ".length, -1),
+  ];
+  const document = parseOneJson(json.stdout);
+  assert.deepEqual(document.notes, notes);
+  assert.equal((document.requeued as unknown[]).length, 3);
+  assert.equal(json.stderr, notes.map((text) => `note: ${text}\n`).join(""));
   using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
   const old = inbox.get(ids.old)!;
   assert.deepEqual(

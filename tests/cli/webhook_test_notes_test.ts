@@ -4,7 +4,7 @@
  * And what `test` says when an agent-run route's template renders blank for its payload.
  */
 import assert from "node:assert/strict";
-import { cli, tempHome } from "./_helpers.ts";
+import { cli, parseOneJson, tempHome } from "./_helpers.ts";
 import { listeningHome } from "./_listener.ts";
 
 Deno.test("test of a deliver-only route: the real-message note only when the route takes the event (any case)", async () => {
@@ -41,6 +41,42 @@ Deno.test("test of a deliver-only route: the real-message note only when the rou
     "note: 'direct' delivers directly (deliver_only): this test sends a real message to slack, " +
       "rendered from the test payload\n",
   );
+});
+
+Deno.test("test --json: the notes stderr has (a real message is sent, what to change) are in notes too, each said once", async () => {
+  await using h = await listeningHome();
+  const { env } = h;
+  const subscribed = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    "direct",
+    "--events",
+    "issues",
+    "--deliver",
+    "slack",
+    "--deliver-chat-id",
+    "C0123456789",
+    "--deliver-only",
+  ], { env: { ...env, SLACK_BOT_TOKEN: "xoxb-test" } });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  for (
+    const [event, note] of [
+      ["test", "the route takes only issues events; send one with --event issues"],
+      [
+        "issues",
+        "'direct' delivers directly (deliver_only): this test sends a real message to slack, " +
+        "rendered from the test payload",
+      ],
+    ]
+  ) {
+    const result = await cli(h.home, ["webhook", "test", "direct", "--event", event, "--json"], {
+      env,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const document = parseOneJson(result.stdout);
+    assert.deepEqual([document.warnings, document.notes], [[], [note]], event);
+    assert.equal(result.stderr, `note: ${note}\n`, event);
+  }
 });
 
 Deno.test("subscribe --deliver-only --skills warns that the skills are never loaded (no agent run)", async () => {

@@ -668,6 +668,14 @@ Deno.test("gateway e2e: `webhook test` answered 502 or 503 shows the reason the 
   const answer = parseOneJson(json.stdout);
   assert.equal(answer.status, 502);
   assert.match(String(answer.reason), /^delivery to slack failed: slack: .*HTTP 500/);
+  // The notes stderr has, in the document too.
+  const notes = [
+    "'direct' delivers directly (deliver_only): this test sends a real message to slack, " +
+    "rendered from the test payload",
+    `${log} says: ${answer.reason}`,
+  ];
+  assert.deepEqual(answer.notes, notes);
+  assert.equal(json.stderr, notes.map((note) => `note: ${note}\n`).join(""));
 
   // A route whose script is not there: 503, and the log says what to do.
   await subscribe(s.home, s.env, "scripted", ["--script", "triage.sh"]);
