@@ -472,12 +472,14 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             status: server.status,
             tools: server.toolCount,
             ...(server.error ? { error: server.error } : {}),
-            // What every command says on stderr first (unknown keys, .env lines), as `mcp test`.
+            // What every command says on stderr first (unknown keys, .env lines), as `mcp test`;
+            // last, the connection's own (tools left out, a filter entry that matches none …).
             warnings: [
               ...configFileWarnings(session.config),
               ...configWarnings,
               ...loginWarnings,
               ...session.oauthWarnings,
+              ...server.warnings,
             ],
           });
         }
@@ -485,6 +487,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         if (connected) {
           io.out(`Connected: ${server.toolCount} tool${server.toolCount === 1 ? "" : "s"}.\n`);
         } else io.err(`${server.error}\n`);
+        // They quote the server's tool names: shown inert (--json: the exact text).
+        for (const warning of server.warnings) io.err(`warning: ${visible(warning)}\n`);
       } catch (error) {
         if (error instanceof McpServerError) throw new CliError(error.message);
         throw error;

@@ -62,6 +62,28 @@ Deno.test("agent mcp login --json: authorizes in the browser, stores 0600 tokens
   assert.equal(browser.visits.length, 1);
 });
 
+Deno.test("agent mcp login: the connection's warnings (a tools.include entry that matches none) are in --json's warnings, as in mcp test, and on stderr once without --json", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server, "    tools:\n      include: [echo, nosuch]\n"));
+  const unmatched = "MCP server 'api': mcp_servers.api.tools.include entry 'nosuch' matches " +
+    "none of the server's tools (names are case-sensitive)";
+  const json = await cli(h.home, ["mcp", "login", "api", "--json"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(json.code, 0, json.stderr);
+  const document = JSON.parse(json.stdout);
+  assert.deepEqual([document.tools, document.warnings], [1, [unmatched]]);
+  const test = await cliJson(h.home, ["mcp", "test", "api", "--json"]);
+  assert.deepEqual(test.warnings, document.warnings, "as mcp test --json has them");
+
+  const text = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /Connected: 1 tool\.\n$/);
+  assert.equal(text.stderr.split(`warning: ${unmatched}\n`).length - 1, 1, text.stderr);
+});
+
 Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried again", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
