@@ -733,14 +733,15 @@ function blankTemplate(deps: ListenerDeps, route: ServedRoute, id: string): void
     "route {route}: event {delivery_id}: the prompt template renders blank for this payload " +
       "(the fields it names are empty or blank), so the agent runs on the default prompt (the " +
       "event and its payload); to change the template, {fix}",
-    {
-      route: route.name,
-      delivery_id: id,
-      fix: route.source === "static"
-        ? `edit the prompt of platforms.webhook.extra.routes.${route.name} in config.yaml`
-        : `subscribe it again with another --prompt (agent webhook subscribe ${route.name} ...)`,
-    },
+    { route: route.name, delivery_id: id, fix: templateFix(route) },
   );
+}
+
+/** How to change a route's prompt template: where a static route or a subscription keeps it. */
+function templateFix(route: ServedRoute): string {
+  return route.source === "static"
+    ? `edit the prompt of platforms.webhook.extra.routes.${route.name} in config.yaml`
+    : `subscribe it again with another --prompt (agent webhook subscribe ${route.name} ...)`;
 }
 
 /**
@@ -759,8 +760,8 @@ function emptyMessage(
     "warning",
     "route {route}: direct delivery {delivery_id} to {target} not sent: the route's prompt " +
       "template renders an empty message for this payload (the fields it names are empty or " +
-      "blank); change it with agent webhook subscribe {route} --prompt ...",
-    { route: route.name, delivery_id: id, target: route.deliver },
+      "blank); to change the template, {fix}",
+    { route: route.name, delivery_id: id, target: route.deliver, fix: templateFix(route) },
   );
   return c.json({
     error: "nothing to deliver: the route's prompt template renders an empty message for this " +

@@ -1487,14 +1487,44 @@ Deno.test("direct delivery of a template that renders empty or blank: 502, nothi
     }
   }
   assert.deepEqual(h.delivered, [], "no platform call for an empty message");
+  // A static route's template is changed in config.yaml: subscribing would not change it.
   assert.deepEqual(
     h.logs,
     ["1", "1", "2", "2"].map((id) =>
       "warning: route {route}: direct delivery {delivery_id} to {target} not sent: the route's " +
       "prompt template renders an empty message for this payload (the fields it names are empty " +
-      "or blank); change it with agent webhook subscribe {route} --prompt ... " +
-      `{"route":"r","delivery_id":"${id}","target":"telegram"}`
+      "or blank); to change the template, {fix} " +
+      JSON.stringify({
+        route: "r",
+        delivery_id: id,
+        target: "telegram",
+        fix: "edit the prompt of platforms.webhook.extra.routes.r in config.yaml",
+      })
     ),
+  );
+  // A subscription's is changed by subscribing it again.
+  Deno.writeTextFileSync(
+    h.subscriptions,
+    JSON.stringify({
+      dyn: {
+        description: "d",
+        events: [],
+        secret: SECRET,
+        prompt: "{comment.body}",
+        skills: [],
+        deliver: "telegram",
+        deliver_only: true,
+        created_at: "2026-01-01T00:00:00Z",
+      },
+    }),
+  );
+  const response = await h.signed("dyn", { comment: { body: "" } }, { "x-github-delivery": "3" });
+  assert.equal(response.status, 502);
+  await response.body?.cancel();
+  assert.equal(h.logs.length, 5, h.logs.join("\n"));
+  assert.match(
+    h.logs[4],
+    /"fix":"subscribe it again with another --prompt \(agent webhook subscribe dyn \.\.\.\)"/,
   );
 });
 
