@@ -8,7 +8,6 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { readTextIfExists } from "../home/files.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { Gateway, GatewayBusyError } from "../gateway/gateway.ts";
 import { STOP_GRACE_MS } from "../gateway/worker.ts";
@@ -16,7 +15,7 @@ import { STARTER_PORT } from "../gateway/starter_config.ts";
 import { generateGlobalSecret, writeStarterConfig } from "../gateway/fresh_home.ts";
 import {
   bindFailure,
-  dotenvLineOf,
+  disabledByVariable,
   readWebhookSettings,
   webhookBaseUrl,
   type WebhookSettings,
@@ -139,7 +138,12 @@ interface Startable {
 function checkStartable(config: ResolvedConfig, io: CliIo): Startable {
   const settings = readWebhookSettings(config);
   if (!settings.enabled) {
-    if (settings.enabledBy === "WEBHOOK_ENABLED") throw disabledByVariable(config);
+    const byVariable = disabledByVariable(config);
+    if (byVariable) {
+      throw new CliError(
+        `the webhook platform is not enabled: ${byVariable.problem}. Fix: ${byVariable.fix}`,
+      );
+    }
     const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
     throw new CliError(
       `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
@@ -162,28 +166,6 @@ function createdMessage(config: ResolvedConfig): string {
     // the error is reported when the gateway reads its settings, right after
   }
   return `Created ${config.paths.config} (webhook platform enabled on port ${STARTER_PORT}${port}).\n`;
-}
-
-/**
- * The platform is off because `WEBHOOK_ENABLED` says so: it overrides the key of `config.yaml`,
- * so the fix is where the variable is set.
- */
-function disabledByVariable(config: ResolvedConfig): CliError {
-  const value = config.secrets.get("WEBHOOK_ENABLED")?.trim();
-  const overrides = "which overrides platforms.webhook.enabled of config.yaml";
-  if (config.secrets.source("WEBHOOK_ENABLED") === ".env") {
-    const text = readTextIfExists(config.paths.dotenv);
-    const line = text === undefined ? undefined : dotenvLineOf(text, "WEBHOOK_ENABLED");
-    const where = `${config.paths.dotenv}${line === undefined ? "" : `:${line}`}`;
-    return new CliError(
-      `the webhook platform is disabled by WEBHOOK_ENABLED=${value} in ${where}, ${overrides}. ` +
-        "Fix: set WEBHOOK_ENABLED=true there, or delete that line",
-    );
-  }
-  return new CliError(
-    `the webhook platform is disabled by WEBHOOK_ENABLED=${value} in the environment, ` +
-      `${overrides}. Fix: unset WEBHOOK_ENABLED (\`unset WEBHOOK_ENABLED\`), or set it to true`,
-  );
 }
 
 /**

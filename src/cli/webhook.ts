@@ -48,6 +48,7 @@ import {
 } from "../webhook/routes.ts";
 import {
   acceptsUnsigned,
+  disabledByVariable,
   readWebhookSettings,
   routeUrl,
   webhookBaseUrl,
@@ -783,15 +784,9 @@ function rowText(row: ReturnType<typeof listRow>): string {
  * change.
  */
 function notEnabled(config: ResolvedConfig): string {
-  const variable = config.secrets.get("WEBHOOK_ENABLED")?.trim();
-  if (variable && config.secrets.source("WEBHOOK_ENABLED") !== ".env") {
-    return `The webhook platform is not enabled: WEBHOOK_ENABLED=${variable} in the environment ` +
-      "turns it off. Enable it: unset WEBHOOK_ENABLED, or set it to true.";
-  }
-  if (variable) {
-    return `The webhook platform is not enabled: WEBHOOK_ENABLED=${variable} in ` +
-      `${config.paths.dotenv} turns it off. Enable it with \`agent gateway setup --enable\`, or ` +
-      "set WEBHOOK_ENABLED=true there.";
+  const byVariable = disabledByVariable(config);
+  if (byVariable) {
+    return `The webhook platform is not enabled: ${byVariable.problem}. Fix: ${byVariable.fix}.`;
   }
   return "The webhook platform is not enabled. Enable it with `agent gateway setup --enable`, or " +
     `set platforms.webhook.enabled: true in ${config.paths.config}.`;

@@ -277,6 +277,54 @@ export function routeUrl(settings: { host?: string; port: number }, name: string
   return `${webhookBaseUrl(settings)}/webhooks/${name}`;
 }
 
+/**
+ * How `WEBHOOK_ENABLED` keeps the webhook platform off (it overrides `platforms.webhook.enabled`
+ * of config.yaml), named where it is set (`.env` and its line, or the environment), and how to
+ * turn the platform on there; `undefined` when the variable does not turn it off. Deleting or
+ * unsetting the variable is offered only when config.yaml enables the platform: else, it stays off.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "../home/config.ts";
+ * import { SecretScope } from "../home/secrets.ts";
+ * import { disabledByVariable } from "./settings.ts";
+ * const source = ConfigSource.parse("/h/config.yaml", "platforms:\n  webhook:\n    enabled: true\n");
+ * const secrets = new SecretScope({}, (name) => name === "WEBHOOK_ENABLED" ? "no" : undefined);
+ * assert.deepEqual(disabledByVariable({ source, secrets, paths: { dotenv: "/h/.env" } }), {
+ *   problem: "WEBHOOK_ENABLED=no in the environment turns it off (it overrides " +
+ *     "platforms.webhook.enabled of config.yaml)",
+ *   fix: "unset WEBHOOK_ENABLED (`unset WEBHOOK_ENABLED`), or set it to true",
+ * });
+ * ```
+ */
+export function disabledByVariable(
+  config: WebhookConfig & { paths: Pick<HomePaths, "dotenv"> },
+): { problem: string; fix: string } | undefined {
+  const value = config.secrets.get("WEBHOOK_ENABLED")?.trim();
+  if (!value || parseBoolish(value) !== false) return undefined;
+  const overrides = `(it overrides ${BASE}.enabled of config.yaml)`;
+  // Without the variable, config.yaml decides, and the platform is off unless it says true.
+  const fileEnables = config.source.boolean(`${BASE}.enabled`) === true;
+  if (config.secrets.source("WEBHOOK_ENABLED") === ".env") {
+    const file = config.paths.dotenv;
+    const text = readTextIfExists(file);
+    const line = text === undefined ? undefined : dotenvLineOf(text, "WEBHOOK_ENABLED");
+    return {
+      problem: `WEBHOOK_ENABLED=${value} in ${file}${line === undefined ? "" : `:${line}`} ` +
+        `turns it off ${overrides}`,
+      fix: "set WEBHOOK_ENABLED=true there (`agent gateway setup --enable` does)" +
+        (fileEnables ? ", or delete that line" : ""),
+    };
+  }
+  return {
+    problem: `WEBHOOK_ENABLED=${value} in the environment turns it off ${overrides}`,
+    fix: fileEnables
+      ? "unset WEBHOOK_ENABLED (`unset WEBHOOK_ENABLED`), or set it to true"
+      : "set WEBHOOK_ENABLED=true in the environment",
+  };
+}
+
 /** `source`, except that the keys of `replacing` read as absent. */
 function withoutKeys(source: ConfigSource, replacing: ReadonlySet<string>): ConfigSource {
   return new Proxy(source, {

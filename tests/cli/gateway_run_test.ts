@@ -208,7 +208,7 @@ Deno.test("gateway run that cannot start names the misspelled keys that may be w
   assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
 });
 
-Deno.test("gateway run disabled by WEBHOOK_ENABLED says where that variable is set, not to edit config.yaml", async () => {
+Deno.test("gateway run disabled by WEBHOOK_ENABLED says where that variable is set, not to edit config.yaml; deleting it is offered only when config.yaml enables the platform", async () => {
   await using h = await tempHome();
   const config = join(h.home, "config.yaml");
   Deno.writeTextFileSync(config, "platforms:\n  webhook:\n    enabled: true\n");
@@ -218,19 +218,32 @@ Deno.test("gateway run disabled by WEBHOOK_ENABLED says where that variable is s
   assert.equal(fromDotenv.code, 1, fromDotenv.stderr);
   assert.equal(
     fromDotenv.stderr,
-    `agent: the webhook platform is disabled by WEBHOOK_ENABLED=no in ${dotenv}:2, which ` +
-      "overrides platforms.webhook.enabled of config.yaml. Fix: set WEBHOOK_ENABLED=true there, " +
-      "or delete that line\n",
+    `agent: the webhook platform is not enabled: WEBHOOK_ENABLED=no in ${dotenv}:2 turns it off ` +
+      "(it overrides platforms.webhook.enabled of config.yaml). Fix: set WEBHOOK_ENABLED=true " +
+      "there (`agent gateway setup --enable` does), or delete that line\n",
   );
   Deno.writeTextFileSync(dotenv, "");
   const fromEnv = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_ENABLED: "false" } });
   assert.equal(fromEnv.code, 1, fromEnv.stderr);
   assert.equal(
     fromEnv.stderr,
-    "agent: the webhook platform is disabled by WEBHOOK_ENABLED=false in the environment, which " +
-      "overrides platforms.webhook.enabled of config.yaml. Fix: unset WEBHOOK_ENABLED " +
+    "agent: the webhook platform is not enabled: WEBHOOK_ENABLED=false in the environment turns " +
+      "it off (it overrides platforms.webhook.enabled of config.yaml). Fix: unset WEBHOOK_ENABLED " +
       "(`unset WEBHOOK_ENABLED`), or set it to true\n",
   );
+  // Without `enabled: true` in config.yaml, the platform stays off once the variable is gone.
+  Deno.writeTextFileSync(config, "platforms:\n  webhook:\n    extra:\n      port: 8644\n");
+  Deno.writeTextFileSync(dotenv, "WEBHOOK_ENABLED=no\n");
+  const keptOff = await cli(h.home, ["gateway", "run"]);
+  assert.equal(keptOff.code, 1, keptOff.stderr);
+  assert.match(
+    keptOff.stderr,
+    /\. Fix: set WEBHOOK_ENABLED=true there \(`agent gateway setup --enable` does\)\n$/,
+  );
+  Deno.writeTextFileSync(dotenv, "");
+  const keptOffByEnv = await cli(h.home, ["gateway", "run"], { env: { WEBHOOK_ENABLED: "0" } });
+  assert.equal(keptOffByEnv.code, 1, keptOffByEnv.stderr);
+  assert.match(keptOffByEnv.stderr, /\. Fix: set WEBHOOK_ENABLED=true in the environment\n$/);
 });
 
 /**

@@ -452,8 +452,9 @@ Deno.test("list of a disabled platform: the advice works where it is followed (s
 
   assert.equal(
     await notEnabled(),
-    `The webhook platform is not enabled: WEBHOOK_ENABLED=no in ${dotenv} turns it off. ` +
-      "Enable it with `agent gateway setup --enable`, or set WEBHOOK_ENABLED=true there.",
+    `The webhook platform is not enabled: WEBHOOK_ENABLED=no in ${dotenv}:1 turns it off (it ` +
+      "overrides platforms.webhook.enabled of config.yaml). Fix: set WEBHOOK_ENABLED=true there " +
+      "(`agent gateway setup --enable` does).",
   );
   // The old advice, `agent gateway setup` without a terminal, keeps the platform off.
   assert.equal((await cli(h.home, ["gateway", "setup"])).code, 0);
@@ -473,10 +474,22 @@ Deno.test("list of a disabled platform: the advice works where it is followed (s
     "The webhook platform is not enabled. Enable it with `agent gateway setup --enable`, or set " +
       `platforms.webhook.enabled: true in ${h.config}.`,
   );
-  // Off in the environment (and not in .env, which would win): setup cannot change that.
+  // Off in the environment (and not in .env, which would win): setup cannot change that. Unset,
+  // the variable would leave config.yaml's `enabled: false`: the platform would stay off.
+  const byEnvironment = "The webhook platform is not enabled: WEBHOOK_ENABLED=off in the " +
+    "environment turns it off (it overrides platforms.webhook.enabled of config.yaml). Fix: ";
   assert.equal(
     await notEnabled({ WEBHOOK_ENABLED: "off" }),
-    "The webhook platform is not enabled: WEBHOOK_ENABLED=off in the environment turns it off. " +
-      "Enable it: unset WEBHOOK_ENABLED, or set it to true.",
+    `${byEnvironment}set WEBHOOK_ENABLED=true in the environment.`,
+  );
+  Deno.writeTextFileSync(h.config, "platforms:\n  webhook:\n    enabled: true\n");
+  assert.equal(
+    await notEnabled({ WEBHOOK_ENABLED: "off" }),
+    `${byEnvironment}unset WEBHOOK_ENABLED (\`unset WEBHOOK_ENABLED\`), or set it to true.`,
+  );
+  assert.equal(
+    await notEnabled({}),
+    "No subscriptions. Create one with `agent webhook subscribe <name>`.",
+    "unset, as advised: enabled",
   );
 });
