@@ -190,10 +190,10 @@ function describeEvent(event: EventSummary): string {
  * failed, timed out, or the answer was empty): `--rerun` runs the agent again.
  */
 function noticeNote(result: RequeueResult): string | undefined {
-  if (!result.ok || result.state !== "delivering" || !result.notice) return undefined;
-  const why = result.notice === EMPTY_ANSWER
+  if (!result.ok || result.state !== "delivering" || !result.noAnswer) return undefined;
+  const why = result.noAnswer === EMPTY_ANSWER
     ? "the model's answer was empty when it ran"
-    : `its run ended ${result.notice}`;
+    : `its run ended ${result.noAnswer}`;
   return `${why}, so what is delivered is the notice saying so; add --rerun to run the agent again`;
 }
 

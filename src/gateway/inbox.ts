@@ -208,12 +208,12 @@ export function noAnswerNotice(
 
 /**
  * What {@linkcode Inbox.requeue} did: requeued (and how), or why not. A requeued delivery of a
- * run that ended without an answer names its end reason in `notice`: what goes out is the notice
- * saying so.
+ * run that ended without an answer names its end reason in `noAnswer` (`failed`,
+ * {@linkcode EMPTY_ANSWER}, …): what goes out is {@linkcode noAnswerNotice}.
  */
 export type RequeueResult =
   | { ok: true; state: "queued" }
-  | { ok: true; state: "delivering"; notice?: string }
+  | { ok: true; state: "delivering"; noAnswer?: string }
   | { ok: false; problem: "unknown" }
   | { ok: false; problem: "pending" | "silent"; state: EventState };
 
@@ -680,7 +680,7 @@ export class Inbox implements Disposable {
       ).run(nowMs, nowMs, id);
       return endReason === null || endReason === "completed"
         ? { ok: true, state: "delivering" }
-        : { ok: true, state: "delivering", notice: endReason };
+        : { ok: true, state: "delivering", noAnswer: endReason };
     });
   }
 

@@ -563,10 +563,10 @@ Deno.test("requeue of a run without an answer names its end reason: what goes ou
       inbox.requeue(id, { rerun: false }, 10)
     );
     assert.deepEqual(requeued, [
-      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
-      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
-      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
-      { ok: true, state: "delivering", notice: "failed" },
+      { ok: true, state: "delivering", noAnswer: EMPTY_ANSWER },
+      { ok: true, state: "delivering", noAnswer: EMPTY_ANSWER },
+      { ok: true, state: "delivering", noAnswer: EMPTY_ANSWER },
+      { ok: true, state: "delivering", noAnswer: "failed" },
       { ok: true, state: "delivering" },
     ]);
     // The empty answer is not delivered again (every platform refuses it): its notice is.

@@ -175,8 +175,8 @@ Deno.test("an empty answer is not delivered as it is: a notice says the run ende
   assert.deepEqual(
     events.map((e) => t.inbox.requeue(e.id, { rerun: false }, Date.now())),
     [
-      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
-      { ok: true, state: "delivering", notice: EMPTY_ANSWER },
+      { ok: true, state: "delivering", noAnswer: EMPTY_ANSWER },
+      { ok: true, state: "delivering", noAnswer: EMPTY_ANSWER },
     ],
   );
   const logged = t.logs.filter((entry) =>
