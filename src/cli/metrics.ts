@@ -26,6 +26,7 @@ import {
 import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
+import { ENDPOINT_KEY } from "../home/metrics_endpoint.ts";
 import {
   droppedUnsentWarning,
   escapeControls,
@@ -804,7 +805,6 @@ function loadMetricsConfig(io: CliIo): ResolvedConfig {
 
 const ENABLED_KEY = "telemetry.shared_metrics.enabled";
 const SEND_KEY = "telemetry.shared_metrics.send";
-const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
 
 function keyPath(key: string): string[] {
   return key.split(".");

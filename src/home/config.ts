@@ -573,7 +573,7 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
     send = false;
   }
   // Said up front, not at each failed send; a run or the gateway goes on, collecting only.
-  const refused = send ? endpointRefusal(source) : undefined;
+  const refused = send && endpoint ? endpointRefusal(source, endpoint) : undefined;
   if (refused) {
     warnings.push(
       new ConfigError(refused.location, `${refused.problem}; nothing is sent`, refused.fix).message,
@@ -602,28 +602,21 @@ export function resolveTelemetry(source: ConfigSource, scope: SecretScope): Tele
  */
 export function checkedMetricsEndpoint(source: ConfigSource): string | undefined {
   const endpoint = source.string(ENDPOINT_KEY)?.trim() || undefined;
-  if (endpoint === undefined) return undefined;
-  const checked = validateEndpoint(endpoint);
-  if (!checked.ok) {
-    throw source.error(
-      ENDPOINT_KEY,
-      checked.reason.replace(/\.$/, ""),
-      "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
-        "`agent metrics enable --endpoint <url>`",
-    );
-  }
+  const refused = endpoint === undefined ? undefined : endpointRefusal(source, endpoint);
+  if (refused) throw refused;
   return endpoint;
 }
 
-/** The error of an endpoint the sender would refuse (a string: others stop at loading). */
-function endpointRefusal(source: ConfigSource): ConfigError | undefined {
-  try {
-    checkedMetricsEndpoint(source);
-    return undefined;
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
+/** The error naming `endpoint` (the trimmed key of `source`) when the sender would refuse it. */
+function endpointRefusal(source: ConfigSource, endpoint: string): ConfigError | undefined {
+  const checked = validateEndpoint(endpoint);
+  if (checked.ok) return undefined;
+  return source.error(
+    ENDPOINT_KEY,
+    checked.reason.replace(/\.$/, ""),
+    "set it to an https:// URL (or http:// to 127.0.0.1, [::1] or localhost), or run " +
+      "`agent metrics enable --endpoint <url>`",
+  );
 }
 
 /**
@@ -637,7 +630,7 @@ function metricsEndpoint(
   warnings: string[],
 ): string | undefined {
   try {
-    return source.string("telemetry.shared_metrics.endpoint")?.trim() || undefined;
+    return source.string(ENDPOINT_KEY)?.trim() || undefined;
   } catch (error) {
     if (enabled || !(error instanceof ConfigError)) throw error;
     warnings.push(unusedWhileOff(error));
