@@ -37,6 +37,7 @@ import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../home/files.ts";
 import { cut } from "../home/text.ts";
 import { contentText } from "../agent/run.ts";
+import { isLoopbackHost } from "../agent/settings.ts";
 import { AGENT_VERSION } from "../version.ts";
 import {
   CliError,
@@ -1062,15 +1063,11 @@ function entryWarnings(entry: Record<string, unknown>): string[] {
   } catch {
     return []; // refused by the entry's checks already
   }
-  if (url.protocol !== "http:" || isLoopback(url.hostname)) return [];
+  if (url.protocol !== "http:" || isLoopbackHost(url.hostname)) return [];
   return [
     `${url.host} is reached over plain http: nothing sent to it (headers and tokens too) is ` +
     "encrypted; use its https:// URL if it has one",
   ];
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
 }
 
 /** Rename or cancel: the new name follows the same rule and must be free too. */

@@ -520,7 +520,16 @@ Deno.test("mcp add: a plain http url off this machine is warned about, as mcp in
   expectCode(withJson, 0);
   assert.equal(withJson.stderr, warning);
   assert.deepEqual(parseOneJson(withJson.stdout).warnings, [warning.slice(9, -1)]);
-  const quietUrls = ["https://mcp.example.com/", "http://127.0.0.2:9/", "http://localhost/"];
+  // A host name that starts like a loopback address is another machine's.
+  const named = await cli(home.home, ["mcp", "add", "d", "--url", "http://127.0.0.1.example.com/"]);
+  expectCode(named, 0);
+  assert.match(named.stderr, /^warning: 127\.0\.0\.1\.example\.com is reached over plain http/);
+  const quietUrls = [
+    "https://mcp.example.com/",
+    "http://127.0.0.2:9/",
+    "http://localhost/",
+    "http://[::1]:9/",
+  ];
   for (const [i, url] of quietUrls.entries()) {
     const quiet = await cli(home.home, ["mcp", "add", `q${i}`, "--url", url, "--json"]);
     expectCode(quiet, 0);
