@@ -489,7 +489,9 @@ function listenProblem(
 export type ChoicesFrom = "flags" | "wizard";
 
 /**
- * The warning for `error` from binding `settings.host`/`settings.port`.
+ * The warning for `error` from binding `settings.host`/`settings.port`. For a port in use,
+ * `gateway` (this home's, as {@linkcode runningGateway} reads its lock) tells whether a restart
+ * of that gateway frees it; by default it cannot be told.
  *
  * @example
  * ```ts
