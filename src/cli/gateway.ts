@@ -72,7 +72,7 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
           throw new CliError(
             `${settings.host ? `${settings.host} ` : ""}port ${settings.port} is in use by ` +
               "another program (perhaps a gateway of another home). Fix: stop it, or " +
-              `${portFix(config)} to a free port`,
+              `${portFix(config, "to a free port")}`,
           );
         }
         const bindProblem = bindError(error, settings, config);
@@ -185,7 +185,7 @@ function bindError(
   if (failure === "denied") {
     return new CliError(
       `cannot listen on ${where}: ${message}. Ports below 1024 need privileges: ` +
-        `${portFix(config)} to 1024 or above`,
+        `${portFix(config, "to 1024 or above")}`,
     );
   }
   if (failure === "not_local") {
@@ -198,16 +198,17 @@ function bindError(
 }
 
 /**
- * How to change the gateway's port, where its value comes from: `WEBHOOK_PORT` (in `.env` or the
+ * How to change the gateway's port to `value` ("to a free port"), where the port comes from: `WEBHOOK_PORT` (in `.env` or the
  * environment) overrides `platforms.webhook.extra.port`, so changing the key alone would not do.
  */
-function portFix(config: ResolvedConfig): string {
+function portFix(config: ResolvedConfig, value: string): string {
   if (config.secrets.get("WEBHOOK_PORT")?.trim()) {
-    return config.secrets.source("WEBHOOK_PORT") === ".env"
-      ? `set WEBHOOK_PORT in ${config.paths.dotenv} (it overrides platforms.webhook.extra.port)`
-      : "set WEBHOOK_PORT in the environment (it overrides platforms.webhook.extra.port)";
+    const where = config.secrets.source("WEBHOOK_PORT") === ".env"
+      ? config.paths.dotenv
+      : "the environment";
+    return `set WEBHOOK_PORT in ${where} ${value} (it overrides platforms.webhook.extra.port)`;
   }
-  return `set platforms.webhook.extra.port in ${config.paths.config}`;
+  return `set platforms.webhook.extra.port in ${config.paths.config} ${value}`;
 }
 
 /** A signal came while the gateway was starting. */

@@ -184,10 +184,9 @@ Deno.test("gateway without a model: direct delivery works, an agent run delivers
 Deno.test("gateway run on a port in use fails with a message naming the setting that gave the port", async () => {
   await using h = await tempHome();
   const listener = Deno.listen({ hostname: "::", port: 0 });
-  const inUse = (where: string) =>
-    `is in use by another program (perhaps a gateway of another home). Fix: stop it, or ${where} ` +
-    "to a free port";
-  const overrides = "(it overrides platforms.webhook.extra.port)";
+  const inUse = (fix: string) =>
+    `is in use by another program (perhaps a gateway of another home). Fix: stop it, or ${fix}`;
+  const overrides = "to a free port (it overrides platforms.webhook.extra.port)";
   const lastLine = (stderr: string) => stderr.trimEnd().split("\n").at(-1);
   try {
     const port = (listener.addr as Deno.NetAddr).port;
@@ -223,7 +222,9 @@ Deno.test("gateway run on a port in use fails with a message naming the setting 
     assert.equal(fromConfig.code, 1);
     assert.equal(
       lastLine(fromConfig.stderr),
-      `agent: 127.0.0.1 port ${port} ${inUse(`set platforms.webhook.extra.port in ${config}`)}`,
+      `agent: 127.0.0.1 port ${port} ${
+        inUse(`set platforms.webhook.extra.port in ${config} to a free port`)
+      }`,
     );
   } finally {
     listener.close();
