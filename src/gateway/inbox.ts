@@ -661,11 +661,9 @@ export class Inbox implements Disposable {
       }
       let endReason = row.end_reason;
       const notice = noAnswerNotice({ ...row, deliveryId: row.delivery_id }, EMPTY_ANSWER);
-      // Older versions kept an empty answer as it was (which every platform refuses), or its
-      // notice with the end reason `completed`: it is now the notice, and says why.
-      if (
-        endReason === "completed" && ((row.answer ?? "").trim() === "" || row.answer === notice)
-      ) {
+      // Older versions kept an empty answer as it was (which every platform refuses): it is now
+      // the notice, and says why.
+      if (endReason === "completed" && (row.answer ?? "").trim() === "") {
         endReason = EMPTY_ANSWER;
         this.#sql("UPDATE events SET answer = ?, end_reason = ? WHERE id = ?").run(
           notice,
