@@ -130,7 +130,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     const config = loadMetricsConfig(io);
     const service = openExisting(config, io);
     try {
-      sayMetricsWarnings(io, config);
+      if (!options.json) sayMetricsWarnings(io, config);
       const packages = storeGuard(() => service?.preview() ?? []);
       if (options.json) return printJson(io, { packages, warnings: jsonWarnings(config) });
       if (packages.length === 0) {
@@ -160,7 +160,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       const out = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
       const outDir = out?.dir;
       // Said before the send pass, which may wait on a slow endpoint (or be stopped).
-      sayMetricsWarnings(io, config);
+      if (!options.json) sayMetricsWarnings(io, config);
       // Folders this command made for --out stay only when something is copied into them.
       let copying = false;
       let opened: UsageMetrics | undefined;
@@ -219,7 +219,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadMetricsConfig(io);
       // A refusal below says what these two would (sending is off, or has no endpoint).
-      sayMetricsWarnings(io, config, [SEND_WHILE_OFF_WARNING, SEND_WITHOUT_ENDPOINT_WARNING]);
+      if (!options.json) {
+        sayMetricsWarnings(io, config, [SEND_WHILE_OFF_WARNING, SEND_WITHOUT_ENDPOINT_WARNING]);
+      }
       if (!config.telemetry.enabled) {
         const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
           ? ""
@@ -376,7 +378,6 @@ function showStatus(
   const summary = service?.summary();
   const queue = service?.sendQueue() ?? { sending: [], deferred: { packages: 0 }, due: 0 };
   if (json) {
-    sayMetricsWarnings(io, config);
     return printJson(io, {
       enabled: t.enabled,
       decided_by: t.decidedBy,
@@ -481,7 +482,6 @@ function reportConsentChange(
 ): void {
   const t = config.telemetry;
   if (json) {
-    sayMetricsWarnings(io, config);
     return printJson(io, {
       enabled: t.enabled,
       decided_by: t.decidedBy,
@@ -515,9 +515,9 @@ function reportConsentChange(
 
 /**
  * Says the usage-metrics settings' warnings (a `send: true` that sends nothing, an
- * `AGENT_SHARED_METRICS` that is not true or false …) once on stderr, with `--json` too, where
- * they are also in the document's {@linkcode jsonWarnings}. `except` leaves out what the command
- * says in other words.
+ * `AGENT_SHARED_METRICS` that is not true or false …) once on stderr, for output without `--json`
+ * (a command's own warnings are in the `--json` document only: {@linkcode jsonWarnings}).
+ * `except` leaves out what the command says in other words.
  */
 function sayMetricsWarnings(io: CliIo, config: ResolvedConfig, except: string[] = []): void {
   for (const warning of config.telemetry.warnings) {
@@ -527,7 +527,8 @@ function sayMetricsWarnings(io: CliIo, config: ResolvedConfig, except: string[] 
 
 /**
  * A metrics command's `--json` warnings: the config file's (every command says them on stderr
- * first), then the usage-metrics settings' ({@linkcode sayMetricsWarnings} says them on stderr).
+ * first), then the usage-metrics settings' (without `--json`, {@linkcode sayMetricsWarnings}
+ * says them on stderr).
  */
 function jsonWarnings(config: ResolvedConfig): string[] {
   return [...configFileWarnings(config), ...config.telemetry.warnings];
