@@ -48,7 +48,10 @@ export class WatchedStreamableHTTPClientTransport extends StreamableHTTPClientTr
   readonly #awaiting = new Set<RequestId>();
   #wrapped: MessageHandler | undefined;
   #lost: string | undefined;
-  /** Whether a GET opened the event stream of this session. */
+  /**
+   * Whether a GET opened the event stream of this session. Never reset: a transport carries one
+   * session (connect.ts makes a new transport for each connection, so a new session gets one).
+   */
   #streamOpened = false;
 
   constructor(url: URL, options: StreamableHTTPClientTransportOptions = {}) {
