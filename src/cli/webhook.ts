@@ -54,6 +54,13 @@ import {
   webhookBaseUrl,
   type WebhookSettings,
 } from "../webhook/settings.ts";
+import {
+  BLANK_TEMPLATE_WARNING,
+  DELIVERY_FAILED_ERROR_END,
+  INVALID_SIGNATURE_ERROR,
+  SCRIPT_BLOCKED_ERROR,
+  UNKNOWN_ROUTE_ERROR,
+} from "../webhook/listener.ts";
 import { isInside, resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
 import {
@@ -485,9 +492,9 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const text = await response.text();
       if (!response.ok) state.exitCode = 1;
+      const answer = answerObject(text);
       // The gateway tells a sender only that the reason is in its log; this user may read it.
-      const inLog = (response.status === 502 || response.status === 503) &&
-        text.includes("gateway's log");
+      const inLog = reasonInGatewayLog(response.status, answer);
       const reason = inLog ? await loggedReason(config, name, deliveryId) : undefined;
       // Said after the answer: what to make of it, or to change.
       const after: string[] = [];
@@ -498,7 +505,8 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             `delivery id ${deliveryId}`,
         );
       }
-      const hint = answerHint(response.status, text, { config, settings, route, event });
+      const hint = answer &&
+        answerHint(response.status, answer, { config, settings, route, event });
       if (hint) after.push(hint);
       if (options.json) {
         after.forEach(note);
@@ -649,27 +657,47 @@ interface TestContext {
   event: string;
 }
 
+/** The gateway's answer as a JSON object, `undefined` when it is not one. */
+function answerObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const answer: unknown = JSON.parse(text);
+    return isPlainObject(answer) ? answer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the gateway's answer says the reason is in its log only: a route's script that cannot
+ * run (503), a failed direct delivery (502).
+ */
+function reasonInGatewayLog(status: number, answer: Record<string, unknown> | undefined): boolean {
+  const error = answer?.error;
+  if (typeof error !== "string") return false;
+  return (status === 503 && error === SCRIPT_BLOCKED_ERROR) ||
+    (status === 502 && error.endsWith(` ${DELIVERY_FAILED_ERROR_END}`));
+}
+
 /**
  * What the tester can change after the gateway's answer: an event it ignored, a route it does not
  * serve (404), a signature it refused (401), a template that rendered blank (202 with a warning).
  */
-function answerHint(status: number, text: string, context: TestContext): string | undefined {
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof answer !== "object" || answer === null) return undefined;
-  const { error, warning } = answer as { error?: unknown; warning?: unknown };
-  if (status === 202 && typeof warning === "string" && warning.includes("template renders blank")) {
+function answerHint(
+  status: number,
+  answer: Record<string, unknown>,
+  context: TestContext,
+): string | undefined {
+  const { error, warning } = answer;
+  if (status === 202 && warning === BLANK_TEMPLATE_WARNING) {
     return "the fields the route's prompt template names are empty in this payload; send one " +
       "that fills them with --payload, or change the template (see `agent webhook list`)";
   }
-  if (status === 404 && typeof error === "string" && error.startsWith("Unknown route")) {
+  if (
+    status === 404 && typeof error === "string" && error.startsWith(`${UNKNOWN_ROUTE_ERROR}:`)
+  ) {
     return unknownRouteHint(context);
   }
-  if (status === 401 && error === "Invalid signature") return signatureHint(context);
+  if (status === 401 && error === INVALID_SIGNATURE_ERROR) return signatureHint(context);
   return ignoredHint(answer, context.route.events, context.event);
 }
 

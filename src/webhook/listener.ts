@@ -26,6 +26,27 @@ import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
 import { type SignatureFamily, verifySignature } from "./signatures.ts";
 import { defaultPrompt, renderExtra, renderPrompt } from "./templates.ts";
 
+// The answers `agent webhook test` tells apart: it compares against these, not fragments of them.
+
+/** The 404 `error` for a route the gateway does not serve is `Unknown route: <name>`. */
+export const UNKNOWN_ROUTE_ERROR = "Unknown route";
+
+/** The 401 `error` for a signature or token that is missing or wrong. */
+export const INVALID_SIGNATURE_ERROR = "Invalid signature";
+
+/** The 503 `error` of an event whose route's script cannot run: the detail is in the log only. */
+export const SCRIPT_BLOCKED_ERROR = "the route's script cannot run; see the gateway's log";
+
+/**
+ * How the 502 `error` of a failed direct delivery ends (`delivery to <target> failed; …`): the
+ * reason is in the log only, as it can name API roots and settings of this machine.
+ */
+export const DELIVERY_FAILED_ERROR_END = "failed; the reason is in the gateway's log";
+
+/** The `warning` of the 202 for an event whose route's template rendered blank. */
+export const BLANK_TEMPLATE_WARNING = "the route's prompt template renders blank for this " +
+  "payload, so the agent runs on the default prompt (the event and its payload)";
+
 /** What a route script decided. */
 export type ScriptVerdict =
   | { kind: "payload"; payload: Record<string, unknown> }
@@ -161,7 +182,7 @@ export function createWebhookApp(deps: ListenerDeps): Hono<Env> {
     deps.routes.refresh();
     const name = c.req.param("name");
     if (!routeNamed(deps.routes, name)) {
-      return c.json({ error: `Unknown route: ${shortened(name)}` }, 404);
+      return c.json({ error: `${UNKNOWN_ROUTE_ERROR}: ${shortened(name)}` }, 404);
     }
     c.header("Allow", "POST");
     return c.json({ error: `Method ${shortened(c.req.method)} not allowed; send POST` }, 405);
@@ -226,7 +247,7 @@ function findRoute(deps: ListenerDeps, refused: RefusalLog): Step {
       refused("warning", "unknown route", "refused a POST to unknown route {name} (404)", {
         name: shown,
       });
-      return c.json({ error: `Unknown route: ${shown}` }, 404);
+      return c.json({ error: `${UNKNOWN_ROUTE_ERROR}: ${shown}` }, 404);
     }
     c.set("route", route);
     await next();
@@ -464,7 +485,7 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
         "rejected a request to {route}: {reason}",
         { route: route.name, reason: verdict.reason },
       );
-      return c.json({ error: "Invalid signature" }, 401);
+      return c.json({ error: INVALID_SIGNATURE_ERROR }, 401);
     }
     c.set("signedId", verdict.signedId);
     c.set("family", verdict.family);
@@ -630,7 +651,7 @@ function runScript(deps: ListenerDeps): Step {
         { route: route.name, delivery_id: c.get("deliveryId"), detail: verdict.detail },
       );
       c.header("Retry-After", String(BLOCKED_SCRIPT_RETRY_SECONDS));
-      return c.json({ error: "the route's script cannot run; see the gateway's log" }, 503);
+      return c.json({ error: SCRIPT_BLOCKED_ERROR }, 503);
     }
     if (verdict.kind === "ignored") {
       deps.inbox.settle(route.name, c.get("deliveryId"));
@@ -718,10 +739,6 @@ function dispatch(deps: ListenerDeps): Step {
     return accepted();
   };
 }
-
-/** What the 202 of an event whose route's template rendered blank tells the sender. */
-const BLANK_TEMPLATE_WARNING = "the route's prompt template renders blank for this payload, so " +
-  "the agent runs on the default prompt (the event and its payload)";
 
 /**
  * Logs that an agent run's template rendered blank for event `id`, so that it runs on the default
@@ -828,7 +845,7 @@ async function deliverNow(
   });
   // The reason can name API roots and settings of this machine: it goes to the log only.
   return c.json({
-    error: `delivery to ${route.deliver} failed; the reason is in the gateway's log`,
+    error: `delivery to ${route.deliver} ${DELIVERY_FAILED_ERROR_END}`,
     route: route.name,
     delivery_id: id,
   }, 502);
