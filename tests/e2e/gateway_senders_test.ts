@@ -845,7 +845,12 @@ Deno.test("gateway e2e: `agent webhook redeliver` sends a failed event again thr
 
   // Now done: redelivering it again is allowed, an event under way or unknown is not.
   const none = await run(["redeliver", "--failed", "--json"]);
-  assert.deepEqual(parseOneJson(none.stdout), { requeued: [], refused: [], warnings: [] });
+  assert.deepEqual(parseOneJson(none.stdout), {
+    requeued: [],
+    refused: [],
+    warnings: [],
+    notes: [],
+  });
   const unknown = await run(["redeliver", "no-such-event"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /no event with the id or delivery id 'no-such-event'/);
