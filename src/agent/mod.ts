@@ -57,13 +57,14 @@ export {
 export {
   type AgentSettings,
   type ApprovalPolicy,
-  isLoopbackHost,
   type ModelSettings,
   readAgentSettings,
   readModelSettings,
   type RunLimits,
 } from "./settings.ts";
 export { listSkills, loadSkills, type Skill, type SkillLoad } from "./skills.ts";
+// Whether a model's base URL is this machine (a local server needs no key): shared with src/home.
+export { isLoopbackHost } from "../home/loopback.ts";
 
 /** Options of {@linkcode runAgent}. */
 export interface RunAgentOptions {

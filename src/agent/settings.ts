@@ -12,6 +12,7 @@ import {
   type ResolvedConfig,
 } from "../home/config.ts";
 import { ConfigError } from "../home/errors.ts";
+import { isLoopbackHost } from "../home/loopback.ts";
 import { closestKey } from "../home/suggest.ts";
 import type { SecretScope } from "../home/secrets.ts";
 
@@ -252,10 +253,4 @@ export function readModelSettings(
     temperature: numberAt(source, "model.temperature", 0, 2),
     maxTokens: integerAt(source, "model.max_tokens", 1, 1_000_000),
   };
-}
-
-/** Whether `hostname` is this machine (a local server needs no key). */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

@@ -37,7 +37,7 @@ import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../home/files.ts";
 import { cut } from "../home/text.ts";
 import { contentText } from "../agent/run.ts";
-import { isLoopbackHost } from "../agent/settings.ts";
+import { isLoopbackHost } from "../home/loopback.ts";
 import { AGENT_VERSION } from "../version.ts";
 import {
   CliError,

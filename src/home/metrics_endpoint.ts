@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { isLoopbackHost } from "./loopback.ts";
 
 /** The config.yaml key of the endpoint. */
 export const ENDPOINT_KEY = "telemetry.shared_metrics.endpoint";
@@ -68,12 +69,4 @@ export function validateEndpoint(
     ok: false,
     reason: `${ENDPOINT_KEY} uses the unsupported scheme "${parsed.protocol}"; ${ENDPOINT_RULE}.`,
   };
-}
-
-/** `hostname` as the URL parser normalised it (lower case, dotted IPv4, bracketed IPv6). */
-function isLoopbackHost(hostname: string): boolean {
-  if (hostname === "localhost" || hostname === "[::1]") return true;
-  const octets = hostname.split(".");
-  return octets.length === 4 && octets[0] === "127" &&
-    octets.every((o) => /^\d{1,3}$/.test(o) && Number(o) <= 255);
 }

@@ -268,6 +268,8 @@ export function webhookBaseUrl(settings: { host?: string; port: number }): strin
  */
 export function acceptsUnsigned(settings: { insecureNoAuth: boolean; host?: string }): boolean {
   const host = settings.host;
+  // Not home's isLoopbackHost (a URL's host, 127.0.0.0/8): the bind address as written, and only
+  // the three the spec and the gateway's warning name turn signatures off.
   return settings.insecureNoAuth &&
     (host === "127.0.0.1" || host === "::1" || host === "localhost");
 }

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import {
   type AgentSettings,
-  isLoopbackHost,
   type ModelSettings,
   readAgentSettings,
   readModelSettings,
@@ -458,41 +457,6 @@ Deno.test("null values mean the default", () => {
 
   assert.equal(settings.limits.maxIterations, 20);
   assert.equal(settings.model?.maxRetries, 3);
-});
-
-// --- isLoopbackHost ------------------------------------------------------------------------
-
-Deno.test("isLoopbackHost: localhost, 127.x.y.z and ::1 (bracketed or not)", () => {
-  for (
-    const host of [
-      "localhost",
-      "LOCALHOST",
-      "127.0.0.1",
-      "127.0.0.5",
-      "127.255.0.1",
-      "::1",
-      "[::1]",
-    ]
-  ) {
-    assert.equal(isLoopbackHost(host), true, host);
-  }
-});
-
-Deno.test("isLoopbackHost: other hosts are not loopback", () => {
-  for (
-    const host of [
-      "example.com",
-      "localhost.example.com",
-      "10.0.0.1",
-      "0.0.0.0",
-      "128.0.0.1",
-      "1127.0.0.1",
-      "::2",
-      "",
-    ]
-  ) {
-    assert.equal(isLoopbackHost(host), false, host);
-  }
 });
 
 Deno.test("readAgentSettings: an agent or approvals section that is not a mapping is an error at it", () => {
