@@ -269,23 +269,41 @@ function writeAll(stream: { writeSync(p: Uint8Array): number }, bytes: Uint8Arra
 /**
  * Prints a warning for each key of `config.yaml` that nothing reads (a misspelled section or
  * option is otherwise silently ignored), and for each line of `.env` that gives no variable (a
- * secret written there would otherwise be "not set" with no word why). A config that does not
- * load is left to the command, which reports it with its own exit code.
+ * secret written there would otherwise be "not set" with no word why). Returns the config it
+ * loaded, for the command to use; `undefined` when it does not load: that is left to the command,
+ * which reports it with its own exit code.
  */
-export function warnAboutUnknownKeys(io: CliIo): void {
-  for (const warning of loadedConfigFileWarnings(io)) io.err(`warning: ${warning}\n`);
+export function warnAboutUnknownKeys(io: CliIo): ResolvedConfig | undefined {
+  let config: ResolvedConfig;
+  try {
+    config = loadConfig({ env: io.env });
+  } catch {
+    return undefined;
+  }
+  for (const warning of configFileWarnings(config)) io.err(`warning: ${warning}\n`);
+  return config;
+}
+
+/** What a command got before it ran: the config {@linkcode warnAboutUnknownKeys} loaded. */
+export interface LoadedConfig {
+  /** `undefined` when it did not load, or was not loaded (`gateway run`). */
+  config?: ResolvedConfig;
 }
 
 /**
- * {@linkcode configFileWarnings} of the config as loaded now, none when it does not load: for
- * the `--json` document of a command that does not read the config otherwise.
+ * The config a command that does not change it reads: the one loaded before it ran, or, when that
+ * did not load, loaded again to throw the error the command reports.
  */
-export function loadedConfigFileWarnings(io: CliIo): string[] {
-  try {
-    return configFileWarnings(loadConfig({ env: io.env }));
-  } catch {
-    return [];
-  }
+export function commandConfig(io: CliIo, loaded: LoadedConfig): ResolvedConfig {
+  return loaded.config ?? loadConfig({ env: io.env });
+}
+
+/**
+ * {@linkcode configFileWarnings} of the config loaded before the command ran, none when it did not
+ * load: for the `--json` document of a command that does not read the config otherwise.
+ */
+export function loadedConfigFileWarnings(loaded: LoadedConfig): string[] {
+  return loaded.config ? configFileWarnings(loaded.config) : [];
 }
 
 /**

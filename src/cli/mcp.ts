@@ -524,7 +524,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         if (link !== undefined) {
           throw new UsageError("--register-handler takes no link; run it on its own");
         }
-        return registerLinkHandler(io, options.json === true);
+        return registerLinkHandler(io, options.json === true, loadedConfigFileWarnings(state));
       }
       if (link === undefined) {
         throw new UsageError(
@@ -1110,9 +1110,14 @@ const SCHEME_MIME = "x-scheme-handler/agent";
 /**
  * Writes `$XDG_DATA_HOME/applications/agent-mcp-install.desktop` (opening `agent mcp install`
  * in a terminal, where it asks before installing) and, when `xdg-mime` is installed, makes it
- * the default handler of agent:// links.
+ * the default handler of agent:// links. `configWarnings` (the config file's, said on stderr
+ * before) go in the `--json` document.
  */
-async function registerLinkHandler(io: CliIo, json: boolean): Promise<void> {
+async function registerLinkHandler(
+  io: CliIo,
+  json: boolean,
+  configWarnings: string[],
+): Promise<void> {
   if (!["linux", "freebsd", "netbsd"].includes(Deno.build.os)) {
     throw new UsageError(
       `--register-handler supports freedesktop (xdg) systems only, not ${Deno.build.os}`,
@@ -1173,7 +1178,7 @@ async function registerLinkHandler(io: CliIo, json: boolean): Promise<void> {
       xdg_mime: xdgMime,
       update_desktop_database: database,
       // Said on stderr first by every command, though this one does not read the config.
-      warnings: loadedConfigFileWarnings(io),
+      warnings: configWarnings,
     });
   }
   io.out(`Wrote ${desktopFile}\n  Exec=${exec}\n`);

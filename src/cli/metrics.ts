@@ -301,7 +301,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           valid: allValid,
           results: results.map(({ file, valid, errors }) => ({ file, valid, errors })),
           // Said on stderr first by every command, though validate does not read the config.
-          warnings: loadedConfigFileWarnings(io),
+          warnings: loadedConfigFileWarnings(state),
         });
       }
       // Text output goes to a terminal: keys and values of a hostile file must not drive it.

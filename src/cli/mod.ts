@@ -12,6 +12,7 @@ import {
   CliError,
   type CliIo,
   ExitCode,
+  type LoadedConfig,
   processIo,
   UsageError,
   warnAboutUnknownKeys,
@@ -113,8 +114,11 @@ function checkOptionValues(program: Command, argv: string[]): void {
   }
 }
 
-/** Mutable result of a command: the exit code it chose without throwing. */
-export interface CommandState {
+/**
+ * Mutable state of a command: the exit code it chose without throwing, and the config loaded
+ * before it ran (for the warnings every command prints), so that it need not load it again.
+ */
+export interface CommandState extends LoadedConfig {
   exitCode: number;
 }
 
@@ -155,7 +159,7 @@ function buildProgram(io: CliIo, state: CommandState, json = false): Command {
     // `gateway run` logs these itself (to logs/gateway.log as well as stderr), or prints them
     // with the error when it cannot start.
     if (command.name() === "run" && command.parent?.name() === "gateway") return;
-    warnAboutUnknownKeys(io);
+    state.config = warnAboutUnknownKeys(io);
   });
   addMetricsCommands(program, io, state);
   addMcpCommands(program, io, state);

@@ -16,12 +16,7 @@ import {
 } from "../delivery/identifiers.ts";
 import { missingToken } from "../delivery/targets.ts";
 import { skillNameProblem } from "../agent/skills.ts";
-import {
-  isPlainObject,
-  loadConfig,
-  MAX_TIMER_SECONDS,
-  type ResolvedConfig,
-} from "../home/config.ts";
+import { isPlainObject, MAX_TIMER_SECONDS, type ResolvedConfig } from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
@@ -70,7 +65,14 @@ import {
   type SubscriptionRecords,
   updateSubscriptions,
 } from "../webhook/subscriptions.ts";
-import { CliError, type CliIo, configFileWarnings, printJson, UsageError } from "./io.ts";
+import {
+  CliError,
+  type CliIo,
+  commandConfig,
+  configFileWarnings,
+  printJson,
+  UsageError,
+} from "./io.ts";
 import { addWebhookEventCommands } from "./webhook_events.ts";
 import type { CommandState } from "./mod.ts";
 
@@ -97,7 +99,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
 
   webhook.command("list").alias("ls").description("list subscriptions and static routes")
     .option("--json", "print one JSON document").action((options) => {
-      const { config, settings } = load(io);
+      const { config, settings } = load(io, state);
       const records = read(config);
       // The gateway's own route table decides what is served, and says why not.
       const problems = [...settings.routeProblems];
@@ -167,7 +169,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
     .option("--script <file>", "a script under <home>/scripts/ run on each payload first")
     .option("--deliver-only", "send the rendered prompt to the target directly, with no agent run")
     .option("--json", "print one JSON document").action((rawName, options) => {
-      const { config, settings } = load(io);
+      const { config, settings } = load(io, state);
       const name = routeName(rawName);
       // Also while that route has problems (and is not served): once fixed, it would shadow the
       // subscription.
@@ -332,7 +334,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
   )
     .argument("<name>", "subscription name").option("--json", "print one JSON document")
     .action((rawName, options) => {
-      const { config } = load(io);
+      const { config } = load(io, state);
       const name = routeName(rawName);
       const staticAt = staticRouteLocation(config, name);
       const records = read(config);
@@ -382,7 +384,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       `how long to wait for the gateway's answer (default: ${TEST_TIMEOUT_MS / 1000})`,
     )
     .option("--json", "print one JSON document").action(async (rawName, options) => {
-      const { config, settings } = load(io);
+      const { config, settings } = load(io, state);
       const name = routeName(rawName);
       const timeoutMs = options.timeout === undefined
         ? TEST_TIMEOUT_MS
@@ -820,8 +822,11 @@ function notEnabled(config: ResolvedConfig): string {
     `set platforms.webhook.enabled: true in ${config.paths.config}.`;
 }
 
-function load(io: CliIo): { config: ResolvedConfig; settings: WebhookSettings } {
-  const config = loadConfig({ env: io.env });
+function load(
+  io: CliIo,
+  state: CommandState,
+): { config: ResolvedConfig; settings: WebhookSettings } {
+  const config = commandConfig(io, state);
   return { config, settings: readWebhookSettings(config) };
 }
 

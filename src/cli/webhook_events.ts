@@ -16,8 +16,15 @@ import {
   type RequeueResult,
 } from "../gateway/inbox.ts";
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
-import { loadConfig } from "../home/config.ts";
-import { CliError, type CliIo, loadedConfigFileWarnings, printJson, UsageError } from "./io.ts";
+import type { ResolvedConfig } from "../home/config.ts";
+import {
+  CliError,
+  type CliIo,
+  commandConfig,
+  configFileWarnings,
+  printJson,
+  UsageError,
+} from "./io.ts";
 import type { CommandState } from "./mod.ts";
 
 const STATES: readonly EventState[] = ["queued", "running", "delivering", "done", "failed"];
@@ -48,17 +55,21 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         state: stateOption(options.state),
         limit: limitOption(options.limit),
       };
+      const config = commandConfig(io, state);
       // One more than shown, to tell whether --limit hides some.
-      const found = withInbox(io, (inbox) => inbox.list({ ...filter, limit: filter.limit + 1 }));
+      const found = withInbox(
+        config,
+        (inbox) => inbox.list({ ...filter, limit: filter.limit + 1 }),
+      );
       const events = (found ?? []).slice(0, filter.limit);
       const more = (found ?? []).length > filter.limit;
       // Asked after reading: a gateway that stopped meanwhile left its events as they were.
-      const served = events.some(pending) ? gatewayServes(io) : undefined;
+      const served = events.some(pending) ? gatewayServes(config) : undefined;
       if (options.json) {
         return printJson(io, {
           events: events.map((event) => eventJson(event, served)),
           // What every command says on stderr first (unknown keys, .env lines).
-          warnings: loadedConfigFileWarnings(io),
+          warnings: configFileWarnings(config),
         });
       }
       if (events.length === 0) {
@@ -108,7 +119,8 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       if (options.route !== undefined && !options.failed) {
         throw new UsageError("--route goes with --failed (ids already name their events)");
       }
-      const found = withInbox(io, (inbox) => {
+      const config = commandConfig(io, state);
+      const found = withInbox(config, (inbox) => {
         const targets = options.failed
           ? inbox.list({ state: "failed", route: options.route?.trim() || undefined, limit: -1 })
             .reverse()
@@ -124,7 +136,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       }
       const outcomes = found ?? [];
       const failed = outcomes.filter(({ result }) => !result.ok);
-      const served = failed.length > 0 ? gatewayServes(io) : undefined;
+      const served = failed.length > 0 ? gatewayServes(config) : undefined;
       if (failed.length > 0) state.exitCode = 1;
       if (options.json) {
         // Each names its event: there are no lines above it to say which.
@@ -147,7 +159,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             reason: refusal(event, result, served),
           })),
           // What every command says on stderr first (unknown keys, .env lines).
-          warnings: loadedConfigFileWarnings(io),
+          warnings: configFileWarnings(config),
           notes,
         });
       }
@@ -201,8 +213,8 @@ function noticeNote(result: RequeueResult): string | undefined {
  * Opens the inbox for `work`, or returns undefined when there is none yet (the gateway never
  * accepted an event here); opening never creates it.
  */
-function withInbox<T>(io: CliIo, work: (inbox: Inbox) => T): T | undefined {
-  const path = loadConfig({ env: io.env }).paths.gatewayInbox;
+function withInbox<T>(config: ResolvedConfig, work: (inbox: Inbox) => T): T | undefined {
+  const path = config.paths.gatewayInbox;
   if (!existsSync(path)) return undefined;
   using inbox = Inbox.open(path);
   return work(inbox);
@@ -212,8 +224,8 @@ function withInbox<T>(io: CliIo, work: (inbox: Inbox) => T): T | undefined {
  * Whether a gateway serves this `<home>` now (it holds the home's gateway lock), `undefined` when
  * that cannot be told.
  */
-function gatewayServes(io: CliIo): boolean | undefined {
-  return gatewayRunning(loadConfig({ env: io.env }).paths.gatewayLock);
+function gatewayServes(config: ResolvedConfig): boolean | undefined {
+  return gatewayRunning(config.paths.gatewayLock);
 }
 
 /** Not finished: a gateway has yet to run or deliver it. */
