@@ -18,6 +18,8 @@ import { missingToken } from "../delivery/targets.ts";
 import { skillNameProblem } from "../agent/skills.ts";
 import { isPlainObject, MAX_TIMER_SECONDS, type ResolvedConfig } from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
+import { configuredLogLevel, type LogLevel, logWrites } from "../home/log.ts";
+import type { EnvReader } from "../home/paths.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
 import { cut } from "../home/text.ts";
@@ -52,8 +54,10 @@ import {
 import {
   BLANK_TEMPLATE_WARNING,
   DELIVERY_FAILED_ERROR_END,
+  DELIVERY_FAILED_LOG_LEVEL,
   INVALID_SIGNATURE_ERROR,
   SCRIPT_BLOCKED_ERROR,
+  SCRIPT_BLOCKED_LOG_LEVEL,
   UNKNOWN_ROUTE_ERROR,
 } from "../webhook/listener.ts";
 import { isInside, resolveScript } from "../webhook/scripts.ts";
@@ -494,21 +498,27 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const text = await response.text();
       if (!response.ok) state.exitCode = 1;
-      const answer = answerObject(text);
+      const reply = answerObject(text);
       // The gateway tells a sender only that the reason is in its log; this user may read it.
-      const inLog = reasonInGatewayLog(response.status, answer);
-      const reason = inLog ? await loggedReason(config, name, deliveryId) : undefined;
+      const lineLevel = loggedReasonLevel(response.status, reply);
+      const levelNote = lineLevel && logLevelNote(config, io.env, lineLevel);
+      // No line to wait for when the log level leaves it out; the log is still read once, for
+      // a gateway started with another AGENT_LOG_LEVEL.
+      const reason = lineLevel
+        ? await loggedReason(config, name, deliveryId, levelNote === undefined)
+        : undefined;
       // Said after the answer: what to make of it, or to change.
       const after: string[] = [];
       if (reason) after.push(`${config.paths.gatewayLog} says: ${reason}`);
-      else if (inLog) {
+      else if (levelNote) after.push(levelNote);
+      else if (lineLevel) {
         after.push(
           `the reason is in the gateway's log (this home's: ${config.paths.gatewayLog}), under ` +
             `delivery id ${deliveryId}`,
         );
       }
-      const hint = answer &&
-        answerHint(response.status, answer, { config, settings, route, event });
+      const hint = reply &&
+        answerHint(response.status, reply, { config, settings, route, event });
       if (hint) after.push(hint);
       if (options.json) {
         after.forEach(note);
@@ -582,15 +592,17 @@ const LOG_TAIL_BYTES = 256 * 1024;
 /**
  * Why the gateway refused the test event `deliveryId` on `route` (a failed direct delivery, a
  * script that cannot run), from this home's `gateway.log`; `undefined` when it holds no such line.
- * The gateway writes its log a moment after it answers, so while it runs on this home the log is
- * read again for a little while.
+ * The gateway writes its log a moment after it answers, so with `wait`, while it runs on this home,
+ * the log is read again for a little while.
  */
 async function loggedReason(
   config: ResolvedConfig,
   route: string,
   deliveryId: string,
+  wait: boolean,
 ): Promise<string | undefined> {
-  const deadline = Date.now() + (gatewayRunning(config.paths.gatewayLock) ? LOG_LINE_WAIT_MS : 0);
+  const waitMs = wait && gatewayRunning(config.paths.gatewayLock) ? LOG_LINE_WAIT_MS : 0;
+  const deadline = Date.now() + waitMs;
   for (;;) {
     const reason = reasonInLog(logTail(config.paths.gatewayLog), route, deliveryId);
     if (reason !== undefined || Date.now() >= deadline) return reason;
@@ -670,14 +682,45 @@ function answerObject(text: string): Record<string, unknown> | undefined {
 }
 
 /**
- * Whether the gateway's answer says the reason is in its log only: a route's script that cannot
- * run (503), a failed direct delivery (502).
+ * The level of the log line with the reason, when the gateway's answer says the reason is in its
+ * log only: a route's script that cannot run (503), a failed direct delivery (502).
  */
-function reasonInGatewayLog(status: number, answer: Record<string, unknown> | undefined): boolean {
+function loggedReasonLevel(
+  status: number,
+  answer: Record<string, unknown> | undefined,
+): LogLevel | undefined {
   const error = answer?.error;
-  if (typeof error !== "string") return false;
-  return (status === 503 && error === SCRIPT_BLOCKED_ERROR) ||
-    (status === 502 && error.endsWith(` ${DELIVERY_FAILED_ERROR_END}`));
+  if (typeof error !== "string") return undefined;
+  if (status === 503 && error === SCRIPT_BLOCKED_ERROR) return SCRIPT_BLOCKED_LOG_LEVEL;
+  if (status === 502 && error.endsWith(` ${DELIVERY_FAILED_ERROR_END}`)) {
+    return DELIVERY_FAILED_LOG_LEVEL;
+  }
+  return undefined;
+}
+
+/**
+ * What to change when the log level this home sets (`AGENT_LOG_LEVEL`, else `logging.level`, as
+ * the gateway reads it at start) leaves out the log lines of `lineLevel`; `undefined` when it
+ * keeps them, or is not a level (the gateway does not start with that).
+ */
+function logLevelNote(
+  config: ResolvedConfig,
+  env: EnvReader,
+  lineLevel: LogLevel,
+): string | undefined {
+  let level: LogLevel | undefined;
+  try {
+    level = configuredLogLevel(config.source, env);
+  } catch {
+    return undefined;
+  }
+  if (logWrites(level, lineLevel)) return undefined;
+  const [setting, where] = env("AGENT_LOG_LEVEL") === undefined
+    ? ["logging.level", `logging.level in ${config.paths.config}`]
+    : ["AGENT_LOG_LEVEL", "AGENT_LOG_LEVEL"];
+  return `the gateway logs the reason at level ${lineLevel}, and ${where} is ${level}, so a ` +
+    `gateway started with it leaves that line out of ${config.paths.gatewayLog}; set ${setting} ` +
+    `to ${lineLevel} (or lower), restart the gateway and test again`;
 }
 
 /**

@@ -20,6 +20,9 @@ import { ensurePrivateDir } from "./files.ts";
 import { RotatingLogFile } from "./log_file.ts";
 import type { HomePaths } from "./paths.ts";
 
+/** A level of a log line, as LogTape names it: one of {@linkcode LOG_LEVELS}. */
+export type { LogLevel };
+
 /** The levels `logging.level` and `AGENT_LOG_LEVEL` take, lowest first. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
 
@@ -54,6 +57,23 @@ export function configuredLogLevel(
     );
   }
   return level as LogLevel;
+}
+
+/**
+ * Whether a log written at `level` ({@linkcode configuredLogLevel}'s answer: `undefined` is the
+ * default, `info`) holds the lines of `lineLevel`: those of that level and above.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { logWrites } from "./log.ts";
+ * assert(logWrites(undefined, "warning"));
+ * assert(logWrites("warning", "error"));
+ * assert(!logWrites("error", "warning"));
+ * ```
+ */
+export function logWrites(level: LogLevel | undefined, lineLevel: LogLevel): boolean {
+  return LOG_LEVELS.indexOf(lineLevel) >= LOG_LEVELS.indexOf(level ?? "info");
 }
 
 /** Rotation policy of `gateway.log`. */

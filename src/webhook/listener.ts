@@ -37,11 +37,17 @@ export const INVALID_SIGNATURE_ERROR = "Invalid signature";
 /** The 503 `error` of an event whose route's script cannot run: the detail is in the log only. */
 export const SCRIPT_BLOCKED_ERROR = "the route's script cannot run; see the gateway's log";
 
+/** The level of the log line with the detail of a {@linkcode SCRIPT_BLOCKED_ERROR}. */
+export const SCRIPT_BLOCKED_LOG_LEVEL = "error";
+
 /**
  * How the 502 `error` of a failed direct delivery ends (`delivery to <target> failed; …`): the
  * reason is in the log only, as it can name API roots and settings of this machine.
  */
 export const DELIVERY_FAILED_ERROR_END = "failed; the reason is in the gateway's log";
+
+/** The level of the log line with the reason of a {@linkcode DELIVERY_FAILED_ERROR_END}. */
+export const DELIVERY_FAILED_LOG_LEVEL = "warning";
 
 /** The `warning` of the 202 for an event whose route's template rendered blank. */
 export const BLANK_TEMPLATE_WARNING = "the route's prompt template renders blank for this " +
@@ -646,7 +652,7 @@ function runScript(deps: ListenerDeps): Step {
       // sender keeps the event and sends it again, by then perhaps to a fixed route.
       deps.inbox.release(route.name, c.get("deliveryId"));
       deps.log(
-        "error",
+        SCRIPT_BLOCKED_LOG_LEVEL,
         "route {route}: event {delivery_id} refused (503), its script cannot run: {detail}",
         { route: route.name, delivery_id: c.get("deliveryId"), detail: verdict.detail },
       );
@@ -837,12 +843,16 @@ async function deliverNow(
     partsSent: result.partsSent ?? skipParts,
     atMs: deps.now(),
   });
-  deps.log("warning", "route {route}: direct delivery {delivery_id} to {target} failed: {error}", {
-    route: route.name,
-    delivery_id: id,
-    target: route.deliver,
-    error: result.error,
-  });
+  deps.log(
+    DELIVERY_FAILED_LOG_LEVEL,
+    "route {route}: direct delivery {delivery_id} to {target} failed: {error}",
+    {
+      route: route.name,
+      delivery_id: id,
+      target: route.deliver,
+      error: result.error,
+    },
+  );
   // The reason can name API roots and settings of this machine: it goes to the log only.
   return c.json({
     error: `delivery to ${route.deliver} ${DELIVERY_FAILED_ERROR_END}`,

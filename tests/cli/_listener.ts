@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { Inbox } from "../../src/gateway/inbox.ts";
-import { createWebhookApp } from "../../src/webhook/listener.ts";
+import { createWebhookApp, type ListenerDeps } from "../../src/webhook/listener.ts";
 import type { Route } from "../../src/webhook/routes.ts";
 import { RouteTable } from "../../src/webhook/route_table.ts";
 import { type TempHome, tempHome } from "./_helpers.ts";
@@ -19,10 +19,18 @@ export interface TestListener extends AsyncDisposable {
   stop(): Promise<void>;
 }
 
+/** What a test listener's routes meet behind it; by default every direct delivery succeeds. */
+export interface ListenerBehind {
+  /** Default: rejects (no scripts here). */
+  runScript?: ListenerDeps["runScript"];
+  /** Default: delivered. */
+  deliverDirect?: ListenerDeps["deliverDirect"];
+}
+
 /** Serves `home`'s subscriptions and `staticRoutes`, checked with the global `secret`. */
 export function startListener(
   home: string,
-  options: { staticRoutes?: Route[]; secret?: string } = {},
+  options: { staticRoutes?: Route[]; secret?: string } & ListenerBehind = {},
 ): TestListener {
   const inbox = Inbox.open(join(home, "gateway", "inbox.sqlite3"));
   const app = createWebhookApp({
@@ -41,8 +49,8 @@ export function startListener(
     }),
     inbox,
     now: Date.now,
-    runScript: () => Promise.reject(new Error("no scripts here")),
-    deliverDirect: () => Promise.resolve({ ok: true }),
+    runScript: options.runScript ?? (() => Promise.reject(new Error("no scripts here"))),
+    deliverDirect: options.deliverDirect ?? (() => Promise.resolve({ ok: true })),
     onAccepted: () => {},
     log: () => {},
   });
@@ -68,9 +76,9 @@ export interface ListeningHome extends TempHome {
 }
 
 /** Makes a temp `<home>` and serves it; use with `await using` (stops, then removes the home). */
-export async function listeningHome(): Promise<ListeningHome> {
+export async function listeningHome(behind: ListenerBehind = {}): Promise<ListeningHome> {
   const home = await tempHome();
-  const listener = startListener(home.home);
+  const listener = startListener(home.home, behind);
   return {
     ...home,
     listener,

@@ -4,6 +4,7 @@
  * And what `test` says when an agent-run route's template renders blank for its payload.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
 import { listeningHome } from "./_listener.ts";
 
@@ -143,4 +144,77 @@ Deno.test("test of an agent-run route whose template renders blank: the 202's wa
   assert.doesNotMatch(filled.stdout, /warning/);
   assert.equal(filled.stderr, "");
   assert.equal(h.listener.inbox.take(Date.now())?.prompt, "LGTM");
+});
+
+Deno.test("test answered 502 or 503 while the log level leaves out the line with the reason: says which setting to lower instead of pointing at the log", async () => {
+  await using h = await listeningHome({
+    deliverDirect: () => Promise.resolve({ ok: false, error: "slack: HTTP 500" }),
+    runScript: () => Promise.resolve({ kind: "blocked", detail: "no such script" }),
+  });
+  const { env } = h;
+  const subscribed = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    "direct",
+    "--deliver",
+    "slack",
+    "--deliver-chat-id",
+    "C0123456789",
+    "--deliver-only",
+  ], { env: { ...env, SLACK_BOT_TOKEN: "xoxb-test" } });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  const log = join(h.home, "logs", "gateway.log");
+  // Each test of `direct` also says first that it sends a real message.
+  const notes = (stderr: string) =>
+    stderr.split("\n").filter((line) => line !== "" && !line.includes("delivers directly"));
+
+  // A failed direct delivery is logged as a warning: AGENT_LOG_LEVEL=error leaves it out.
+  const quiet = await cli(h.home, ["webhook", "test", "direct"], {
+    env: { ...env, AGENT_LOG_LEVEL: "error" },
+  });
+  assert.equal(quiet.code, 1, quiet.stderr);
+  assert.match(quiet.stdout, /^HTTP 502$/m);
+  assert.deepEqual(notes(quiet.stderr), [
+    "note: the gateway logs the reason at level warning, and AGENT_LOG_LEVEL is error, so a " +
+    `gateway started with it leaves that line out of ${log}; set AGENT_LOG_LEVEL to warning ` +
+    "(or lower), restart the gateway and test again",
+  ]);
+
+  // The same from config.yaml, which names the file.
+  Deno.writeTextFileSync(h.config, "logging:\n  level: Error\n");
+  const configured = await cli(h.home, ["webhook", "test", "direct"], { env });
+  assert.deepEqual(notes(configured.stderr), [
+    "note: the gateway logs the reason at level warning, and logging.level in " +
+    `${h.config} is error, so a gateway started with it leaves that line out of ${log}; set ` +
+    "logging.level to warning (or lower), restart the gateway and test again",
+  ]);
+
+  // At warning the line is written (no gateway runs on this home here, so no line is found).
+  const shown = await cli(h.home, ["webhook", "test", "direct"], {
+    env: { ...env, AGENT_LOG_LEVEL: "warning" },
+  });
+  assert.equal(notes(shown.stderr).length, 1, shown.stderr);
+  assert.match(
+    notes(shown.stderr)[0],
+    /^note: the reason is in the gateway's log \(this home's: .*gateway\.log\), under delivery id [0-9a-f-]{36}$/,
+  );
+
+  // A script that cannot run is logged as an error: only fatal leaves it out.
+  const scripted = await cli(h.home, ["webhook", "subscribe", "scripted", "--script", "x.sh"], {
+    env,
+  });
+  assert.equal(scripted.code, 0, scripted.stderr);
+  Deno.removeSync(h.config);
+  const blocked = await cli(h.home, ["webhook", "test", "scripted"], {
+    env: { ...env, AGENT_LOG_LEVEL: "error" },
+  });
+  assert.match(blocked.stdout, /^HTTP 503$/m);
+  assert.match(blocked.stderr, /^note: the reason is in the gateway's log /m);
+  const fatal = await cli(h.home, ["webhook", "test", "scripted"], {
+    env: { ...env, AGENT_LOG_LEVEL: "fatal" },
+  });
+  assert.match(
+    fatal.stderr,
+    /^note: the gateway logs the reason at level error, and AGENT_LOG_LEVEL is fatal, .* set AGENT_LOG_LEVEL to error \(or lower\)/m,
+  );
 });

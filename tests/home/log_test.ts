@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { closeLogging, configureLogging, logger } from "../../src/home/log.ts";
+import { closeLogging, configureLogging, logger, logWrites } from "../../src/home/log.ts";
 import { homePaths } from "../../src/home/paths.ts";
 import { modeOf, namesIn, withTempDir } from "./_helpers.ts";
 
@@ -233,4 +233,14 @@ Deno.test("configureLogging: console hears warnings and errors, one plain line e
       "FATAL",
     ]);
   });
+});
+
+Deno.test("logWrites: a log keeps the lines of its level and above; no level is info", () => {
+  assert.equal(logWrites(undefined, "info"), true);
+  assert.equal(logWrites(undefined, "debug"), false);
+  assert.equal(logWrites("warning", "warning"), true);
+  assert.equal(logWrites("warning", "error"), true);
+  assert.equal(logWrites("error", "warning"), false);
+  assert.equal(logWrites("fatal", "error"), false);
+  assert.equal(logWrites("trace", "debug"), true);
 });
