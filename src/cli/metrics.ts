@@ -40,6 +40,7 @@ import {
   openUsageMetrics,
   type OutboxSendOutcome,
   type SenderClaim,
+  type SendQueue,
   storeAccessFix,
   type UsageMetrics,
   type UsageMetricsOptions,
@@ -249,11 +250,16 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         const sent = await storeGuardAsync(() => sendWithProgress(io, service));
         // Another process (a second `metrics send`, the gateway) claimed the due packages.
         const elsewhere = sent.length === 0 ? storeGuard(() => service.packagesBeingSent()) : 0;
+        // Packages a failed attempt or a Retry-After put off: why nothing went out now.
+        const waiting = sent.length === 0 && elsewhere === 0
+          ? storeGuard(() => service.sendQueue()).deferred
+          : undefined;
         if (!allSent(sent)) state.exitCode = ExitCode.failed;
         if (options.json) {
           return printJson(io, {
             sent: sent.map(sentJson),
             ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
+            ...(waiting && waiting.packages > 0 ? { deferred: deferredJson(waiting) } : {}),
             ...(dropped ? { dropped_unsent: dropped } : {}),
             warnings: jsonWarnings(config),
           });
@@ -262,6 +268,13 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
           io.out(
             `Nothing sent: another agent process is sending ${elsewhere} package` +
               `${elsewhere === 1 ? "" : "s"} now; \`agent metrics status\` shows the result.\n`,
+          );
+        } else if (waiting && waiting.packages > 0) {
+          io.out(
+            `Nothing due to send: ${plural(waiting.packages, "package")} ` +
+              `${waiting.packages === 1 ? "waits" : "wait"}; ${
+                waitingDetail(waiting, io.now())
+              }.\n`,
           );
         } else if (sent.length === 0) io.out("Nothing due to send.\n");
         reportSent(io, sent);
@@ -398,11 +411,7 @@ function showStatus(
         since: isoOrNull(sender.since),
         packages: sender.packages,
       })),
-      deferred: {
-        packages: queue.deferred.packages,
-        next_attempt_at: isoOrNull(queue.deferred.nextAttemptAt),
-        reason: queue.deferred.reason ?? null,
-      },
+      deferred: deferredJson(queue.deferred),
       due_now: queue.due,
       ...(dropped ? { dropped_unsent: dropped } : {}),
       warnings: jsonWarnings(config),
@@ -425,11 +434,10 @@ function showStatus(
   for (const sender of queue.sending) io.out(`Sending now:   ${senderLine(sender, nowMs)}\n`);
   const deferred = queue.deferred;
   if (deferred.packages > 0) {
-    const when = !t.send
-      ? "none is tried while sending is off"
-      : `next attempt at ${comingTime(deferred.nextAttemptAt!, nowMs)}`;
-    const why = deferred.reason ? `; last attempt: ${escapeControls(deferred.reason)}` : "";
-    io.out(`Waiting:       ${plural(deferred.packages, "package")} to send; ${when}${why}\n`);
+    const detail = t.send
+      ? waitingDetail(deferred, nowMs)
+      : `none is tried while sending is off${lastAttempt(deferred)}`;
+    io.out(`Waiting:       ${plural(deferred.packages, "package")} to send; ${detail}\n`);
   }
   if (queue.due > 0 && t.send) {
     io.out(
@@ -438,6 +446,24 @@ function showStatus(
     );
   }
   sayMetricsWarnings(io, config);
+}
+
+/** The `deferred` object of `--json` (status, send): what waits, until when and why. */
+function deferredJson(deferred: SendQueue["deferred"]) {
+  return {
+    packages: deferred.packages,
+    next_attempt_at: isoOrNull(deferred.nextAttemptAt),
+    reason: deferred.reason ?? null,
+  };
+}
+
+/** `next attempt at 2026-11-21 12:30 UTC (in 14 min); last attempt: HTTP 503 (after 3 tries)`. */
+function waitingDetail(deferred: SendQueue["deferred"], nowMs: number): string {
+  return `next attempt at ${comingTime(deferred.nextAttemptAt!, nowMs)}${lastAttempt(deferred)}`;
+}
+
+function lastAttempt(deferred: SendQueue["deferred"]): string {
+  return deferred.reason ? `; last attempt: ${escapeControls(deferred.reason)}` : "";
 }
 
 /**

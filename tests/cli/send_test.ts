@@ -149,3 +149,29 @@ Deno.test("send to an endpoint that is down defers the package (exit 1, kept pen
   assert.equal((await status(h.home)).packages.pending, 1);
   assert.ok(performance.now() - started < 15_000);
 });
+
+Deno.test("send with nothing due says what waits, until when and why (text and --json)", async () => {
+  await using h = await tempHome();
+  await using collector = startCollector(429);
+  await enable(h.home, "--send", "--endpoint", collector.endpoint);
+  recordEvents(h.home, SAMPLE_EVENTS);
+  const exported = await cli(h.home, ["metrics", "export"]);
+  assert.equal(exported.code, 1, exported.stderr);
+  assert.equal(collector.received.length, 1);
+
+  const text = await cli(h.home, ["metrics", "send"]);
+  assert.equal(text.code, 0, text.stderr);
+  const reason = "HTTP 429: the endpoint sent no Retry-After; waiting the default 60 s";
+  assert.equal(
+    text.stdout,
+    `Nothing due to send: 1 package waits; next attempt at 2026-03-10 12:01 UTC (in 1 min); ` +
+      `last attempt: ${reason}.\n`,
+  );
+  const doc = await cliJson(h.home, ["metrics", "send", "--json"]);
+  assert.deepEqual(doc, {
+    sent: [],
+    deferred: { packages: 1, next_attempt_at: "2026-03-10T12:01:00.000Z", reason },
+    warnings: [],
+  });
+  assert.equal(collector.received.length, 1, "nothing is posted before the wait is over");
+});
