@@ -376,7 +376,13 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       if (options.json) {
         return printJson(io, { deleted: true, path: folder, warnings: configFileWarnings(config) });
       }
-      io.out(`Deleted ${folder}. A new install id is created if collection is enabled again.\n`);
+      io.out(
+        config.telemetry.enabled
+          ? `Deleted ${folder}. Collection is still on (${decidedBy(config)}): the next ` +
+            "agent run starts a new store with a new install id; run `agent metrics disable` to " +
+            "stop collecting.\n"
+          : `Deleted ${folder}. A new install id is created if collection is enabled again.\n`,
+      );
     });
 }
 

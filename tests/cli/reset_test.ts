@@ -57,6 +57,27 @@ Deno.test("reset --yes deletes telemetry/shared_metrics and nothing else", async
   assert.equal(fresh.pending_events, 1, "the client.active latch was reset too");
 });
 
+Deno.test("reset says whether collection is still on: a new store follows, or only after enable", async () => {
+  await using h = await homeWithData();
+  const on = await cli(h.home, ["metrics", "reset", "--yes"]);
+  assert.equal(on.code, 0, on.stderr);
+  assert.equal(
+    on.stdout,
+    `Deleted ${h.metrics}. Collection is still on (telemetry.shared_metrics.enabled: true in ` +
+      `${h.config}): the next agent run starts a new store with a new install id; run ` +
+      "`agent metrics disable` to stop collecting.\n",
+  );
+
+  recordEvents(h.home, SAMPLE_EVENTS);
+  assert.equal((await cli(h.home, ["metrics", "disable"])).code, 0);
+  const off = await cli(h.home, ["metrics", "reset", "--yes"]);
+  assert.equal(off.code, 0, off.stderr);
+  assert.equal(
+    off.stdout,
+    `Deleted ${h.metrics}. A new install id is created if collection is enabled again.\n`,
+  );
+});
+
 Deno.test("reset -y --json reports what it deleted", async () => {
   await using h = await homeWithData();
   const doc = await cliJson(h.home, ["metrics", "reset", "-y", "--json"]);
