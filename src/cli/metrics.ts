@@ -81,7 +81,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       }
     });
 
-  metrics.command("enable").description("opt in: collect usage counters locally (and send them)")
+  metrics.command("enable").description(
+    "opt in: collect usage counters locally (with --send, also send them)",
+  )
     .option("--send", "also send packages to the endpoint")
     .option("--endpoint <url>", "where packages are sent: https, or http on loopback")
     .option("--json", "print one JSON document")
@@ -113,7 +115,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       reportConsentChange(io, options.json === true, loadMetricsConfig(io), replaced);
     });
 
-  metrics.command("disable").description("opt out: stop collecting and sending (data is kept)")
+  metrics.command("disable").description(
+    "opt out: stop collecting and sending (data is kept; `agent metrics reset` deletes it)",
+  )
     .option("--json", "print one JSON document").action((options) => {
       const replaced = editConsent(io, "disable", (doc, source) => {
         const replaced = setConfigValue(doc, source, keyPath(ENABLED_KEY), false, BOOLEAN_VALUE);
@@ -150,7 +154,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
   });
 
   metrics.command("export").description(
-    "build packages of everything recorded so far into the outbox (today included)",
+    "build packages of everything recorded so far into the outbox (today included); with " +
+      "sending on, also send the packages that are due",
   ).option("--out <dir>", "also copy the new packages to this folder")
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadMetricsConfig(io);

@@ -28,6 +28,26 @@ Deno.test("metrics --help lists its subcommands and the consent note, exit 0", a
   assert.match(result.stdout, /DO_NOT_TRACK/);
 });
 
+Deno.test("metrics help says that export also sends, enable sends only with --send, and how disabled data goes", async () => {
+  await using h = await tempHome();
+  const help = async (...argv: string[]) => {
+    const result = await cli(h.home, [...argv, "--help"]);
+    assert.equal(result.code, 0, result.stderr);
+    return result.stdout.replace(/\s+/g, " ");
+  };
+  assert.match(
+    await help("metrics", "export"),
+    /with sending on, also send the packages that are due/,
+  );
+  assert.match(
+    await help("metrics", "enable"),
+    /collect usage counters locally \(with --send, also send/,
+  );
+  assert.match(await help("metrics", "disable"), /data is kept; `agent metrics reset` deletes it/);
+  const group = await help("metrics");
+  assert.match(group, /export \[options\] build packages .* also send the packages that are due/);
+});
+
 Deno.test("--version and -V print the deno.json version", async () => {
   await using h = await tempHome();
   for (const flag of ["--version", "-V"]) {
