@@ -435,12 +435,12 @@ export class MetricsStore implements Disposable {
     });
   }
 
-  /** Packages waiting to be sent whose next attempt is due at `nowMs`. */
+  /** Packages waiting to be sent whose next attempt is due at `nowMs`, oldest day first. */
   duePackages(nowMs: number): PackageRecord[] {
     return this.#guard(() =>
       this.#db.prepare(
         `SELECT package_id, day, created_at, state, attempts, next_attempt_at FROM packages
-         WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, package_id`,
+         WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY day, created_at, package_id`,
       ).all(nowMs).map(toPackageRecord)
     );
   }
@@ -460,7 +460,12 @@ export class MetricsStore implements Disposable {
       );
       const mark = `${CLAIM_MARK} ${nowMs}`;
       for (const record of due) claim.run(nowMs + leaseMs, mark, record.packageId);
-      return due.sort((a, b) => a.createdAt - b.createdAt || (a.packageId < b.packageId ? -1 : 1));
+      // Oldest day first: one export packages several days at once, and a pass a 429 or an
+      // outage cuts short should have delivered the oldest counts.
+      return due.sort((a, b) =>
+        a.day.localeCompare(b.day) || a.createdAt - b.createdAt ||
+        (a.packageId < b.packageId ? -1 : 1)
+      );
     });
   }
 
@@ -514,7 +519,7 @@ export class MetricsStore implements Disposable {
          WHERE state = 'pending' AND next_attempt_at > ?
          AND (last_result IS NULL
            OR (last_result <> '${SENDING}' AND last_result NOT LIKE '${SENDING} %'))
-         ORDER BY next_attempt_at, created_at, package_id`,
+         ORDER BY next_attempt_at, day, created_at, package_id`,
       ).all(nowMs);
       const next = waiting[0];
       const { due } = this.#db.prepare(

@@ -10,6 +10,7 @@ import {
   enable,
   exportWithSendingOff,
   filesIn,
+  NOW,
   recordEvents,
   SAMPLE_EVENTS,
   startCollector,
@@ -174,4 +175,17 @@ Deno.test("send with nothing due says what waits, until when and why (text and -
     warnings: [],
   });
   assert.equal(collector.received.length, 1, "nothing is posted before the wait is over");
+});
+
+Deno.test("one export of several days sends them oldest day first", async () => {
+  await using h = await tempHome();
+  await using collector = startCollector(202);
+  await enable(h.home, "--send", "--endpoint", collector.endpoint);
+  // Six days packaged by one export: they share created_at, and their ids are random.
+  const days = [1, 2, 3, 4, 5, 6].map((back) => NOW - back * 86_400_000).reverse();
+  for (const at of days) recordEvents(h.home, [{ kind: "client_active" }], at);
+  const doc = await cliJson(h.home, ["metrics", "export", "--json"]);
+  assert.equal(doc.sent.length, 6);
+  const sentDays = collector.received.map((r) => JSON.parse(r.body).period_start.slice(0, 10));
+  assert.deepEqual(sentDays, days.map((at) => new Date(at).toISOString().slice(0, 10)));
 });
