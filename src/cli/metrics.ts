@@ -231,7 +231,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       if (!config.telemetry.enabled) {
         const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
           ? ""
-          : "; run `agent metrics enable --send --endpoint <url>` to turn them on";
+          : `; ${turnOnSending(config, "them")}`;
         throw new CliError(
           `nothing is sent: usage metrics are off (${decidedBy(config)})${hint}`,
         );
@@ -243,9 +243,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
               "nothing is sent: run `agent metrics enable --send --endpoint <url>` to set it",
           );
         }
-        throw new CliError(
-          "sending is off: run `agent metrics enable --send --endpoint <url>` to turn it on",
-        );
+        throw new CliError(`sending is off: ${turnOnSending(config, "it")}`);
       }
       const service = storeGuard(() =>
         openUsageMetrics(config, { now: io.now, onStoreUnavailable: storeFailure })
@@ -501,6 +499,18 @@ function senderLine(sender: SenderClaim, nowMs: number): string {
     }`;
   const since = sender.since === undefined ? "" : ` since ${clockTime(sender.since, nowMs)}`;
   return `${who}${since} (${plural(sender.packages, "package")})`;
+}
+
+/**
+ * `run <command> to turn <what> on`: the command takes `--endpoint <url>` only when config.yaml
+ * has no endpoint that would do (the one it has need not be typed again).
+ */
+function turnOnSending(config: ResolvedConfig, what: string): string {
+  const endpoint = config.telemetry.endpoint;
+  return endpoint !== undefined && validateEndpoint(endpoint).ok
+    ? `run \`agent metrics enable --send\` to turn ${what} on; packages go to ` +
+      escapeControls(endpoint)
+    : `run \`agent metrics enable --send --endpoint <url>\` to turn ${what} on`;
 }
 
 function plural(count: number, noun: string): string {

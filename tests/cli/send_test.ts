@@ -189,3 +189,23 @@ Deno.test("one export of several days sends them oldest day first", async () => 
   const sentDays = collector.received.map((r) => JSON.parse(r.body).period_start.slice(0, 10));
   assert.deepEqual(sentDays, days.map((at) => new Date(at).toISOString().slice(0, 10)));
 });
+
+Deno.test("send with sending off and an endpoint set says `enable --send`, naming that endpoint", async () => {
+  await using h = await tempHome();
+  await enable(h.home, "--endpoint", "https://metrics.example/v2");
+  const off = await cli(h.home, ["metrics", "send"]);
+  assert.equal(off.code, 1);
+  assert.equal(
+    off.stderr,
+    "agent: sending is off: run `agent metrics enable --send` to turn it on; packages go to " +
+      "https://metrics.example/v2\n",
+  );
+
+  assert.equal((await cli(h.home, ["metrics", "disable"])).code, 0);
+  const disabled = await cli(h.home, ["metrics", "send"]);
+  assert.equal(disabled.code, 1);
+  assert.match(
+    disabled.stderr,
+    /usage metrics are off \(.+\); run `agent metrics enable --send` to turn them on; packages go to https:\/\/metrics\.example\/v2\n$/,
+  );
+});
