@@ -85,6 +85,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     "opt in: collect usage counters locally (with --send, also send them)",
   )
     .option("--send", "also send packages to the endpoint")
+    .option("--no-send", "collect locally only: stop sending (the endpoint is kept)")
     .option("--endpoint <url>", "where packages are sent: https, or http on loopback")
     .option("--json", "print one JSON document")
     .action((options) => {
@@ -94,7 +95,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       }
       const replaced = editConsent(io, "enable", (doc, source) => {
         // What this command keeps must be valid already (a new --endpoint replaces a bad one).
-        if (!options.send) keptValue(source, SEND_KEY, () => source.boolean(SEND_KEY));
+        if (options.send === undefined) {
+          keptValue(source, SEND_KEY, () => source.boolean(SEND_KEY));
+        }
         const endpoint = options.endpoint ??
           keptValue(source, ENDPOINT_KEY, () => checkedMetricsEndpoint(source));
         if (options.send && !endpoint) {
@@ -104,9 +107,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         }
         return [
           ...setConfigValue(doc, source, keyPath(ENABLED_KEY), true, BOOLEAN_VALUE),
-          ...(options.send
-            ? setConfigValue(doc, source, keyPath(SEND_KEY), true, BOOLEAN_VALUE)
-            : []),
+          ...(options.send === undefined
+            ? []
+            : setConfigValue(doc, source, keyPath(SEND_KEY), options.send, BOOLEAN_VALUE)),
           ...(options.endpoint === undefined
             ? []
             : setConfigValue(doc, source, keyPath(ENDPOINT_KEY), options.endpoint, URL_VALUE)),

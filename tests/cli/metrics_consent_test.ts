@@ -221,3 +221,30 @@ Deno.test("a config.yaml that is not YAML is refused by enable and disable: file
   }
   assert.equal(Deno.readTextFileSync(h.config), broken, "never rewritten");
 });
+
+Deno.test("enable --no-send goes back to collecting only: send false, endpoint and comments kept", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, "# mine\n");
+  assert.equal(
+    (await cli(h.home, ["metrics", "enable", "--send", "--endpoint", "https://m.example/v2"])).code,
+    0,
+  );
+  const result = await cli(h.home, ["metrics", "enable", "--no-send"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(
+    result.stdout,
+    `Usage metrics enabled in ${h.config}.\nSending: off (local only).\n`,
+  );
+  assert.equal(
+    Deno.readTextFileSync(h.config),
+    "# mine\n\ntelemetry:\n  shared_metrics:\n    enabled: true\n    send: false\n" +
+      "    endpoint: https://m.example/v2\n",
+  );
+  const after = await status(h.home);
+  assert.deepEqual([after.enabled, after.send, after.endpoint], [
+    true,
+    false,
+    "https://m.example/v2",
+  ]);
+  assert.deepEqual(after.warnings, []);
+});
