@@ -430,7 +430,12 @@ function showStatus(
     });
   }
   io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${decidedBy(config)})\n`);
-  io.out(`Sending:       ${t.send ? `on, to ${t.endpoint}` : "off"}\n`);
+  const idle = idleEndpoint(config);
+  io.out(
+    `Sending:       ${
+      t.send ? `on, to ${t.endpoint}` : idle ? `off (${enableSendTo(idle)})` : "off"
+    }\n`,
+  );
   io.out(`Store:         ${config.paths.metricsDb}${summary ? "" : " (not created)"}\n`);
   if (summary) {
     io.out(`Install id:    ${summary.installId} (random, this home only; in every package)\n`);
@@ -516,6 +521,18 @@ function turnOnSending(config: ResolvedConfig, what: string): string {
     : `run \`agent metrics enable --send --endpoint <url>\` to turn ${what} on`;
 }
 
+/** The endpoint config.yaml sets while collecting without sending, if it is one the sender takes. */
+function idleEndpoint(config: ResolvedConfig): string | undefined {
+  const { enabled, send, endpoint } = config.telemetry;
+  return enabled && !send && endpoint !== undefined && validateEndpoint(endpoint).ok
+    ? endpoint
+    : undefined;
+}
+
+function enableSendTo(endpoint: string): string {
+  return `\`agent metrics enable --send\` sends to ${escapeControls(endpoint)}`;
+}
+
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
@@ -559,7 +576,11 @@ function reportConsentChange(
   if (configured && !t.enabled) {
     io.out(`Collection stays off for now (${decidedBy(config)}).\n`);
   }
-  if (t.enabled) io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : "off (local only)"}.\n`);
+  if (t.enabled) {
+    const idle = idleEndpoint(config);
+    const off = idle ? `off (local only; ${enableSendTo(idle)})` : "off (local only)";
+    io.out(`Sending: ${t.send ? `on, to ${t.endpoint}` : off}.\n`);
+  }
   sayMetricsWarnings(io, config);
 }
 

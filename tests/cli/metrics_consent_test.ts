@@ -222,7 +222,7 @@ Deno.test("a config.yaml that is not YAML is refused by enable and disable: file
   assert.equal(Deno.readTextFileSync(h.config), broken, "never rewritten");
 });
 
-Deno.test("enable --no-send goes back to collecting only: send false, endpoint and comments kept", async () => {
+Deno.test("enable --no-send goes back to collecting only: send false, endpoint and comments kept, and enable and status say how to send again", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(h.config, "# mine\n");
   assert.equal(
@@ -233,12 +233,18 @@ Deno.test("enable --no-send goes back to collecting only: send false, endpoint a
   assert.equal(result.code, 0, result.stderr);
   assert.equal(
     result.stdout,
-    `Usage metrics enabled in ${h.config}.\nSending: off (local only).\n`,
+    `Usage metrics enabled in ${h.config}.\n` +
+      "Sending: off (local only; `agent metrics enable --send` sends to https://m.example/v2).\n",
   );
   assert.equal(
     Deno.readTextFileSync(h.config),
     "# mine\n\ntelemetry:\n  shared_metrics:\n    enabled: true\n    send: false\n" +
       "    endpoint: https://m.example/v2\n",
+  );
+  const text = await cli(h.home, ["metrics", "status"]);
+  assert.match(
+    text.stdout,
+    /^Sending: {7}off \(`agent metrics enable --send` sends to https:\/\/m\.example\/v2\)$/m,
   );
   const after = await status(h.home);
   assert.deepEqual([after.enabled, after.send, after.endpoint], [
