@@ -1060,7 +1060,7 @@ function readPackageFile(file: string): PackageRead {
     if (bytes === undefined) {
       return problem(`grew past ${MAX_SIZE_TEXT} while being read; it is not a package file`);
     }
-    return { text: new TextDecoder().decode(bytes) };
+    return packageText(bytes);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       return problem("no such file; check the path (or pass - to read stdin)");
@@ -1120,7 +1120,27 @@ async function readStdinPackage(io: CliIo): Promise<PackageRead> {
     await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
-  return { text: new TextDecoder().decode(concat(chunks, total)) };
+  return packageText(concat(chunks, total));
+}
+
+/**
+ * The package's text, decoded as UTF-8 (a UTF-8 byte order mark is dropped). UTF-16 text, which
+ * Windows PowerShell 5 writes with `>`, is refused by name instead of as garbled JSON.
+ */
+function packageText(bytes: Uint8Array): PackageRead {
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    return {
+      error: {
+        pointer: "",
+        rule: "json",
+        message: "not valid JSON: the text is UTF-16, and a package is UTF-8 JSON; save it as " +
+          "UTF-8 (in Windows PowerShell, `| Out-File -Encoding utf8` instead of `>`)",
+        value: null,
+      },
+      unreadable: false,
+    };
+  }
+  return { text: new TextDecoder().decode(bytes) };
 }
 
 function validateText(text: string): { valid: boolean; errors: MetricsValidationError[] } {

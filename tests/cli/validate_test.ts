@@ -172,6 +172,28 @@ Deno.test("a file that is not JSON is exit 2 'not valid JSON'", async () => {
   assert.match(empty.stdout, /not valid JSON/);
 });
 
+Deno.test("a UTF-16 package (Windows PowerShell's >) is named as such, exit 2; a UTF-8 BOM is fine", async () => {
+  await using h = await tempHome();
+  const json = JSON.stringify(validPackage());
+  const utf16 = join(h.home, "utf16.json");
+  const units = new Uint16Array([0xfeff, ...[...json].map((c) => c.charCodeAt(0))]);
+  Deno.writeFileSync(utf16, new Uint8Array(units.buffer)); // little-endian: FF FE first
+  const text = await cli(h.home, ["metrics", "validate", utf16]);
+  assert.equal(text.code, 2, text.stderr);
+  assert.equal(
+    text.stdout,
+    `${utf16}: invalid (1 error)\n  /: not valid JSON: the text is UTF-16, and a package is ` +
+      "UTF-8 JSON; save it as UTF-8 (in Windows PowerShell, `| Out-File -Encoding utf8` " +
+      "instead of `>`)\n",
+  );
+  const doc = await cliJson(h.home, ["metrics", "validate", utf16, "--json"], 2);
+  assert.equal(doc.results[0].errors[0].rule, "json");
+
+  const bom = join(h.home, "bom.json");
+  Deno.writeTextFileSync(bom, `\ufeff${json}`);
+  assert.equal((await cli(h.home, ["metrics", "validate", bom])).code, 0);
+});
+
 Deno.test("a missing file is exit 2 naming it", async () => {
   await using h = await tempHome();
   const missing = join(h.home, "nope.json");
