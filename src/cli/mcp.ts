@@ -31,6 +31,7 @@ import {
   renderEntry,
   visible,
 } from "../mcp/deeplink.ts";
+import { splitCommandLine } from "../mcp/command_line.ts";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -330,6 +331,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         throw new UsageError("give exactly one of --command or --url");
       }
       refuseMisfitOptions(options);
+      if (options.command) refuseCommandLine(name, options.command, options);
       const entry: Record<string, unknown> = {};
       if (options.command) {
         entry.command = options.command;
@@ -724,6 +726,48 @@ function refuseMisfitOptions(
         misfits.join(" and ")
       }, or add the server with --command instead`,
   );
+}
+
+/**
+ * Refuses a --command that holds a whole command line (`--command "npx -y pkg"`): the server
+ * would fail to start with "not found". The error shows the command to run instead. A path that
+ * exists (spaces in a folder name) and a `${...}` value are taken as written.
+ */
+function refuseCommandLine(
+  name: string,
+  command: string,
+  options: { arg: string[]; env: string[]; disabled?: true; json?: true },
+): void {
+  const words = splitCommandLine(command);
+  if (!words || words.length < 2 || command.includes("${") || pathExists(command)) return;
+  const fixed = [
+    "agent",
+    "mcp",
+    "add",
+    name,
+    "--command",
+    words[0],
+    ...[...words.slice(1), ...options.arg].flatMap((arg) => ["--arg", arg]),
+    ...options.env.flatMap((pair) => ["--env", pair]),
+    ...(options.disabled ? ["--disabled"] : []),
+    ...(options.json ? ["--json"] : []),
+  ];
+  throw new UsageError(
+    `--command ${
+      visible(JSON.stringify(command))
+    } is a whole command line, but --command takes only the ` +
+      "executable; each argument goes in its own --arg. Nothing was written. Run instead: " +
+      renderCommandLine(fixed),
+  );
+}
+
+function pathExists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The `mcp add` option that set an entry key, for error messages. */

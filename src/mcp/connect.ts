@@ -47,6 +47,7 @@ import {
 import { oauthFailure, type OAuthTransportFactory } from "./oauth/provider.ts";
 import { SESSION_ENDED, WatchedStreamableHTTPClientTransport } from "./_streamable_http.ts";
 import { DiagnosedStdioClientTransport } from "./_stdio.ts";
+import { splitCommandLine } from "./command_line.ts";
 import { DiagnosedSSEClientTransport } from "./_sse.ts";
 import { StrayAnswers } from "./_stray_answers.ts";
 import { InvalidTools } from "./_invalid_tools.ts";
@@ -581,6 +582,20 @@ function isEraRejection(error: unknown): boolean {
   return isModernOnlyRejection(cause) || (cause instanceof ProtocolError);
 }
 
+/**
+ * For a `command` that is a whole command line (`npx -y pkg`): says so, and how the entry should
+ * read (the executable in `command`, the rest in front of `args`).
+ */
+function commandLineFix(config: McpServerConfig): string | undefined {
+  const words = splitCommandLine(config.command ?? "");
+  if (!words || words.length < 2) return undefined;
+  const args = `[${
+    [...words.slice(1), ...config.args].map((arg) => JSON.stringify(arg)).join(", ")
+  }]`;
+  return "; that is a whole command line, but command names only the executable. " +
+    entryFix(config, `set <command> to ${JSON.stringify(words[0])} and <args> to ${args}`);
+}
+
 /** Turns whatever the SDK or the runtime threw into an error naming the server. */
 function classifyConnectError(
   config: McpServerConfig,
@@ -637,7 +652,9 @@ function classifyConnectError(
     return new McpServerError(
       name,
       "spawn",
-      `cannot start command '${config.command}': not found (check command and PATH)`,
+      `cannot start command '${config.command}': not found${
+        commandLineFix(config) ?? " (check command and PATH)"
+      }`,
       { cause: error },
     );
   }

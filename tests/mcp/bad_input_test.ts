@@ -83,6 +83,22 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
       withinMs: SLACK_MS,
     },
     {
+      // A whole command line in `command` (the most common stdio mistake): the fix is spelled out.
+      name: "command-line",
+      fields: {
+        command: "/nonexistent/agent-test-server -y '/tmp/my dir'",
+        args: ["--verbose"],
+        connect_timeout: fast,
+      },
+      kind: "spawn",
+      message: "MCP server 'command-line': cannot start command " +
+        "'/nonexistent/agent-test-server -y '/tmp/my dir'': not found; that is a whole command " +
+        "line, but command names only the executable. Fix: in /test/config.yaml, set " +
+        'mcp_servers.command-line.command to "/nonexistent/agent-test-server" and ' +
+        'mcp_servers.command-line.args to ["-y", "/tmp/my dir", "--verbose"]',
+      withinMs: SLACK_MS,
+    },
+    {
       name: "nobody-listens",
       fields: { url: `http://127.0.0.1:${deadPort}/mcp`, connect_timeout: fast },
       kind: "unreachable",
