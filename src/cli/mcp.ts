@@ -18,6 +18,7 @@ import {
   McpServerError,
   type McpTransportKind,
   parseMcpServers,
+  type RegisteredTool,
   SERVER_NAME_PATTERN,
   type ServerState,
   StderrLog,
@@ -32,6 +33,7 @@ import {
   visible,
 } from "../mcp/deeplink.ts";
 import { splitCommandLine } from "../mcp/command_line.ts";
+import { argumentProblems, describeArguments } from "../mcp/tool_arguments.ts";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -248,6 +250,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         throw new UsageError('--args must be a JSON object, e.g. --args \'{"message":"hi"}\'');
       }
       const session = McpSession.open(io);
+      let calledTool: RegisteredTool | undefined;
       try {
         const config = session.server(name);
         // On stderr, also with --json: stdout holds the tool's result only.
@@ -270,6 +273,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             `MCP server '${name}' has no tool '${toolArg}'. Its tools: ${names || "none"}`,
           );
         }
+        calledTool = tool;
         const result = await session.manager.callTool(tool.name, args as Record<string, unknown>, {
           signal: session.signal,
         });
@@ -282,10 +286,17 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         }
         if (result.isError) {
           io.err(`MCP server '${name}': tool '${shown(tool.originalName)}' reported an error\n`);
+          noteArgumentProblems(io, tool, args as Record<string, unknown>);
         }
       } catch (error) {
         session.signal.throwIfAborted();
-        if (error instanceof McpServerError) throw new CliError(error.message);
+        if (error instanceof McpServerError) {
+          // A server may refuse bad arguments as a JSON-RPC error rather than an error result.
+          if (!options.json && calledTool && error.kind === "tool") {
+            noteArgumentProblems(io, calledTool, args as Record<string, unknown>);
+          }
+          throw new CliError(error.message);
+        }
         throw error;
       } finally {
         await session.close();
@@ -880,16 +891,34 @@ function serverRow(server: ServerState) {
   };
 }
 
-function toolRow(
-  tool: { name: string; server: string; originalName: string; kind: string; readOnly: boolean },
-) {
+/** A registered tool as `--json` prints it: with what a caller needs to call it. */
+function toolRow(tool: RegisteredTool) {
   return {
     name: tool.name,
     server: tool.server,
     original_name: tool.originalName,
     kind: tool.kind,
     read_only: tool.readOnly,
+    description: tool.description,
+    input_schema: tool.inputSchema,
   };
+}
+
+/**
+ * After a failed call whose arguments miss the tool's schema (a required one left out, a string
+ * for a number): a note on stderr with the arguments the tool takes, in place of guessing.
+ */
+function noteArgumentProblems(
+  io: CliIo,
+  tool: RegisteredTool,
+  args: Record<string, unknown>,
+): void {
+  const problems = argumentProblems(tool.inputSchema, args);
+  if (problems.length === 0) return;
+  // The names come from the server: shown inert.
+  const text = `note: tool '${tool.originalName}' takes ${describeArguments(tool.inputSchema)}. ` +
+    `In these --args, ${problems.join("; ")}`;
+  io.err(`${visible(text)}\n`);
 }
 
 function collect(value: string, previous: string[]): string[] {

@@ -16,6 +16,8 @@ interface RefusingOptions {
   status: number;
   error: { code: number; message: string };
   get: "405" | "json-rpc-400";
+  /** The `inputSchema` of its tool `echo`; default `{type: "object"}`. */
+  schema?: Record<string, unknown>;
 }
 
 /**
@@ -51,7 +53,7 @@ function refusingServer(options: RefusingOptions) {
         serverInfo: { name: "refusing", version: "1.0.0" },
       }
       : message.method === "tools/list"
-      ? { tools: [{ name: "echo", inputSchema: { type: "object" } }] }
+      ? { tools: [{ name: "echo", inputSchema: options.schema ?? { type: "object" } }] }
       : message.method === "tools/call"
       ? { content: [{ type: "text", text: "echo ok" }] }
       : {};
@@ -156,6 +158,46 @@ Deno.test("mcp call: a tools/call refused with HTTP 400 and a JSON-RPC error nam
     "agent: MCP server 'remote': tool 'echo' failed: the server refused the call: " +
       `${QUOTED} (JSON-RPC error -32602, HTTP 400)\n`,
   );
+});
+
+Deno.test("mcp call: a call refused as a JSON-RPC error for arguments that miss the schema notes what the tool takes", async () => {
+  const schema = {
+    type: "object",
+    properties: { message: { type: "string" }, count: { type: "integer" } },
+    required: ["message"],
+    additionalProperties: false,
+  };
+  const text = await refusedRun(
+    {
+      refuse: "tools/call",
+      status: 400,
+      error: { code: -32602, message: "Invalid params" },
+      schema,
+    },
+    ["mcp", "call", "remote", "echo", "--args", '{"count":1.5,"mesage":"hi"}'],
+  );
+  assert.equal(text.code, 1, text.stderr);
+  assert.equal(
+    text.stderr,
+    "note: tool 'echo' takes message (string, required), count (integer). In these --args, " +
+      "message is missing; count is a number, not an integer; mesage is not an argument of " +
+      "this tool\n" +
+      "agent: MCP server 'remote': tool 'echo' failed: the server refused the call: " +
+      '"Invalid params" (JSON-RPC error -32602, HTTP 400)\n',
+  );
+  // --json: one error document and nothing else on stderr.
+  await using server = refusingServer({
+    refuse: "tools/call",
+    status: 400,
+    error: { code: -32602, message: "Invalid params" },
+    get: "405",
+    schema,
+  });
+  await using home = await homeFor(server.url);
+  const json = await cli(home.home, ["mcp", "call", "remote", "echo", "--json"]);
+  assert.equal(json.code, 1);
+  assert.equal(json.stderr, "");
+  assert.match(JSON.parse(json.stdout).error.message, /the server refused the call/);
 });
 
 /**

@@ -197,6 +197,12 @@ Deno.test("mcp test <name>: era, protocol version, timings and tools", async () 
     original_name: "echo",
     kind: "tool",
     read_only: true,
+    description: "Echo a message back",
+    input_schema: {
+      type: "object",
+      properties: { message: { type: "string" } },
+      required: ["message"],
+    },
   }]);
 });
 
@@ -289,6 +295,25 @@ Deno.test("mcp tools: registered names next to the servers' original names", asy
       original_name: "list-items.v2",
       kind: "tool",
       read_only: true,
+      description: "A tool whose name has a dash and a dot",
+      input_schema: { type: "object", properties: {} },
+    },
+  );
+  // What a caller needs to call a tool: its description and the schema of its arguments.
+  assert.deepEqual(
+    one.tools.find((tool: { original_name: string }) => tool.original_name === "add"),
+    {
+      name: "mcp__local__add",
+      server: "local",
+      original_name: "add",
+      kind: "tool",
+      read_only: true,
+      description: "Add two numbers",
+      input_schema: {
+        type: "object",
+        properties: { a: { type: "number" }, b: { type: "number" } },
+        required: ["a", "b"],
+      },
     },
   );
 });
@@ -345,7 +370,23 @@ Deno.test("mcp call: bad --args and unknown tools exit 2; a tool error result ex
   const failing = await fx.run(["mcp", "call", "local", "add", "--args", '{"a":"x"}']);
   expectCode(failing, 1);
   assert.match(failing.stdout, /Invalid arguments for tool add/);
-  assert.match(failing.stderr, /MCP server 'local': tool 'add' reported an error/);
+  assert.equal(
+    failing.stderr,
+    "MCP server 'local': tool 'add' reported an error\n" +
+      "note: tool 'add' takes a (number, required), b (number, required). " +
+      "In these --args, b is missing; a is a string, not a number\n",
+  );
+  // A failure with arguments that fit the schema has no note.
+  const notFound = await fx.run([
+    "mcp",
+    "call",
+    "local",
+    "read_resource",
+    "--args",
+    '{"uri":"note://nope"}',
+  ]);
+  expectCode(notFound, 1);
+  assert.doesNotMatch(notFound.stderr, /^note:/m);
   const failingJson = await fx.json(
     ["mcp", "call", "local", "add", "--args", '{"a":"x"}', "--json"],
     1,
