@@ -25,8 +25,8 @@ import {
 } from "../mcp/mod.ts";
 import { loginMcpServer, type LoginOutcome, storedOAuth } from "../mcp/oauth/mod.ts";
 import {
+  type InstallEntry,
   InstallLinkError,
-  type InstallRequest,
   parseInstallLink,
   renderCommandLine,
   renderEntry,
@@ -34,6 +34,7 @@ import {
 } from "../mcp/deeplink.ts";
 import { splitCommandLine } from "../mcp/command_line.ts";
 import { argumentProblems, describeArguments } from "../mcp/tool_arguments.ts";
+import { looksLikeJson, parseInstallSnippet } from "../mcp/snippet.ts";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -512,11 +513,17 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
     });
 
   mcp.command("install").description(
-    "install a server from an agent://mcp/install link (shows it and asks first)",
+    "install a server from an agent://mcp/install link, or from the JSON a server's README shows (shows it and asks first)",
   )
-    .argument("[link]", "the link, in quotes: 'agent://mcp/install?name=…&config=…'")
+    .argument(
+      "[link]",
+      "in quotes: the link 'agent://mcp/install?name=…&config=…', or the JSON '{\"mcpServers\": {…}}'",
+    )
     .option("-y, --yes", "install without asking (scripts); read the link yourself first")
-    .option("--name <name>", "install under this name instead of the link's")
+    .option(
+      "--name <name>",
+      "install under this name instead of the link's (or the JSON's); names a JSON entry that has none",
+    )
     .option(
       "--register-handler",
       "make `agent mcp install` open agent:// links on this Linux desktop (xdg)",
@@ -525,11 +532,16 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
     .addHelpText(
       "after",
       "\nThe link's config is the server entry as base64url (or base64) JSON, at most 32 KB.\n" +
+        'The JSON is one server as other MCP clients write it: {"mcpServers": {"<name>": {…}}}\n' +
+        '(Claude Desktop, Cursor), {"servers": {…}} (VS Code), {"<name>": {…}}, or one entry\n' +
+        "with --name; comments and trailing commas are allowed, and keys this client does not\n" +
+        "use are left out with a warning.\n" +
         "The entry is shown before anything is written; a local (stdio) server is code that\n" +
         "will run on this machine. An existing server is never overwritten: rename or cancel.\n\n" +
         "Examples:\n" +
         "  agent mcp install 'agent://mcp/install?name=docs&config=eyJ1cmwiOiJodHRwczovL2V4YW1wbGUuY29tL21jcCJ9'\n" +
         "  agent mcp install --name docs2 --yes '<link>'\n" +
+        `  agent mcp install '{"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}}}'\n` +
         "  agent mcp install --register-handler",
     )
     .action(async (link, options) => {
@@ -541,7 +553,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       }
       if (link === undefined) {
         throw new UsageError(
-          "missing the link: agent mcp install '<agent://mcp/install?name=…&config=…>' (in quotes: it holds ? and &)",
+          "missing the link: agent mcp install '<agent://mcp/install?name=…&config=…>' (in quotes: it holds ? and &), or the server's JSON: agent mcp install '{\"mcpServers\": {…}}'",
         );
       }
       await installFromLink(io, link, options);
@@ -972,12 +984,14 @@ interface InstallOptions {
  * (or passed --yes).
  */
 async function installFromLink(io: CliIo, link: string, options: InstallOptions): Promise<void> {
-  let request: InstallRequest;
+  // A server's README usually shows the JSON of another MCP client rather than a link.
+  const source = looksLikeJson(link) ? "JSON" : "link";
+  let request: InstallEntry & { changes?: string[] };
   try {
-    request = parseInstallLink(link);
+    request = source === "JSON" ? parseInstallSnippet(link, options.name) : parseInstallLink(link);
   } catch (error) {
     if (error instanceof InstallLinkError) {
-      throw new UsageError(`not installing this link: ${error.message}`);
+      throw new UsageError(`not installing this ${source}: ${error.message}`);
     }
     throw error;
   }
@@ -1003,9 +1017,13 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
   }
   const exists = (name: string) => isPlainObject(servers) && Object.hasOwn(servers, name);
   const unset = request.variables.filter((name) => !config.secrets.get(name));
-  // The review says it; --json shows no review, so it says it here, once.
-  const warnings = entryWarnings(request.entry);
-  if (!options.json) showInstallReview(io, request, unset, warnings);
+  // The review says it; --json shows no review, so it says it here, once. First what the
+  // translation of another client's JSON left out or rewrote.
+  const warnings = [
+    ...(request.changes ?? []),
+    ...entryWarnings(request.entry),
+  ];
+  if (!options.json) showInstallReview(io, request, source, unset, warnings);
   else for (const warning of warnings) warn(io, warning);
 
   let name = options.name ?? request.name;
@@ -1067,6 +1085,7 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
     return printJson(io, {
       installed: name,
       link_name: request.name,
+      source: source === "JSON" ? "json" : "link",
       file,
       transport: request.transport,
       entry: request.entry,
@@ -1088,20 +1107,21 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
 /** The decoded entry on stdout; what makes it risky on stderr, as warnings. */
 function showInstallReview(
   io: CliIo,
-  request: InstallRequest,
+  request: InstallEntry,
+  source: "link" | "JSON",
   unset: string[],
   warnings: string[],
 ): void {
   const kind = request.transport === "stdio"
     ? "a local server (stdio): a command that runs on this machine"
     : `a remote server (${request.transport === "sse" ? "SSE" : "Streamable HTTP"})`;
-  io.out(`The link installs MCP server '${request.name}', ${kind}:\n`);
+  io.out(`The ${source} installs MCP server '${request.name}', ${kind}:\n`);
   io.out(renderEntry(request.entry).replace(/^(?=.)/gm, "  "));
   if (request.commandLine) {
     warn(io, "this server is a command: code that will run on this machine, with your");
     warn(io, "permissions, each time the agent starts it:");
     warn(io, `  ${renderCommandLine(request.commandLine)}`);
-    warn(io, "install it only if you trust where the link came from.");
+    warn(io, `install it only if you trust where the ${source} came from.`);
   }
   for (const warning of warnings) warn(io, warning);
   if (request.variables.length > 0) {

@@ -210,7 +210,7 @@ const SAMPLING_DEFAULTS = {
 } as const;
 
 /** Every key a server entry may carry, in SPEC order (suggestion ties resolve in this order). */
-const ENTRY_KEYS = [
+export const ENTRY_KEYS = [
   "command",
   "args",
   "env",

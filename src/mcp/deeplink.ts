@@ -70,7 +70,9 @@ export type InstallLinkProblem =
   | "url_and_command"
   | "no_url_or_command"
   | "empty_command"
-  | "invalid_entry"; // the mcp_servers validation found errors
+  | "invalid_entry" // the mcp_servers validation found errors
+  | "no_server" // JSON of another client (snippet.ts) that holds no server
+  | "several_servers"; // JSON of another client that holds more than one
 
 /**
  * An install link that must not be installed. The message says what is wrong and how to fix
@@ -96,9 +98,9 @@ export class InstallLinkError extends Error {
   }
 }
 
-/** A valid install link, decoded. */
-export interface InstallRequest {
-  /** The server name the link asks for. */
+/** A server entry checked for installing: what the review shows and config.yaml receives. */
+export interface InstallEntry {
+  /** The server name the link (or JSON) asks for. */
   name: string;
   /** The decoded server entry, exactly as it will be written under `mcp_servers.<name>`. */
   entry: Record<string, unknown>;
@@ -106,14 +108,18 @@ export interface InstallRequest {
   transport: McpTransportKind;
   /** For a stdio entry: the command and its arguments as written (this runs on this machine). */
   commandLine?: string[];
-  /** The alphabet `config` was written in. */
-  encoding: "base64url" | "base64";
-  /** Size of the decoded `config` in bytes. */
-  bytes: number;
   /** The variables the entry reads with `${NAME}` (from `<home>/.env`, then the environment). */
   variables: string[];
   /** Warnings of the `mcp_servers` validation, each `key: message`. */
   warnings: string[];
+}
+
+/** A valid install link, decoded. */
+export interface InstallRequest extends InstallEntry {
+  /** The alphabet `config` was written in. */
+  encoding: "base64url" | "base64";
+  /** Size of the decoded `config` in bytes. */
+  bytes: number;
 }
 
 /**
@@ -147,9 +153,37 @@ export function parseInstallLink(link: string): InstallRequest {
     );
   }
   const { bytes, encoding } = decodeBase64(params.config);
-  const entry = parseEntryJson(bytes);
-  checkUrlOrCommand(entry);
-  const { transport, warnings } = validateEntry(name, entry);
+  const entry = parseJsonObject(bytes, "config");
+  return { ...checkInstallEntry(name, entry), encoding, bytes: bytes.length };
+}
+
+/**
+ * Checks a decoded server entry as an install link's `config` is checked: a string `url`
+ * (http/https) or a non-empty `command`, not both, then the `mcp_servers` validation of
+ * `config.yaml` (`${NAME}` references checked as written, never resolved).
+ *
+ * @param name The server name (not checked here).
+ * @param entry The entry as it will be written under `mcp_servers.<name>`.
+ * @param label How messages name the entry (`config` for a link's parameter); its keys are
+ *   named `<label>.<key>`.
+ * @throws {InstallLinkError} For a rule the entry breaks.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { checkInstallEntry } from "./deeplink.ts";
+ * const checked = checkInstallEntry("fs", { command: "npx", args: ["-y", "server-fs"] });
+ * assert.deepEqual(checked.commandLine, ["npx", "-y", "server-fs"]);
+ * assert.throws(() => checkInstallEntry("x", { url: 1 }, "mcpServers.x"), /mcpServers\.x\.url must be a string/);
+ * ```
+ */
+export function checkInstallEntry(
+  name: string,
+  entry: Record<string, unknown>,
+  label = "config",
+): InstallEntry {
+  checkUrlOrCommand(entry, label);
+  const { transport, warnings } = validateEntry(name, entry, label);
   const command = entry.command;
   return {
     name,
@@ -158,8 +192,6 @@ export function parseInstallLink(link: string): InstallRequest {
     ...(transport === "stdio"
       ? { commandLine: [String(command).trim(), ...argsOf(entry.args)] }
       : {}),
-    encoding,
-    bytes: bytes.length,
     variables: variablesOf(entry),
     warnings,
   };
@@ -340,14 +372,28 @@ function decodeBase64(text: string): { bytes: Uint8Array; encoding: "base64url" 
   return { bytes, encoding };
 }
 
-function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
+/**
+ * Reads UTF-8 JSON `bytes` that must hold one object: strict UTF-8 without a byte order mark, no
+ * duplicate key, at most {@linkcode MAX_CONFIG_DEPTH} levels. Messages name it `label`.
+ *
+ * @throws {InstallLinkError} For each broken rule.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseJsonObject } from "./deeplink.ts";
+ * const bytes = new TextEncoder().encode('{"a": 1, "a": 2}');
+ * assert.throws(() => parseJsonObject(bytes, "the JSON"), /the JSON has the key "a" more than once/);
+ * ```
+ */
+export function parseJsonObject(bytes: Uint8Array, label: string): Record<string, unknown> {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new InstallLinkError(
       "utf8",
-      `config is not valid UTF-8 (at byte ${
+      `${label} is not valid UTF-8 (at byte ${
         (firstInvalidUtf8(bytes) ?? bytes.length) + 1
       }); encode the JSON text as UTF-8 before base64`,
     );
@@ -355,7 +401,7 @@ function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
   if (text.startsWith("\uFEFF")) {
     throw new InstallLinkError(
       "json",
-      "config starts with a byte order mark (U+FEFF), which JSON does not allow; encode the JSON without it",
+      `${label} starts with a byte order mark (U+FEFF), which JSON does not allow; encode the JSON without it`,
     );
   }
   let value: unknown;
@@ -364,7 +410,7 @@ function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
   } catch (error) {
     throw new InstallLinkError(
       "json",
-      `config is not valid JSON (${
+      `${label} is not valid JSON (${
         (error as Error).message
       }); it must be a JSON object such as {"url": "https://…"} or {"command": "npx", "args": […]}`,
     );
@@ -373,20 +419,20 @@ function parseEntryJson(bytes: Uint8Array): Record<string, unknown> {
   if (scan.depth > MAX_CONFIG_DEPTH) {
     throw new InstallLinkError(
       "too_deep",
-      `config is nested more than ${MAX_CONFIG_DEPTH} levels deep; a server entry needs a few levels at most`,
+      `${label} is nested more than ${MAX_CONFIG_DEPTH} levels deep; a server entry needs a few levels at most`,
     );
   }
   if (scan.duplicate) {
     const where = scan.duplicate.pointer === "" ? "" : ` (in ${scan.duplicate.pointer})`;
     throw new InstallLinkError(
       "duplicate_key",
-      `config has the key ${quote(scan.duplicate.key)} more than once${where}; keep exactly one`,
+      `${label} has the key ${quote(scan.duplicate.key)} more than once${where}; keep exactly one`,
     );
   }
   if (!isPlainObject(value)) {
     throw new InstallLinkError(
       "not_an_object",
-      `config must be a JSON object such as {"url": "https://…"} or {"command": "npx", "args": […]}, got ${
+      `${label} must be a JSON object such as {"url": "https://…"} or {"command": "npx", "args": […]}, got ${
         describe(value)
       }`,
     );
@@ -453,19 +499,19 @@ function pointerOf(stack: Frame[]): string {
 // ---------------------------------------------------------------------------------------------
 // The entry
 
-function checkUrlOrCommand(entry: Record<string, unknown>): void {
+function checkUrlOrCommand(entry: Record<string, unknown>, label: string): void {
   const hasUrl = Object.hasOwn(entry, "url");
   const hasCommand = Object.hasOwn(entry, "command");
   if (hasUrl && hasCommand) {
     throw new InstallLinkError(
       "url_and_command",
-      "config has both url and command; an entry is either a remote server (url) or a local one (command): remove one",
+      `${label} has both url and command; an entry is either a remote server (url) or a local one (command): remove one`,
     );
   }
   if (!hasUrl && !hasCommand) {
     throw new InstallLinkError(
       "no_url_or_command",
-      'config has neither url nor command; add "url" for a remote (HTTP) server or "command" for a local (stdio) one',
+      `${label} has neither url nor command; add "url" for a remote (HTTP) server or "command" for a local (stdio) one`,
     );
   }
   if (hasCommand) {
@@ -473,7 +519,7 @@ function checkUrlOrCommand(entry: Record<string, unknown>): void {
     if (typeof command !== "string") {
       throw new InstallLinkError(
         "type",
-        `config.command must be a string naming the executable, got ${
+        `${label}.command must be a string naming the executable, got ${
           describe(command)
         }; put its arguments in "args"`,
       );
@@ -481,7 +527,7 @@ function checkUrlOrCommand(entry: Record<string, unknown>): void {
     if (command.trim() === "") {
       throw new InstallLinkError(
         "empty_command",
-        'config.command is empty; set it to the executable to run, e.g. "npx"',
+        `${label}.command is empty; set it to the executable to run, e.g. "npx"`,
       );
     }
     return;
@@ -490,7 +536,7 @@ function checkUrlOrCommand(entry: Record<string, unknown>): void {
   if (typeof url !== "string") {
     throw new InstallLinkError(
       "type",
-      `config.url must be a string (an http:// or https:// URL), got ${describe(url)}`,
+      `${label}.url must be a string (an http:// or https:// URL), got ${describe(url)}`,
     );
   }
   let protocol: string;
@@ -499,13 +545,13 @@ function checkUrlOrCommand(entry: Record<string, unknown>): void {
   } catch {
     throw new InstallLinkError(
       "url",
-      `config.url ${quote(url)} is not a URL; use an http:// or https:// URL`,
+      `${label}.url ${quote(url)} is not a URL; use an http:// or https:// URL`,
     );
   }
   if (protocol !== "http:" && protocol !== "https:") {
     throw new InstallLinkError(
       "url_scheme",
-      `config.url must use http or https, got ${quote(protocol)}; use an http:// or https:// URL`,
+      `${label}.url must use http or https, got ${quote(protocol)}; use an http:// or https:// URL`,
     );
   }
 }
@@ -514,6 +560,7 @@ function checkUrlOrCommand(entry: Record<string, unknown>): void {
 function validateEntry(
   name: string,
   entry: Record<string, unknown>,
+  label: string,
 ): { transport: McpTransportKind; warnings: string[] } {
   const file = "the install link";
   const text = new Document({ mcp_servers: { [name]: entry } }).toString({ lineWidth: 0 });
@@ -531,7 +578,7 @@ function validateEntry(
   if (errors.length > 0 || servers.length === 0) {
     throw new InstallLinkError(
       "invalid_entry",
-      `config is not a valid server entry: ${errors.map(describeIssue).join("; ")}`,
+      `${label} is not a valid server entry: ${errors.map(describeIssue).join("; ")}`,
     );
   }
   return {

@@ -450,6 +450,7 @@ Deno.test("--json --yes: exactly one document; nothing on stderr", async () => {
   assert.deepEqual(JSON.parse(result.stdout), {
     installed: "api",
     link_name: "example",
+    source: "link",
     file: h.config,
     transport: "http",
     entry: HTTP_ENTRY,
@@ -459,6 +460,123 @@ Deno.test("--json --yes: exactly one document; nothing on stderr", async () => {
     warnings: [],
   });
   assert.deepEqual(h.servers().api, HTTP_ENTRY);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The JSON of other MCP clients, as servers' READMEs show it
+
+/** Claude Desktop's `claude_desktop_config.json`, as a server's README prints it. */
+const README_SNIPPET = `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+      "env": { "API_KEY": "\${FS_KEY}" },
+      "cwd": "/Users/me"
+    }
+  }
+}`;
+
+Deno.test("a README's Claude Desktop JSON: reviewed like a link, --yes writes the translated entry", async () => {
+  await using h = await home(COMMENTED);
+  const result = await h.run(["mcp", "install", "--yes", README_SNIPPET]);
+  expectCode(result, 0);
+  assert.equal(
+    result.stdout,
+    [
+      "The JSON installs MCP server 'filesystem', a local server (stdio): a command that runs on this machine:",
+      "  command: npx",
+      "  args:",
+      "    - -y",
+      "    - @modelcontextprotocol/server-filesystem",
+      "    - /Users/me/Desktop",
+      "  env:",
+      "    API_KEY: ${FS_KEY}",
+      `Installed MCP server 'filesystem' in ${h.config}.`,
+      "Check it with: agent mcp test filesystem",
+      "A running gateway or chat uses it after a restart or /reload-mcp.",
+      "",
+    ].join("\n"),
+  );
+  assert.match(
+    result.stderr,
+    /^warning: install it only if you trust where the JSON came from\.$/m,
+  );
+  assert.match(
+    result.stderr,
+    /^warning: left out `cwd` \(the server starts in the directory the agent runs in; give absolute paths in args\): not a key of a server entry here$/m,
+  );
+  assert.match(result.stderr, /^warning: FS_KEY is not set; add it to <home>\/\.env/m);
+  assert.deepEqual(h.servers().filesystem, {
+    command: "npx",
+    args: ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+    env: { API_KEY: "${FS_KEY}" },
+  });
+  assert.match(h.text()!, /^# my agent\n/, "comments kept");
+
+  // The same JSON again: the name exists, so it is refused like a link's, nothing changed.
+  const before = h.text();
+  const again = await h.run(["mcp", "install", "--yes", README_SNIPPET]);
+  expectCode(again, 1);
+  assert.match(again.stderr, /MCP server 'filesystem' already exists/);
+  assert.equal(h.text(), before);
+});
+
+Deno.test("JSON: --json has source json and the changes in warnings; an entry without a name needs --name", async () => {
+  await using h = await home();
+  const vscode = JSON.stringify({
+    servers: {
+      github: {
+        type: "http",
+        url: "https://api.example.com/mcp/",
+        headers: { Authorization: "Bearer ${input:github_token}" },
+      },
+    },
+  });
+  const doc = await cliJson(h.home, ["mcp", "install", "--yes", "--json", vscode]);
+  // The variable is not set yet: config.yaml's own warning about it.
+  assert.deepEqual(
+    doc.issues.map((issue: { key: string; severity: string }) => [issue.key, issue.severity]),
+    [["headers.Authorization", "warning"]],
+  );
+  assert.deepEqual({ ...doc, issues: [] }, {
+    installed: "github",
+    link_name: "github",
+    source: "json",
+    file: h.config,
+    transport: "http",
+    entry: {
+      url: "https://api.example.com/mcp/",
+      headers: { Authorization: "Bearer ${GITHUB_TOKEN}" },
+    },
+    variables: ["GITHUB_TOKEN"],
+    unset_variables: ["GITHUB_TOKEN"],
+    issues: [],
+    warnings: [
+      "${input:github_token} (a VS Code input) is read as ${GITHUB_TOKEN}: set GITHUB_TOKEN in <home>/.env",
+    ],
+  });
+
+  const bare = JSON.stringify({ command: "uvx", args: ["mcp-server-fetch"] });
+  const unnamed = await h.run(["mcp", "install", "--yes", bare]);
+  expectCode(unnamed, 2);
+  assert.equal(
+    unnamed.stderr,
+    "agent: not installing this JSON: the JSON is one server entry without a name; give it one with --name <name>\n",
+  );
+  const named = await h.run(["mcp", "install", "--yes", "--name", "fetch", bare]);
+  expectCode(named, 0);
+  assert.deepEqual(h.servers().fetch, { command: "uvx", args: ["mcp-server-fetch"] });
+
+  const several = await h.run([
+    "mcp",
+    "install",
+    "--yes",
+    JSON.stringify({ mcpServers: { a: { command: "x" }, b: { command: "y" } } }),
+  ]);
+  expectCode(several, 2);
+  assert.match(several.stderr, /not installing this JSON: the JSON holds 2 servers \(a, b\)/);
+  assert.deepEqual(Object.keys(h.servers()), ["github", "fetch"]);
 });
 
 // ---------------------------------------------------------------------------------------------
