@@ -815,6 +815,7 @@ function checkNewEntry(config: ResolvedConfig, name: string, entry: Record<strin
     userHome: homedir(),
     workspaceFolder: Deno.cwd(),
     pathSeparator: sep,
+    secretsFile: config.paths.dotenv,
   });
   // config.yaml falls back to Streamable HTTP on an unknown transport (a warning); a value typed
   // as --transport is a mistake, so it is refused like an error.
@@ -1023,8 +1024,9 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
     ...(request.changes ?? []),
     ...entryWarnings(request.entry),
   ];
-  if (!options.json) showInstallReview(io, request, source, unset, warnings);
-  else for (const warning of warnings) warn(io, warning);
+  if (!options.json) {
+    showInstallReview(io, request, { source, unset, warnings, dotenv: config.paths.dotenv });
+  } else for (const warning of warnings) warn(io, warning);
 
   let name = options.name ?? request.name;
   try {
@@ -1108,9 +1110,14 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
 function showInstallReview(
   io: CliIo,
   request: InstallEntry,
-  source: "link" | "JSON",
-  unset: string[],
-  warnings: string[],
+  { source, unset, warnings, dotenv }: {
+    source: "link" | "JSON";
+    /** The variables the entry reads that are not set. */
+    unset: string[];
+    warnings: string[];
+    /** `<home>/.env`, named where a variable is to be set. */
+    dotenv: string;
+  },
 ): void {
   const kind = request.transport === "stdio"
     ? "a local server (stdio): a command that runs on this machine"
@@ -1130,11 +1137,11 @@ function showInstallReview(
       io,
       `the entry reads ${
         request.variables.map((name) => `\${${name}}`).join(", ")
-      } from <home>/.env or the environment and hands the values to ${visible(to)}.`,
+      } from ${dotenv} or the environment and hands the values to ${visible(to)}.`,
     );
   }
   for (const name of unset) {
-    warn(io, `${name} is not set; add it to <home>/.env before using the server.`);
+    warn(io, `${name} is not set; add it to ${dotenv} before using the server.`);
   }
   for (const warning of request.warnings) warn(io, `config: ${warning}`);
 }

@@ -460,7 +460,7 @@ function parseEntry(
     return { issues: issues.issues };
   }
   const entry = substituteDeep(raw, context);
-  const read = new EntryReader(entry, issues, context.userHome);
+  const read = new EntryReader(entry, issues, context.userHome, secretsFileOf(context));
 
   const hasUrl = read.isSet("url");
   const hasCommand = read.isSet("command");
@@ -583,6 +583,8 @@ class EntryReader {
     readonly entry: Record<string, unknown>,
     readonly issues: IssueList,
     readonly userHome: string,
+    /** The `.env` file a message tells the user to set a variable in. */
+    readonly secretsFile: string,
   ) {}
 
   /** The value at `path` (own keys only), or `undefined`. */
@@ -629,7 +631,9 @@ class EntryReader {
     if (valid) return text;
     this.issues.error(
       ["url"],
-      `url must be an http:// or https:// URL, got ${describe(value)}${unresolvedHint(value)}`,
+      `url must be an http:// or https:// URL, got ${describe(value)}${
+        unresolvedHint(value, this.secretsFile)
+      }`,
     );
     return undefined;
   }
@@ -1049,7 +1053,7 @@ class EntryReader {
     this.issues.error(
       path,
       `oauth.${key} must be a non-empty string (${expected}), got ${describe(value)}${
-        unresolvedHint(value)
+        unresolvedHint(value, this.secretsFile)
       }`,
     );
     return undefined;
@@ -1227,30 +1231,35 @@ function describe(value: unknown): string {
   return String(value);
 }
 
+/** The `.env` file messages name: the context's, else the words `<home>/.env`. */
+function secretsFileOf(context: SubstitutionContext): string {
+  return context.secretsFile ?? "<home>/.env";
+}
+
 /** A hint for a value that still holds a `${...}` placeholder after substitution. */
-function unresolvedHint(value: unknown): string {
+function unresolvedHint(value: unknown, secretsFile: string): string {
   if (typeof value !== "string") return "";
   const placeholder = value.match(/\$\{([^}]+)\}/);
   if (!placeholder) return "";
-  const shell = shellDefault(placeholder[0]);
+  const shell = shellDefault(placeholder[0], secretsFile);
   if (shell) return ` (it still contains ${placeholder[0]}: ${shell})`;
   const name = placeholder[1].trim().replace(/^env:/, "").trim();
   return ` (it still contains ${
     placeholder[0]
-  }: set ${name} in <home>/.env or the process environment)`;
+  }: set ${name} in ${secretsFile} or the process environment)`;
 }
 
 /**
  * What to say about a shell-style `${VAR:-default}` (or `-`, `=`, `?`, `+`) placeholder, which
  * substitution does not support: its name is not a variable anyone could set.
  */
-function shellDefault(placeholder: string): string | undefined {
+function shellDefault(placeholder: string, secretsFile: string): string | undefined {
   const match = placeholder.slice(2, -1).trim().replace(/^env:/, "").trim()
     .match(/^([A-Za-z_][A-Za-z0-9_]*)\s*(:?[-=?+])/);
   if (!match) return undefined;
   const [, name, operator] = match;
   return `\`\${VAR${operator}default}\` defaults are not supported, so it is kept as written; ` +
-    `write the value itself, or write \${${name}} and set ${name} in <home>/.env`;
+    `write the value itself, or write \${${name}} and set ${name} in ${secretsFile}`;
 }
 
 function reportUnresolved(
@@ -1262,13 +1271,14 @@ function reportUnresolved(
   if (typeof value === "string") {
     // An error at the same key already shows the value; a second message would be noise.
     if (issues.hasErrorAt(path)) return;
+    const file = secretsFileOf(context);
     for (const placeholder of unresolvedPlaceholders(value, context)) {
-      const shell = shellDefault(placeholder);
+      const shell = shellDefault(placeholder, file);
       issues.warn(
         path,
         shell
           ? `${placeholder}: ${shell}`
-          : `${placeholder} is not set (or empty) in <home>/.env or the process environment, so it is kept as written; add it to <home>/.env`,
+          : `${placeholder} is not set (or empty) in ${file} or the process environment, so it is kept as written; add it to ${file}`,
       );
     }
   } else if (Array.isArray(value)) {

@@ -63,5 +63,6 @@ export function loadMcpServers(
     userHome: homedir(),
     workspaceFolder,
     pathSeparator: sep,
+    secretsFile: config.paths.dotenv,
   });
 }

@@ -245,7 +245,7 @@ function inputsAsVariables(value: unknown, warnings: string[]): unknown {
     return value.replace(/\$\{\s*input:([^}]*)\}/g, (placeholder, id: string) => {
       const name = id.trim().toUpperCase().replace(/[^A-Z0-9_]/g, "_").replace(/^(?=\d)/, "_");
       const message = visible(
-        `${placeholder} (a VS Code input) is read as \${${name}}: set ${name} in <home>/.env`,
+        `${placeholder} (a VS Code input) is read as the variable \${${name}}`,
       );
       if (!warnings.includes(message)) warnings.push(message);
       return `\${${name}}`;

@@ -36,6 +36,11 @@ export interface SubstitutionContext {
   workspaceFolder: string;
   /** The OS path separator (`${pathSeparator}`, `${/}`), e.g. `sep` from `node:path`. */
   pathSeparator: string;
+  /**
+   * The `.env` file messages tell the user to set a variable in (`config.paths.dotenv`); default
+   * the words `<home>/.env`.
+   */
+  secretsFile?: string;
 }
 
 /** Matches one placeholder; the group is the untrimmed body. */

@@ -58,3 +58,46 @@ Deno.test("mcp add: a whole command line in --command exits 2 with the --arg for
   expectCode(added, 0);
   assert.match(Deno.readTextFileSync(home.config), /command: .*my tools\/server/);
 });
+
+Deno.test("an unset ${VAR} is to be set in this home's .env, named by its path", async () => {
+  await using home = await tempHome();
+  const dotenv = join(home.home, ".env");
+  const added = await cli(home.home, [
+    "mcp",
+    "add",
+    "api",
+    "--url",
+    "https://api.example.com/mcp",
+    "--header",
+    "Authorization=Bearer ${API_TOKEN}",
+  ]);
+  expectCode(added, 0);
+  assert.equal(
+    added.stderr,
+    `warning: ${home.config}:7: mcp_servers.api.headers.Authorization: \${API_TOKEN} is not set ` +
+      `(or empty) in ${dotenv} or the process environment, so it is kept as written; add it to ` +
+      `${dotenv}\n`,
+  );
+
+  Deno.writeTextFileSync(
+    home.config,
+    "mcp_servers:\n  docs:\n    url: ${DOCS_URL}\n  logs:\n    command: x\n    env: { LEVEL: '${LEVEL:-info}' }\n",
+  );
+  const doc = await cliJson(home.home, ["mcp", "list", "--json"]);
+  const errors = doc.servers.map((server: { error?: string }) => server.error ?? "");
+  assert.ok(
+    errors.some((error: string) =>
+      error.endsWith(
+        `(it still contains \${DOCS_URL}: set DOCS_URL in ${dotenv} or the process environment)`,
+      )
+    ),
+    errors.join("\n"),
+  );
+  const warnings = doc.servers.flatMap((server: { warnings: string[] }) => server.warnings);
+  assert.ok(
+    warnings.some((warning: string) =>
+      warning.endsWith(`write the value itself, or write \${LEVEL} and set LEVEL in ${dotenv}`)
+    ),
+    warnings.join("\n"),
+  );
+});

@@ -102,7 +102,7 @@ Deno.test("translation: type, serverUrl, disabled and ${input:…} become this c
   assert.deepEqual(vscode.entry.headers, { Authorization: "Bearer ${GITHUB_TOKEN}" });
   assert.deepEqual(vscode.variables, ["GITHUB_TOKEN"]);
   assert.deepEqual(vscode.changes, [
-    "${input:github-token} (a VS Code input) is read as ${GITHUB_TOKEN}: set GITHUB_TOKEN in <home>/.env",
+    "${input:github-token} (a VS Code input) is read as the variable ${GITHUB_TOKEN}",
   ]);
 });
 
