@@ -317,7 +317,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
     .option("--url <url>", "a remote server: its MCP endpoint (http or https)")
     .option(
       "--header <Name=Value>",
-      "a header sent to the remote server (repeat)",
+      "a header sent to the remote server, Name=Value or 'Name: Value' (repeat)",
       collect,
       [] as string[],
     )
@@ -351,7 +351,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         if (options.env.length) entry.env = pairs("--env", options.env);
       } else {
         entry.url = options.url;
-        if (options.header.length) entry.headers = pairs("--header", options.header);
+        if (options.header.length) entry.headers = headerPairs(options.header);
         if (options.transport) entry.transport = options.transport;
       }
       if (options.disabled) entry.enabled = false;
@@ -944,6 +944,29 @@ function pairs(option: string, values: string[]): Record<string, string> {
     const at = value.indexOf("=");
     if (at <= 0) throw new UsageError(`${option} takes NAME=VALUE, got '${value}'`);
     result[value.slice(0, at)] = value.slice(at + 1);
+  }
+  return result;
+}
+
+/**
+ * `--header` values: `Name=Value`, or `Name: Value` as curl and servers' READMEs write them (a
+ * header name holds neither `=` nor `:`, so the first of them ends it). A value without either
+ * is refused without being quoted: it is often a token.
+ */
+function headerPairs(values: string[]): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const value of values) {
+    const at = value.search(/[=:]/);
+    if (at <= 0) {
+      throw new UsageError(
+        "--header takes Name=Value (or 'Name: Value'), as in --header 'Authorization=Bearer ${API_TOKEN}'; " +
+          (at < 0
+            ? "one has neither '=' nor ':'"
+            : `one starts with '${value[0]}', before any name`),
+      );
+    }
+    if (value[at] === ":") result[value.slice(0, at).trim()] = value.slice(at + 1).trimStart();
+    else result[value.slice(0, at)] = value.slice(at + 1);
   }
   return result;
 }

@@ -101,3 +101,50 @@ Deno.test("an unset ${VAR} is to be set in this home's .env, named by its path",
     warnings.join("\n"),
   );
 });
+
+Deno.test("mcp add --header takes 'Name: Value' as READMEs write it; a header without either is refused unquoted", async () => {
+  await using home = await tempHome();
+  const doc = await cliJson(home.home, [
+    "mcp",
+    "add",
+    "api",
+    "--url",
+    "https://api.example.com/mcp",
+    "--header",
+    "Authorization: Bearer abc",
+    "--header",
+    "X-Url=http://a.example:8080/x",
+    "--header",
+    "X-Pair:k=v",
+    "--json",
+  ]);
+  assert.deepEqual(doc.entry.headers, {
+    Authorization: "Bearer abc",
+    "X-Url": "http://a.example:8080/x",
+    "X-Pair": "k=v",
+  });
+
+  for (
+    const [header, why] of [["Bearer sk-live-secret", "one has neither '=' nor ':'"], [
+      ": x",
+      "one starts with ':', before any name",
+    ]]
+  ) {
+    const result = await cli(home.home, [
+      "mcp",
+      "add",
+      "other",
+      "--url",
+      "https://api.example.com/mcp",
+      "--header",
+      header,
+    ]);
+    expectCode(result, 2);
+    assert.equal(
+      result.stderr,
+      "agent: --header takes Name=Value (or 'Name: Value'), as in --header " +
+        `'Authorization=Bearer \${API_TOKEN}'; ${why}\n`,
+    );
+  }
+  assert.doesNotMatch(Deno.readTextFileSync(home.config), /other/);
+});
