@@ -32,6 +32,7 @@ import {
   messageOf,
   NOT_JSON_RPC,
   quotedServerText,
+  raiseTimeoutHint,
 } from "./errors.ts";
 import {
   type HttpAccess,
@@ -331,10 +332,17 @@ async function attemptConnect(
       `the MCP handshake (${handshake})`,
     );
     const stray = classified.kind === "timeout" ? strays.clause() : undefined;
-    const failure = stray === undefined ? classified : new McpServerError(
+    // What came back (a stray answer, stray output, an exit) is the story; without it, a server
+    // that starts slowly (npx fetching a package the first time) may just need longer.
+    const more = stray !== undefined
+      ? `; ${stray}`
+      : classified.kind === "timeout" && !diagnosis
+      ? raiseTimeoutHint(config, "connect_timeout", "the server")
+      : undefined;
+    const failure = more === undefined ? classified : new McpServerError(
       config.name,
       "timeout",
-      `${classified.detail}; ${stray}`,
+      `${classified.detail}${more}`,
       { cause: classified.cause ?? classified },
     );
     if (!diagnosis || failure.message.endsWith(diagnosis)) throw failure;

@@ -121,6 +121,29 @@ export function entryFix(
 }
 
 /**
+ * The end of a timeout's message that says which setting gives it longer: `; if <what> needs
+ * longer, raise mcp_servers.<server>.<key> in <file>` (the file left out when unknown).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { raiseTimeoutHint } from "./errors.ts";
+ * assert.equal(
+ *   raiseTimeoutHint({ name: "api", configFile: "/h/config.yaml" }, "timeout", "the tool"),
+ *   "; if the tool needs longer, raise mcp_servers.api.timeout in /h/config.yaml",
+ * );
+ * ```
+ */
+export function raiseTimeoutHint(
+  config: Pick<McpServerConfig, "name" | "configFile">,
+  key: "timeout" | "connect_timeout",
+  what: string,
+): string {
+  const file = config.configFile === undefined ? "" : ` in ${config.configFile}`;
+  return `; if ${what} needs longer, raise mcp_servers.${config.name}.${key}${file}`;
+}
+
+/**
  * The messages of `error` and of its causes, outermost first, joined by `: `.
  *
  * @example

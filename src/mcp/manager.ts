@@ -19,7 +19,7 @@ import {
   isConnectionGone,
   type McpConnection,
 } from "./connect.ts";
-import { answerProblem, McpServerError, messageOf } from "./errors.ts";
+import { answerProblem, McpServerError, messageOf, raiseTimeoutHint } from "./errors.ts";
 import { jsonRpcErrorOf, jsonRpcRefusalOf } from "./http.ts";
 import { maskSubstitutions } from "./substitute.ts";
 import { OVERSIZED_MESSAGE } from "./_stdio.ts";
@@ -530,7 +530,7 @@ class ServerSlot {
         name,
         "timeout",
         `tool '${tool.originalName}' did not answer within timeout (${this.config.timeoutSeconds} s)${
-          stray ? `; ${stray}` : ""
+          stray ? `; ${stray}` : raiseTimeoutHint(this.config, "timeout", "the tool")
         }`,
         { cause: error },
       );
@@ -740,7 +740,7 @@ class ServerSlot {
           this.config.name,
           "timeout",
           `no answer to tools/list within connect_timeout (${this.config.connectTimeoutSeconds} s)${
-            stray ? `; ${stray}` : ""
+            stray ? `; ${stray}` : raiseTimeoutHint(this.config, "connect_timeout", "the server")
           }`,
           { cause: error },
         )

@@ -145,7 +145,9 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
       name: "silent-http",
       fields: { url: peers.silent.url, connect_timeout: 1 },
       kind: "timeout",
-      message: "MCP server 'silent-http': no answer within connect_timeout (1 s)",
+      // Nothing came back: the message says which setting gives the server longer.
+      message: "MCP server 'silent-http': no answer within connect_timeout (1 s); if the server " +
+        "needs longer, raise mcp_servers.silent-http.connect_timeout in /test/config.yaml",
       withinMs: 1_000 + SLACK_MS,
     },
     {
@@ -162,7 +164,8 @@ function brokenCases(peers: Peers, deadPort: number): BrokenCase[] {
       name: "silent-stdio",
       fields: { ...stdioCommand([], SILENT_STDIO_FIXTURE), connect_timeout: 2 },
       kind: "timeout",
-      message: "MCP server 'silent-stdio': no answer within connect_timeout (2 s)",
+      message: "MCP server 'silent-stdio': no answer within connect_timeout (2 s); if the " +
+        "server needs longer, raise mcp_servers.silent-stdio.connect_timeout in /test/config.yaml",
       withinMs: 2_000 + SLACK_MS,
     },
     {
@@ -423,7 +426,8 @@ Deno.test("a server that crashes or hangs mid-call fails that call only", async 
       assert.equal(error.kind, "timeout");
       assert.equal(
         error.message,
-        "MCP server 'hangs': tool 'hang' did not answer within timeout (1 s)",
+        "MCP server 'hangs': tool 'hang' did not answer within timeout (1 s); if the tool " +
+          "needs longer, raise mcp_servers.hangs.timeout in /test/config.yaml",
       );
       assert.ok(ms >= 900 && ms < 1_000 + SLACK_MS, `took ${Math.round(ms)} ms`);
       const echo = await manager.callTool("mcp__hangs__echo", { message: "after" });

@@ -267,7 +267,8 @@ Deno.test("a late answer to a call that timed out is not blamed as a wrong id", 
     );
     assert.equal(
       error.message,
-      "MCP server 'slow': tool 'late' did not answer within timeout (1 s)",
+      "MCP server 'slow': tool 'late' did not answer within timeout (1 s); if the tool needs " +
+        "longer, raise mcp_servers.slow.timeout in /test/config.yaml",
     );
   }
 });
