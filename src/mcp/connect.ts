@@ -189,7 +189,9 @@ export async function connectServer(
       if (transportKind !== "http" || !refused || isModernOnlyRejection(error)) throw error;
       warnings.push(
         `MCP server '${config.name}': Streamable HTTP was refused (HTTP ${status}); connected over SSE ` +
-          `instead. Set \`transport: sse\` for this server to skip the failed attempt.`,
+          `instead. Set mcp_servers.${config.name}.transport to sse${
+            config.configFile === undefined ? "" : ` in ${config.configFile}`
+          } to skip the failed attempt.`,
       );
       transportKind = "sse";
       try {

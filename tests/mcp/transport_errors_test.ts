@@ -45,7 +45,7 @@ Deno.test("an SSE-only url without transport: sse connects over SSE though its H
     assert.equal(connection.transport, "sse");
     assert.deepEqual(connection.warnings, [
       "MCP server 'legacy': Streamable HTTP was refused (HTTP 404); connected over SSE instead. " +
-      "Set `transport: sse` for this server to skip the failed attempt.",
+      "Set mcp_servers.legacy.transport to sse in /test/config.yaml to skip the failed attempt.",
     ]);
     const result = await connection.client.callTool({ name: "echo", arguments: { message: "hi" } });
     assert.deepEqual(result.content, [{ type: "text", text: "Echo: hi" }]);
