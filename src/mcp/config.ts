@@ -818,11 +818,16 @@ class EntryReader {
     if (value === undefined || value === null) return undefined;
     const number = toNumber(value);
     if (number !== undefined && (rule.positive ? number > 0 : number >= 0)) return number;
+    const inSeconds = secondsOfDuration(value);
     this.issues.error(
       path,
       `${path.join(".")} must be a number of seconds ${rule.positive ? "> 0" : ">= 0"}${
         rule.note ? ` (${rule.note})` : ""
-      }, got ${describe(value)}`,
+      }, got ${describe(value)}${
+        inSeconds === undefined
+          ? ""
+          : `; write the seconds without a unit: ${path.at(-1)}: ${inSeconds}`
+      }`,
     );
     return undefined;
   }
@@ -1220,6 +1225,24 @@ function toNumber(value: unknown): number | undefined {
   if (typeof value !== "string" || !DECIMAL.test(value.trim())) return undefined;
   const number = Number(value.trim());
   return Number.isFinite(number) ? number : undefined;
+}
+
+/** Seconds per unit of a duration written with one (`30s`, `2 min`, `1h`, `500ms`). */
+const DURATION_UNITS: [RegExp, number][] = [
+  [/^ms$/, 0.001],
+  [/^(s|secs?|seconds?)$/, 1],
+  [/^(m|mins?|minutes?)$/, 60],
+  [/^(h|hrs?|hours?)$/, 3600],
+];
+
+/** `30s` → 30, `2m` → 120: the seconds of a duration written with a unit, else `undefined`. */
+function secondsOfDuration(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const match = value.trim().toLowerCase().match(/^(\d+(?:\.\d+)?)\s*([a-z]+)$/);
+  const unit = match && DURATION_UNITS.find(([pattern]) => pattern.test(match[2]));
+  if (!match || !unit) return undefined;
+  const seconds = Number(match[1]) * unit[1];
+  return seconds > 0 ? Number(seconds.toFixed(3)) : undefined;
 }
 
 function describe(value: unknown): string {

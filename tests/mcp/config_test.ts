@@ -585,6 +585,37 @@ Deno.test("parseMcpServers: the timeout message matches the documented example",
   );
 });
 
+Deno.test("parseMcpServers: seconds written with a unit (30s, 2 min, 1h, 500ms) say the number to write", () => {
+  const result = one("db", [
+    "command: npx",
+    "timeout: 30s",
+    "connect_timeout: 2 min",
+    "keepalive_interval: 1H",
+    "lifecycle:",
+    "  idle_timeout_seconds: 1500ms",
+    "max_lifetime_seconds: 3 parsecs",
+  ]);
+  const message = (key: string) => issueAt(result, "db", key).message;
+  assert.equal(
+    message("timeout"),
+    'timeout must be a number of seconds > 0, got "30s"; write the seconds without a unit: timeout: 30',
+  );
+  assert.match(
+    message("connect_timeout"),
+    /got "2 min"; write the seconds without a unit: connect_timeout: 120$/,
+  );
+  assert.match(
+    message("keepalive_interval"),
+    /got "1H"; write the seconds without a unit: keepalive_interval: 3600$/,
+  );
+  assert.match(
+    message("lifecycle.idle_timeout_seconds"),
+    /got "1500ms"; write the seconds without a unit: idle_timeout_seconds: 1\.5$/,
+  );
+  // A unit this does not know is only refused.
+  assert.match(message("max_lifetime_seconds"), /got "3 parsecs"$/);
+});
+
 Deno.test("parseMcpServers: keepalive_interval is floored at 5; default 180 for HTTP, off for stdio", () => {
   const keepalive = (transport: string, value?: string) => {
     const keys = [transport, ...(value === undefined ? [] : [`keepalive_interval: ${value}`])];
