@@ -35,6 +35,7 @@ import {
 import { splitCommandLine } from "../mcp/command_line.ts";
 import { argumentProblems, describeArguments } from "../mcp/tool_arguments.ts";
 import { looksLikeJson, parseInstallSnippet } from "../mcp/snippet.ts";
+import { samplingRefusal } from "../mcp/sampling.ts";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -588,6 +589,22 @@ class McpSession {
       clientInfo: { name: "agent", version: AGENT_VERSION },
       processEnv: io.env,
       onStderr: (server, text) => this.#stderr.write(server, text),
+      // Declared as an agent run declares them, so a server lists the tools an agent gets (some
+      // offer tools only to clients that can answer these requests); answered no here.
+      onElicitation: (server) => {
+        io.err(
+          `note: MCP server '${server.name}' asked for input (elicitation); \`agent mcp\` commands decline it, \`agent run\` and \`agent chat\` ask you at a terminal\n`,
+        );
+        return Promise.resolve({ action: "decline" });
+      },
+      onSampling: (server) => {
+        io.err(
+          `note: MCP server '${server.name}' asked your model for a completion (sampling); \`agent mcp\` commands refuse it, \`agent run\` and \`agent chat\` serve it\n`,
+        );
+        return Promise.reject(
+          samplingRefusal("agent mcp commands do not call the model; agent run and agent chat do"),
+        );
+      },
       oauth: storedOAuth(config.paths.mcpTokens, {
         onWarning: (_, message) => {
           this.oauthWarnings.push(message);

@@ -390,6 +390,22 @@ export class RateWindow {
 }
 
 /**
+ * The error a client that serves no sampling here answers with (the capability is declared so
+ * that a server lists the same tools as to an agent run): the server gets `sampling refused:
+ * <reason>`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { samplingRefusal } from "./sampling.ts";
+ * assert.equal(samplingRefusal("not here").message, "sampling refused: not here");
+ * ```
+ */
+export function samplingRefusal(reason: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidRequest, `sampling refused: ${reason}`);
+}
+
+/**
  * Serves the sampling requests of every server of a session, each within its own settings; the
  * rate limit is per server name and survives reconnects.
  *

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { cli, cliJson, type CliResult, tempHome } from "./_helpers.ts";
+import { denoEnv, everythingStdio, writeConfig, yamlValue } from "./_mcp_helpers.ts";
 
 function expectCode(result: CliResult, code: number): void {
   assert.equal(result.code, code, `exit code\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
@@ -147,4 +148,51 @@ Deno.test("mcp add --header takes 'Name: Value' as READMEs write it; a header wi
     );
   }
   assert.doesNotMatch(Deno.readTextFileSync(home.config), /other/);
+});
+
+Deno.test("mcp tools lists the tools an agent gets: server-everything's elicitation and sampling tools too; mcp call answers them no, saying so", async () => {
+  await using home = await tempHome();
+  const { command, args } = everythingStdio();
+  writeConfig(
+    home.home,
+    `mcp_servers:\n  everything:\n    command: ${yamlValue(command)}\n    args: ${
+      yamlValue(args)
+    }\n`,
+  );
+  const env = denoEnv();
+  const doc = await cliJson(home.home, ["mcp", "tools", "everything", "--json"], 0, { env });
+  const names = doc.tools.map((tool: { original_name: string }) => tool.original_name);
+  assert.ok(names.includes("trigger-elicitation-request"), names.join(" "));
+  assert.ok(names.includes("trigger-sampling-request"), names.join(" "));
+
+  const elicited = await cli(home.home, [
+    "mcp",
+    "call",
+    "everything",
+    "trigger-elicitation-request",
+  ], {
+    env,
+  });
+  expectCode(elicited, 0);
+  assert.match(elicited.stdout, /"action": "decline"/);
+  assert.equal(
+    elicited.stderr,
+    "note: MCP server 'everything' asked for input (elicitation); `agent mcp` commands decline " +
+      "it, `agent run` and `agent chat` ask you at a terminal\n",
+  );
+
+  const sampled = await cli(home.home, [
+    "mcp",
+    "call",
+    "everything",
+    "trigger-sampling-request",
+    "--args",
+    '{"prompt":"hi"}',
+  ], { env });
+  expectCode(sampled, 1);
+  assert.match(sampled.stdout, /sampling refused: agent mcp commands do not call the model/);
+  assert.match(
+    sampled.stderr,
+    /^note: MCP server 'everything' asked your model for a completion \(sampling\); `agent mcp` commands refuse it/,
+  );
 });
