@@ -415,7 +415,10 @@ Deno.test("a Streamable HTTP entry on an SSE-only server falls back to SSE with 
       plain.warnings[0],
       /^MCP server 'plain': Streamable HTTP was refused \(HTTP 405\)/,
     );
-    assert.match(plain.warnings[0], /Set `transport: sse` for this server/);
+    assert.match(
+      plain.warnings[0],
+      /Set mcp_servers\.plain\.transport to sse in .*config\.yaml to skip the failed attempt\.$/,
+    );
 
     assert.equal(pinned.status, "connected", pinned.error);
     assert.equal(pinned.transport, "sse");
