@@ -8,10 +8,9 @@ import { join } from "node:path";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
 import { listeningHome } from "./_listener.ts";
 
-Deno.test("test of a deliver-only route: the real-message note only when the route takes the event (any case)", async () => {
-  await using h = await listeningHome();
-  const { env } = h;
-  const subscribed = await cli(h.home, [
+/** Subscribes `direct`: issues events, delivered straight to a Slack channel (deliver-only). */
+async function subscribeDirectSlack(home: string, env: Record<string, string>): Promise<void> {
+  const subscribed = await cli(home, [
     "webhook",
     "subscribe",
     "direct",
@@ -24,6 +23,12 @@ Deno.test("test of a deliver-only route: the real-message note only when the rou
     "--deliver-only",
   ], { env: { ...env, SLACK_BOT_TOKEN: "xoxb-test" } });
   assert.equal(subscribed.code, 0, subscribed.stderr);
+}
+
+Deno.test("test of a deliver-only route: the real-message note only when the route takes the event (any case)", async () => {
+  await using h = await listeningHome();
+  const { env } = h;
+  await subscribeDirectSlack(h.home, env);
 
   // The default event `test` is not one the route takes: nothing is sent, and no note says so.
   const ignored = await cli(h.home, ["webhook", "test", "direct"], { env });
@@ -47,19 +52,7 @@ Deno.test("test of a deliver-only route: the real-message note only when the rou
 Deno.test("test --json: the notes stderr has (a real message is sent, what to change) are in notes too, each said once", async () => {
   await using h = await listeningHome();
   const { env } = h;
-  const subscribed = await cli(h.home, [
-    "webhook",
-    "subscribe",
-    "direct",
-    "--events",
-    "issues",
-    "--deliver",
-    "slack",
-    "--deliver-chat-id",
-    "C0123456789",
-    "--deliver-only",
-  ], { env: { ...env, SLACK_BOT_TOKEN: "xoxb-test" } });
-  assert.equal(subscribed.code, 0, subscribed.stderr);
+  await subscribeDirectSlack(h.home, env);
   for (
     const [event, note] of [
       ["test", "the route takes only issues events; send one with --event issues"],
