@@ -660,13 +660,12 @@ export class Inbox implements Disposable {
         return { ok: false, problem: "silent", state: row.state };
       }
       let endReason = row.end_reason;
-      const notice = noAnswerNotice({ ...row, deliveryId: row.delivery_id }, EMPTY_ANSWER);
       // Older versions kept an empty answer as it was (which every platform refuses): it is now
       // the notice, and says why.
       if (endReason === "completed" && (row.answer ?? "").trim() === "") {
         endReason = EMPTY_ANSWER;
         this.#sql("UPDATE events SET answer = ?, end_reason = ? WHERE id = ?").run(
-          notice,
+          noAnswerNotice({ ...row, deliveryId: row.delivery_id }, EMPTY_ANSWER),
           endReason,
           id,
         );
