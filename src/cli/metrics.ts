@@ -138,9 +138,9 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     const config = loadMetricsConfig(io);
     const service = openExisting(config, io);
     try {
-      if (!options.json) sayMetricsWarnings(io, config);
+      const said = sayMetricsWarnings(io, config);
       const packages = storeGuard(() => service?.preview() ?? []);
-      if (options.json) return printJson(io, { packages, warnings: jsonWarnings(config) });
+      if (options.json) return printJson(io, { packages, warnings: jsonWarnings(config, said) });
       if (packages.length === 0) {
         io.out(
           service
@@ -169,7 +169,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
       const out = options.out === undefined ? undefined : prepareOutDir(resolve(options.out));
       const outDir = out?.dir;
       // Said before the send pass, which may wait on a slow endpoint (or be stopped).
-      if (!options.json) sayMetricsWarnings(io, config);
+      const said = sayMetricsWarnings(io, config);
       // Folders this command made for --out stay only when something is copied into them.
       let copying = false;
       let opened: UsageMetrics | undefined;
@@ -210,8 +210,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
               copy: copies[i],
             })),
             sent: sent.map(sentJson),
-            ...(dropped ? { dropped_unsent: dropped } : {}),
-            warnings: jsonWarnings(config),
+            ...dropped.json,
+            warnings: jsonWarnings(config, [...said, ...dropped.warnings]),
           });
           if (failed) throw copyFailure(failed, outDir!, built);
           return;
@@ -228,9 +228,10 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
     .option("--json", "print one JSON document").action(async (options) => {
       const config = loadMetricsConfig(io);
       // A refusal below says what these two would (sending is off, or has no endpoint).
-      if (!options.json) {
-        sayMetricsWarnings(io, config, [SEND_WHILE_OFF_WARNING, SEND_WITHOUT_ENDPOINT_WARNING]);
-      }
+      const said = sayMetricsWarnings(io, config, [
+        SEND_WHILE_OFF_WARNING,
+        SEND_WITHOUT_ENDPOINT_WARNING,
+      ]);
       if (!config.telemetry.enabled) {
         const hint = config.telemetry.decidedBy.startsWith("DO_NOT_TRACK")
           ? ""
@@ -266,8 +267,8 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             sent: sent.map(sentJson),
             ...(elsewhere > 0 ? { being_sent_elsewhere: elsewhere } : {}),
             ...(waiting && waiting.packages > 0 ? { deferred: deferredJson(waiting) } : {}),
-            ...(dropped ? { dropped_unsent: dropped } : {}),
-            warnings: jsonWarnings(config),
+            ...dropped.json,
+            warnings: jsonWarnings(config, [...said, ...dropped.warnings]),
           });
         }
         if (elsewhere > 0) {
@@ -425,8 +426,9 @@ function showStatus(
       })),
       deferred: deferredJson(queue.deferred),
       due_now: queue.due,
-      ...(dropped ? { dropped_unsent: dropped } : {}),
-      warnings: jsonWarnings(config),
+      ...dropped.json,
+      // In the order stderr has them: the dropped packages first, as in the text.
+      warnings: jsonWarnings(config, [...dropped.warnings, ...sayMetricsWarnings(io, config)]),
     });
   }
   io.out(`Usage metrics: ${t.enabled ? "collecting" : "off"} (${decidedBy(config)})\n`);
@@ -485,17 +487,26 @@ function lastAttempt(deferred: SendQueue["deferred"]): string {
 
 /**
  * Says once, as a warning on stderr, which unsent packages the 30-day retention dropped (in this
- * command or, unreported, in another process); returns them for the command's `--json` document.
+ * command or, unreported, in another process); returns them for the command's `--json` document:
+ * `json` is its `dropped_unsent` (none when nothing was dropped), `warnings` the warning said.
  */
-function reportDropped(
-  io: CliIo,
-  service: UsageMetrics | undefined,
-): { packages: number; reason: string; days: { day: string; packages: number }[] } | undefined {
+function reportDropped(io: CliIo, service: UsageMetrics | undefined): {
+  json: {
+    dropped_unsent?: {
+      packages: number;
+      reason: string;
+      days: { day: string; packages: number }[];
+    };
+  };
+  warnings: string[];
+} {
   const dropped = service?.takeDroppedUnsent();
-  if (!dropped) return undefined;
+  if (!dropped) return { json: {}, warnings: [] };
   const { what, why } = droppedUnsentWarning(dropped);
-  io.err(`warning: ${what}: ${why}\n`);
-  return { packages: dropped.packages, reason: dropped.reason, days: dropped.days };
+  const warning = `${what}: ${why}`;
+  io.err(`warning: ${warning}\n`);
+  const { packages, reason, days } = dropped;
+  return { json: { dropped_unsent: { packages, reason, days } }, warnings: [warning] };
 }
 
 /** `process 1234 on this host since 12:01:05 UTC (2 packages)`, for a live send claim. */
@@ -561,7 +572,7 @@ function reportConsentChange(
         was: entry.value ?? null,
         expected: entry.expected,
       })),
-      warnings: jsonWarnings(config),
+      warnings: jsonWarnings(config, sayMetricsWarnings(io, config)),
     });
   }
   for (const entry of replaced) {
@@ -586,23 +597,26 @@ function reportConsentChange(
 
 /**
  * Says the usage-metrics settings' warnings (a `send: true` that sends nothing, an
- * `AGENT_SHARED_METRICS` that is not true or false …) once on stderr, for output without `--json`
- * (a command's own warnings are in the `--json` document only: {@linkcode jsonWarnings}).
- * `except` leaves out what the command says in other words.
+ * `AGENT_SHARED_METRICS` that is not true or false …) once on stderr, with `--json` too; returns
+ * what it said, for the `--json` document ({@linkcode jsonWarnings}). `except` leaves out what
+ * the command says in other words.
  */
-function sayMetricsWarnings(io: CliIo, config: ResolvedConfig, except: string[] = []): void {
-  for (const warning of config.telemetry.warnings) {
-    if (!except.includes(warning)) io.err(`warning: ${warning}\n`);
-  }
+function sayMetricsWarnings(
+  io: CliIo,
+  config: ResolvedConfig,
+  except: string[] = [],
+): string[] {
+  const said = config.telemetry.warnings.filter((warning) => !except.includes(warning));
+  for (const warning of said) io.err(`warning: ${warning}\n`);
+  return said;
 }
 
 /**
  * A metrics command's `--json` warnings: the config file's (every command says them on stderr
- * first), then the usage-metrics settings' (without `--json`, {@linkcode sayMetricsWarnings}
- * says them on stderr).
+ * first), then the command's own, which it said on stderr too.
  */
-function jsonWarnings(config: ResolvedConfig): string[] {
-  return [...configFileWarnings(config), ...config.telemetry.warnings];
+function jsonWarnings(config: ResolvedConfig, own: string[]): string[] {
+  return [...configFileWarnings(config), ...own];
 }
 
 function consentLine(config: ResolvedConfig): string {

@@ -74,7 +74,7 @@ Deno.test("export prunes unsent packages older than 30 days and says so once, on
   }
 });
 
-Deno.test("export --json lists the dropped packages in dropped_unsent (and warns on stderr)", async () => {
+Deno.test("export --json lists the dropped packages in dropped_unsent, and warns on stderr and in warnings", async () => {
   await using h = await tempHome();
   await using _collector = await oldPackages(h.home, NOW);
   const result = await cli(h.home, ["metrics", "export", "--json"]);
@@ -83,7 +83,7 @@ Deno.test("export --json lists the dropped packages in dropped_unsent (and warns
     packages: [],
     sent: [],
     dropped_unsent: DROPPED,
-    warnings: [],
+    warnings: [WARNING.replace(/^warning: /, "").trimEnd()],
   });
   assert.equal(result.stderr, WARNING);
   const again = await cliJson(h.home, ["metrics", "export", "--json"]);
@@ -121,7 +121,9 @@ Deno.test("status --json and send --json carry dropped_unsent when they are the 
 
     const result = await cli(h.home, ["metrics", command, "--json"]);
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(JSON.parse(result.stdout).dropped_unsent, DROPPED, command);
+    const doc = JSON.parse(result.stdout);
+    assert.deepEqual(doc.dropped_unsent, DROPPED, command);
+    assert.deepEqual(doc.warnings, [WARNING.replace(/^warning: /, "").trimEnd()], command);
     assert.equal(result.stderr, WARNING, command);
     const again = await cli(h.home, ["metrics", command, "--json"]);
     assert.equal(JSON.parse(again.stdout).dropped_unsent, undefined, `${command}: once`);

@@ -1,9 +1,9 @@
 /**
  * The usage-metrics settings' warnings (a `send: true` that sends nothing, an
  * `AGENT_SHARED_METRICS` that is not true or false, an endpoint not used while metrics are off)
- * from every metrics command that reads them: once on stderr, or with `--json` in `warnings`
- * after the config file's (as every command's own warnings: stderr then has the config file's
- * only). `send` leaves out the two its refusal says in other words.
+ * from every metrics command that reads them: once on stderr after the config file's, with
+ * `--json` too, where they are also in `warnings` (an error document has none: stderr keeps
+ * them). `send` leaves out the two its refusal says in other words.
  */
 import assert from "node:assert/strict";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
@@ -23,19 +23,17 @@ async function assertWarns(
     const said = result.stderr.split("\n").filter((line) => line.startsWith("warning: "));
     assert.deepEqual(
       said,
-      [expected.fileWarning, ...(json ? [] : expected.warnings)].map((warning) =>
-        `warning: ${warning}`
-      ),
+      [expected.fileWarning, ...expected.warnings].map((warning) => `warning: ${warning}`),
       label,
     );
-    // A refusal's document is the error alone, as every command's.
-    if (json && expected.code === 0) {
-      assert.deepEqual(
-        parseOneJson(result.stdout).warnings,
-        [expected.fileWarning, ...expected.warnings],
-        label,
-      );
-    }
+    if (!json) continue;
+    const doc = parseOneJson(result.stdout);
+    // A refusal's document is the error alone, as every command's: its warnings are on stderr.
+    assert.deepEqual(
+      doc.warnings,
+      expected.code === 0 ? [expected.fileWarning, ...expected.warnings] : undefined,
+      label,
+    );
   }
 }
 
