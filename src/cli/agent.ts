@@ -81,13 +81,14 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
           // An empty answer is no answer either (a warning says so): a script must not take it
           // for one.
           if (result.endReason !== "completed" || isEmptyAnswer(result)) state.exitCode = 1;
-          // The config warnings are on stderr already: the file's (every command prints them
-          // first) and the usage-metrics settings' (said above).
+          // The run's own warnings (an empty or cut-off answer, a missing skill) on stderr in
+          // both modes, as the config warnings before them: the file's (every command prints
+          // them first) and the usage-metrics settings' (said above).
+          for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (options.json) {
             const before = [...configFileWarnings(config), ...config.telemetry.warnings];
             return printJson(io, runJson(result, [...before, ...problems]));
           }
-          for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
           if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
         } finally {

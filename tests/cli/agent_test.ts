@@ -735,7 +735,7 @@ Deno.test("run: agent.max_iterations ends a run whose model keeps calling tools 
   assert.equal(model.requests.length, 4);
 });
 
-Deno.test("run: an empty answer is a warning on stderr and in --json's warnings, and exit 1; [SILENT] is an answer", async () => {
+Deno.test("run: an empty answer is a warning on stderr (--json too) and in --json's warnings, and exit 1; [SILENT] is an answer", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({
     fallback: (request) => ({ content: lastUser(request) === "silent" ? "[SILENT]" : " \n" }),
@@ -756,6 +756,8 @@ Deno.test("run: an empty answer is a warning on stderr and in --json's warnings,
   assert.equal(json.json!.end_reason, "completed");
   assert.equal(json.json!.error, undefined);
   assert.deepEqual(json.json!.warnings, [warning]);
+  // On stderr with --json too, once: the document is not the only place a reader looks.
+  assert.equal(json.stderr, `warning: ${warning}\n`);
   expectCode(silent, 0);
   assert.equal(silent.stdout, "[SILENT]\n");
   assert.equal(silent.stderr, "");
@@ -797,6 +799,7 @@ Deno.test("run --skills: a skill's body reaches the system prompt; a missing one
     const warnings = json.json!.warnings as string[];
     assert.equal(warnings.length, 1);
     assert.match(warnings[0], /skill 'nope' was not found/);
+    assert.equal(json.stderr, `warning: ${warnings[0]}\n`);
   });
 
   await t.step("--skills ../etc: a name that can never be a skill is a usage error", async () => {
