@@ -80,11 +80,19 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           warnings: [...session.warningsOf(row.name), ...row.warnings],
         }));
         if (options.json) {
+          // The entries' config warnings on stderr, as without --json (their errors are in
+          // `issues` and the invalid rows).
+          const configWarnings = session.warningsOf();
+          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
           return printJson(io, {
             servers: rows.map(serverRow),
             issues: session.issues,
-            // What every command says on stderr first (unknown keys, .env lines).
-            warnings: [...configFileWarnings(session.config), ...session.oauthWarnings],
+            // What every command says on stderr first (unknown keys, .env lines), then these.
+            warnings: [
+              ...configFileWarnings(session.config),
+              ...configWarnings,
+              ...session.oauthWarnings,
+            ],
           });
         }
         session.printIssues();
@@ -127,7 +135,10 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           const ok = server.status === "connected";
           if (!ok) state.exitCode = 1;
           const configWarnings = session.warningsOf(name);
+          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
           if (options.json) {
+            // The connection's warnings, which the text shows in its report, on stderr too.
+            for (const warning of server.warnings) io.err(`warning: ${visible(warning)}\n`);
             return printJson(io, {
               ok,
               ...serverRow(server),
@@ -142,7 +153,6 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
               tools: tools.map(toolRow),
             });
           }
-          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
           if (!ok) {
             io.err(`${server.error}\n`);
             return;
@@ -190,11 +200,12 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           if (name && failed.length > 0) state.exitCode = 1;
           if (options.json) {
             // Config errors and warnings too: invalid entries (only in a listing of all servers:
-            // a named invalid one is refused above) and the config warnings of the entries used.
+            // a named invalid one is refused above) and the config warnings of the entries used,
+            // which are said on stderr as without --json, as are the servers' warnings.
             const invalid = name ? [] : session.invalidServers();
-            const configWarnings = session.issues
-              .filter((issue) => issue.severity === "warning" && (!name || issue.server === name))
-              .map((issue) => formatIssue(issue, session.config.paths.config));
+            const configWarnings = session.warningsOf(name);
+            for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
+            for (const warning of warnings) io.err(`warning: ${visible(warning)}\n`);
             return printJson(io, {
               tools: tools.map(toolRow),
               errors: [...failed, ...invalid].map((s) => ({ server: s.name, error: s.error })),
@@ -449,11 +460,9 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             `MCP server '${name}' does not use OAuth; add \`auth: oauth\` to mcp_servers.${name} in ${session.config.paths.config}`,
           );
         }
-        // The entry's config warnings, as `mcp test` has them: in --json's warnings, else stderr.
+        // The entry's config warnings, as `mcp test` has them: on stderr, and in --json's warnings.
         const configWarnings = session.warningsOf(name);
-        if (!options.json) {
-          for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
-        }
+        for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
         // What the login says as it goes (a refused client metadata document …): on stderr as
         // it happens, and in --json's warnings.
         const loginWarnings: string[] = [];
@@ -475,6 +484,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         const connected = server.status === "connected";
         if (!connected) state.exitCode = 1;
         if (options.json) {
+          for (const warning of server.warnings) io.err(`warning: ${visible(warning)}\n`);
           return printJson(io, {
             server: name,
             logged_in: outcome.loggedIn,
@@ -647,9 +657,15 @@ class McpSession {
     for (const unlisten of [interrupt, terminate]) if (unlisten) this.#unlisten.push(unlisten);
   }
 
-  /** The config warnings of server `name` (an unknown key, an unset variable …), formatted. */
-  warningsOf(name: string): string[] {
-    return this.issues.filter((issue) => issue.server === name && issue.severity === "warning")
+  /**
+   * The config warnings of server `name` (an unknown key, an unset variable …), formatted; without
+   * a name, those of every entry and of `mcp_servers` itself.
+   */
+  warningsOf(name?: string): string[] {
+    return this.issues
+      .filter((issue) =>
+        issue.severity === "warning" && (name === undefined || issue.server === name)
+      )
       .map((issue) => formatIssue(issue, this.config.paths.config));
   }
 
@@ -1066,7 +1082,14 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
   ];
   if (!options.json) {
     showInstallReview(io, request, { source, unset, warnings, dotenv: config.paths.dotenv });
-  } else for (const warning of warnings) warn(io, warning);
+  } else {
+    // What the review would say of the entry's variables and keys, in the review's words.
+    warnings.push(
+      ...unset.map((name) => unsetWarning(name, config.paths.dotenv)),
+      ...request.warnings.map((warning) => `config: ${warning}`),
+    );
+    for (const warning of warnings) warn(io, warning);
+  }
 
   let name = options.name ?? request.name;
   try {
@@ -1180,10 +1203,12 @@ function showInstallReview(
       } from ${dotenv} or the environment and hands the values to ${visible(to)}.`,
     );
   }
-  for (const name of unset) {
-    warn(io, `${name} is not set; add it to ${dotenv} before using the server.`);
-  }
+  for (const name of unset) warn(io, unsetWarning(name, dotenv));
   for (const warning of request.warnings) warn(io, `config: ${warning}`);
+}
+
+function unsetWarning(name: string, dotenv: string): string {
+  return `${name} is not set; add it to ${dotenv} before using the server.`;
 }
 
 function warn(io: CliIo, text: string): void {
@@ -1311,6 +1336,13 @@ async function registerLinkHandler(
   };
   const xdgMime = await run("xdg-mime", ["default", DESKTOP_FILE, SCHEME_MIME]);
   const database = await run("update-desktop-database", [applications]);
+  const command = `xdg-mime default ${DESKTOP_FILE} ${SCHEME_MIME}`;
+  const warning = xdgMime === "done"
+    ? undefined
+    : xdgMime === "not installed"
+    ? `xdg-mime is not installed; to make this the agent:// handler, run: ${command}`
+    : `${command} ${xdgMime}`;
+  if (warning) io.err(`warning: ${warning}\n`);
   if (json) {
     return printJson(io, {
       desktop_file: desktopFile,
@@ -1318,19 +1350,12 @@ async function registerLinkHandler(
       xdg_mime: xdgMime,
       update_desktop_database: database,
       // Said on stderr first by every command, though this one does not read the config.
-      warnings: configWarnings,
+      warnings: [...configWarnings, ...(warning ? [warning] : [])],
     });
   }
   io.out(`Wrote ${desktopFile}\n  Exec=${exec}\n`);
-  const command = `xdg-mime default ${DESKTOP_FILE} ${SCHEME_MIME}`;
   if (xdgMime === "done") {
     io.out(`agent:// links now open \`agent mcp install\` in a terminal (${command}).\n`);
-  } else if (xdgMime === "not installed") {
-    io.err(
-      `warning: xdg-mime is not installed; to make this the agent:// handler, run: ${command}\n`,
-    );
-  } else {
-    io.err(`warning: ${command} ${xdgMime}\n`);
   }
 }
 

@@ -160,6 +160,45 @@ Deno.test("mcp test and mcp call show the entry's config warnings, also when the
   assert.match(failedCall.stderr, /cannot start command/);
 });
 
+Deno.test("mcp test, tools and list --json: each warning once on stderr, as without --json, and in warnings", async () => {
+  await using home = await tempHome();
+  const server = stdioCommand(["--tools", "echo"]);
+  writeConfig(
+    home.home,
+    [
+      "modle: x",
+      "mcp_servers:",
+      "  warned:",
+      `    command: ${yamlValue(server.command)}`,
+      `    args: ${yamlValue(server.args)}`,
+      "    header: { X: '1' }",
+      "    tools: { include: [echo, nosuch] }",
+      "",
+    ].join("\n"),
+  );
+  const env = denoEnv();
+  const lines = (warnings: string[]) => warnings.map((warning) => `warning: ${warning}\n`).join("");
+  for (
+    const argv of [["test", "warned"], ["tools", "warned"], ["tools"], ["list"]]
+  ) {
+    const label = `agent mcp ${argv.join(" ")} --json`;
+    const json = await cli(home.home, ["mcp", ...argv, "--json"], { env });
+    expectCode(json, 0);
+    const warnings = parseOneJson(json.stdout).warnings as string[];
+    assert.match(warnings[0], /:1: modle: unknown key/, label);
+    assert.match(warnings[1], /mcp_servers\.warned\.header: .*did you mean/, label);
+    // The connection's warning: `list` has it on the server's row (the text's DETAIL column).
+    if (argv[0] !== "list") assert.match(warnings[2], /include entry 'nosuch' matches none/, label);
+    assert.equal(warnings.length, argv[0] === "list" ? 2 : 3, `${label}: ${warnings}`);
+    assert.equal(json.stderr, lines(warnings), label);
+    // `mcp test` without --json shows the connection's warnings in its report (stdout).
+    if (argv[0] === "test") continue;
+    const text = await cli(home.home, ["mcp", ...argv], { env });
+    expectCode(text, 0);
+    assert.equal(text.stderr, json.stderr, `${label}: as without --json`);
+  }
+});
+
 Deno.test("mcp ls is mcp list", async () => {
   await using home = await tempHome();
   const listed = await cli(home.home, ["mcp", "ls"]);

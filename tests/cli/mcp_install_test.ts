@@ -526,7 +526,7 @@ Deno.test("a README's Claude Desktop JSON: reviewed like a link, --yes writes th
   assert.equal(h.text(), before);
 });
 
-Deno.test("JSON: --json has source json and the changes in warnings; an entry without a name needs --name", async () => {
+Deno.test("JSON: --json has source json, the changes and an unset variable in warnings (and on stderr); an entry without a name needs --name", async () => {
   await using h = await home();
   const vscode = JSON.stringify({
     servers: {
@@ -537,7 +537,9 @@ Deno.test("JSON: --json has source json and the changes in warnings; an entry wi
       },
     },
   });
-  const doc = await cliJson(h.home, ["mcp", "install", "--yes", "--json", vscode]);
+  const result = await h.run(["mcp", "install", "--yes", "--json", vscode]);
+  expectCode(result, 0);
+  const doc = JSON.parse(result.stdout);
   // The variable is not set yet: config.yaml's own warning about it.
   assert.deepEqual(
     doc.issues.map((issue: { key: string; severity: string }) => [issue.key, issue.severity]),
@@ -558,8 +560,12 @@ Deno.test("JSON: --json has source json and the changes in warnings; an entry wi
     issues: [],
     warnings: [
       "${input:github_token} (a VS Code input) is read as the variable ${GITHUB_TOKEN}",
+      // What the review says without --json.
+      `GITHUB_TOKEN is not set; add it to ${join(h.home, ".env")} before using the server.`,
     ],
   });
+  // Each once on stderr too, as the review says them.
+  assert.equal(result.stderr, doc.warnings.map((line: string) => `warning: ${line}\n`).join(""));
 
   const bare = JSON.stringify({ command: "uvx", args: ["mcp-server-fetch"] });
   const unnamed = await h.run(["mcp", "install", "--yes", bare]);
@@ -620,20 +626,24 @@ Deno.test({
       "default agent-mcp-install.desktop x-scheme-handler/agent\n",
     );
 
-    // Without xdg-mime: the file is written and the command to run is named.
-    const json = await cliJson(h.home, ["mcp", "install", "--register-handler", "--json"], 0, {
+    // Without xdg-mime: the file is written and the command to run is named, in a warning on
+    // stderr (--json too, where it is in warnings).
+    const warning = "xdg-mime is not installed; to make this the agent:// handler, run: " +
+      "xdg-mime default agent-mcp-install.desktop x-scheme-handler/agent";
+    const withJson = await h.run(["mcp", "install", "--register-handler", "--json"], {
       env: { ...env, PATH: join(h.home, "empty") },
     });
+    expectCode(withJson, 0);
+    const json = JSON.parse(withJson.stdout);
     assert.equal(json.desktop_file, file);
     assert.equal(json.xdg_mime, "not installed");
+    assert.deepEqual(json.warnings, [warning]);
+    assert.equal(withJson.stderr, `warning: ${warning}\n`);
     const text = await h.run(["mcp", "install", "--register-handler"], {
       env: { ...env, PATH: "" },
     });
     expectCode(text, 0);
-    assert.match(
-      text.stderr,
-      /xdg-mime is not installed; to make this the agent:\/\/ handler, run: xdg-mime default agent-mcp-install\.desktop x-scheme-handler\/agent/,
-    );
+    assert.equal(text.stderr, `warning: ${warning}\n`);
   },
 });
 

@@ -62,26 +62,39 @@ Deno.test("agent mcp login --json: authorizes in the browser, stores 0600 tokens
   assert.equal(browser.visits.length, 1);
 });
 
-Deno.test("agent mcp login: the connection's warnings (a tools.include entry that matches none) are in --json's warnings, as in mcp test, and on stderr once without --json", async () => {
+Deno.test("agent mcp login: the entry's config warnings and the connection's (a tools.include entry that matches none) are in --json's warnings, as in mcp test, and on stderr once, with --json too", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
   const browser = testBrowser();
-  writeConfig(h.home, oauthConfig(server, "    tools:\n      include: [echo, nosuch]\n"));
+  writeConfig(
+    h.home,
+    oauthConfig(server, "    timout: 30\n    tools:\n      include: [echo, nosuch]\n"),
+  );
   const unmatched = "MCP server 'api': mcp_servers.api.tools.include entry 'nosuch' matches " +
     "none of the server's tools (names are case-sensitive)";
+  const once = (result: { stderr: string }, warning: string, label: string) =>
+    assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, label);
   const json = await cli(h.home, ["mcp", "login", "api", "--json"], { openBrowser: browser.open });
   await browser.settled();
   assert.equal(json.code, 0, json.stderr);
   const document = JSON.parse(json.stdout);
-  assert.deepEqual([document.tools, document.warnings], [1, [unmatched]]);
-  const test = await cliJson(h.home, ["mcp", "test", "api", "--json"]);
-  assert.deepEqual(test.warnings, document.warnings, "as mcp test --json has them");
+  assert.equal(document.tools, 1);
+  assert.equal(document.warnings.length, 2, document.warnings);
+  assert.match(document.warnings[0], /mcp_servers\.api\.timout: .*did you mean `timeout`/);
+  assert.equal(document.warnings[1], unmatched);
+  const test = await cli(h.home, ["mcp", "test", "api", "--json"]);
+  assert.equal(test.code, 0, test.stderr);
+  assert.deepEqual(JSON.parse(test.stdout).warnings, document.warnings, "as mcp test --json");
 
   const text = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
   await browser.settled();
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, /Connected: 1 tool\.\n$/);
-  assert.equal(text.stderr.split(`warning: ${unmatched}\n`).length - 1, 1, text.stderr);
+  for (const warning of document.warnings) {
+    for (const [label, result] of Object.entries({ json, test, text })) {
+      once(result, warning, `${label}: ${warning}\n--- stderr ---\n${result.stderr}`);
+    }
+  }
 });
 
 Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried again", async () => {
