@@ -128,6 +128,7 @@ export function addGatewaySetupCommand(gateway: Command, io: CliIo): void {
       }
       const report = applyChoices(config, current, choices, io, interactive ? "wizard" : "flags");
       if (flags.json) {
+        for (const warning of report.warnings) io.err(`warning: ${warning}\n`);
         // What every command says on stderr first (unknown keys, .env lines) comes first.
         return printJson(io, {
           ...report,

@@ -129,20 +129,23 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
             : listRow(config, settings, route!, table.get(name));
         }),
       ];
+      // The routes' problems are warnings here (the gateway serves the others): on stderr in
+      // both modes, and in --json's `warnings` as well as its `problems`.
+      const said = [...problems, ...warnings];
+      const warn = () => said.forEach((warning) => io.err(`warning: ${escapeControls(warning)}\n`));
       if (options.json) {
+        warn();
         return printJson(io, {
           enabled: settings.enabled,
           base_url: webhookBaseUrl(settings),
           subscriptions: rows,
           problems,
           // What every command says on stderr first (unknown keys, .env lines) comes first.
-          warnings: [...configFileWarnings(config), ...warnings],
+          warnings: [...configFileWarnings(config), ...said],
         });
       }
       if (!settings.enabled) io.out(`${notEnabled(config)}\n`);
-      for (const problem of [...problems, ...warnings]) {
-        io.err(`warning: ${escapeControls(problem)}\n`);
-      }
+      warn();
       if (rows.length === 0) {
         io.out("No subscriptions. Create one with `agent webhook subscribe <name>`.\n");
         return;

@@ -218,7 +218,7 @@ Deno.test("setup moves a secret out of config.yaml into .env", async () => {
   assert.equal(settingsOf(h.home).secret, "from-config-0123456789");
 });
 
-Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in the environment", async () => {
+Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in the environment (on stderr, --json too)", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(join(h.home, ".env"), "WEBHOOK_PORT=7000\nWEBHOOK_ENABLED=false\n");
   const fromDotenv = await cli(h.home, [
@@ -260,6 +260,11 @@ Deno.test("setup updates WEBHOOK_PORT/ENABLED in .env and warns about ones in th
     "WEBHOOK_ENABLED=no in the environment overrides platforms.webhook.enabled; unset it for this to apply",
     "WEBHOOK_PORT=7400 in the environment overrides platforms.webhook.extra.port; unset it for this to apply",
   ]);
+  // On stderr too, once each, as without --json.
+  assert.equal(
+    overridden.stderr,
+    (report.warnings as string[]).map((warning) => `warning: ${warning}\n`).join(""),
+  );
   assert.equal(settingsOf(h.home).port, 7300, "config.yaml has the chosen port");
 });
 
