@@ -17,6 +17,7 @@ import {
 } from "../gateway/inbox.ts";
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import type { ResolvedConfig } from "../home/config.ts";
+import { waitSeconds } from "../home/seconds.ts";
 import {
   CliError,
   type CliIo,
@@ -341,7 +342,8 @@ function eventText(event: EventSummary, now: number, served: boolean | undefined
   );
   if (event.state === "delivering" && !cut && event.nextAttemptAt > now) {
     lines.push(
-      `  next try:    in ${Math.ceil((event.nextAttemptAt - now) / 1000)} s` +
+      // As the gateway's retry log line says a wait: 0.2 s left is not "in 1 s".
+      `  next try:    in ${waitSeconds(event.nextAttemptAt - now)} s` +
         (served === false ? ", if a gateway runs then" : ""),
     );
   }

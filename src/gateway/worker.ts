@@ -8,6 +8,7 @@
  * @module
  */
 import { isEmptyAnswer, type RunResult } from "../agent/run.ts";
+import { waitSeconds } from "../home/seconds.ts";
 import { EMPTY_ANSWER, type Inbox, type InboxEvent, noAnswerNotice } from "./inbox.ts";
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
@@ -321,8 +322,9 @@ export class WorkerPool {
           error: result.error,
           attempt,
           max: this.#o.maxDeliveryAttempts,
-          // The wait itself (0.2 with delivery_retry_seconds: 0.2), not rounded up to 1 s.
-          wait_seconds: waitMs! / 1000,
+          // The wait itself (0.2 with delivery_retry_seconds: 0.2), not rounded up to 1 s; said
+          // as `agent webhook events` says the time left.
+          wait_seconds: waitSeconds(waitMs!),
         },
       );
     }

@@ -179,3 +179,40 @@ Deno.test("events --json keeps every field it had, adding interrupted", async ()
     ]);
   }
 });
+
+Deno.test("events says the time to the next try as the retry log line says a wait, not rounded up", async () => {
+  await using h = await tempHome();
+  const ids: Record<number, string> = {};
+  {
+    using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+    for (const left of [200, 61_000, 89_766, 3_600_000]) {
+      const id = inbox.enqueue(
+        {
+          route: "ci",
+          event: "push",
+          deliveryId: `d-${left}`,
+          payload: {},
+          prompt: "p",
+          plan: PLAN,
+        },
+        NOW - 60_000,
+      );
+      inbox.take(NOW - 60_000);
+      inbox.finishRun(id, { answer: "a", endReason: "completed", deliver: true }, NOW);
+      inbox.recordDelivery(id, { ok: false, error: "HTTP 503", retryAt: NOW + left }, NOW);
+      ids[left] = id;
+    }
+  }
+  const lock = await lockGatewayHome(join(h.home, "gateway", "inbox.sqlite3.lock"));
+  try {
+    const text = await cli(h.home, ["webhook", "events"]);
+    assert.equal(text.code, 0, text.stderr);
+    // The worker logs delivery_retry_seconds: 0.2 as "the next one in 0.2 s".
+    assert.match(block(text.stdout, ids[200]), /next try: {4}in 0\.2 s\n/);
+    assert.match(block(text.stdout, ids[61_000]), /next try: {4}in 61 s\n/);
+    assert.match(block(text.stdout, ids[89_766]), /next try: {4}in 89\.8 s\n/);
+    assert.match(block(text.stdout, ids[3_600_000]), /next try: {4}in 3600 s\n/);
+  } finally {
+    lock.close();
+  }
+});

@@ -330,6 +330,25 @@ Deno.test("the retry line gives a sub-second wait as it is (delivery_retry_secon
   assert.equal(retry.properties?.wait_seconds, 0.2);
 });
 
+Deno.test("the retry line's wait is rounded as `agent webhook events` says the time left", async () => {
+  let failures = 1;
+  await using t = await setup({
+    deliver: () =>
+      Promise.resolve(
+        failures-- > 0
+          ? { ok: false, retryable: true, error: "HTTP 429", retryAfterMs: 89_766 }
+          : { ok: true },
+      ),
+  });
+  t.pool.start();
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await t.until(() => t.logs.some((entry) => entry.level === "warning"));
+  const retry = t.logs.find((entry) => entry.level === "warning")!;
+  // tests/cli/webhook_events_test.ts: 89.766 s left shows as "in 89.8 s" there too.
+  assert.equal(retry.properties?.wait_seconds, 89.8);
+});
+
 Deno.test("after a crash, events left running are run and delivered exactly once", async () => {
   const dir = await Deno.makeTempDir();
   const path = join(dir, "inbox.sqlite3");
