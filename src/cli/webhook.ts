@@ -16,7 +16,12 @@ import {
 } from "../delivery/identifiers.ts";
 import { missingToken } from "../delivery/targets.ts";
 import { skillNameProblem } from "../agent/skills.ts";
-import { isPlainObject, MAX_TIMER_SECONDS, type ResolvedConfig } from "../home/config.ts";
+import {
+  isPlainObject,
+  MAX_TIMER_SECONDS,
+  parseBoolish,
+  type ResolvedConfig,
+} from "../home/config.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import { configuredLogLevel, type LogLevel, logWrites } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
@@ -284,6 +289,15 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           );
         }
         // Re-subscribing replaces the record; only the secret is kept (decisions.md §6).
+        const dropped = droppedByResubscribe(previous);
+        if (dropped.length > 0) {
+          const them = dropped.length === 1 ? "it" : "them";
+          warnings.push(
+            `re-subscribing replaced the whole record of '${name}', and no option of subscribe ` +
+              `sets what was written into it by hand: ${dropped.join("; ")}. To keep ${them}, ` +
+              `add ${them} to ${JSON.stringify(name)} in ${config.paths.subscriptions} again`,
+          );
+        }
         const kept = isPlainObject(previous) && typeof previous.secret === "string"
           ? previous.secret.trim()
           : "";
@@ -831,6 +845,22 @@ function printableLines(lines: string[]): string {
   return lines.map((line) => `${escapeControls(line)}\n`).join("");
 }
 
+/**
+ * What re-subscribing drops of `previous` (the record as stored) that no option of `subscribe`
+ * can give again, each with what changes: hand-written `filters`, and `enabled: false`.
+ */
+function droppedByResubscribe(previous: unknown): string[] {
+  if (!isPlainObject(previous)) return [];
+  return [
+    ...(previous.filters !== undefined && previous.filters !== null
+      ? ["its `filters` are not kept (it now takes every event --events allows)"]
+      : []),
+    ...(parseBoolish(previous.enabled) === false
+      ? ["its `enabled: false` is not kept (it is served again)"]
+      : []),
+  ];
+}
+
 /** The lines `list` prints for one route. */
 function rowText(row: ReturnType<typeof listRow>): string {
   const source = row.source === "static" ? " (static, config.yaml)" : "";
@@ -847,6 +877,10 @@ function rowText(row: ReturnType<typeof listRow>): string {
     `  prompt:  ${row.prompt ? oneLine(row.prompt, 72) : "(the event and payload)"}`,
     ...(row.skills.length > 0 ? [`  skills:  ${row.skills.join(", ")}`] : []),
     ...(row.script ? [`  script:  ${row.script}`] : []),
+    // Only the file sets them: without this line a filtered route looks like it takes all.
+    ...(row.filters === null
+      ? []
+      : [`  filters: ${oneLine(stringifyJsonExact(row.filters), 200)}`]),
     ...(row.status_reason ? [`  status:  ${row.status_reason}`] : []),
     ...row.problems.map((problem) => `  problem: ${problem}`),
     ...(row.description ? [`  ${row.description}`] : []),
@@ -1007,6 +1041,7 @@ function invalidRow(
     prompt: route?.prompt ?? "",
     skills: route?.skills ?? [],
     script: route?.script ?? null,
+    filters: route?.filters ?? null,
     enabled: route?.enabled ?? true,
     status: "invalid",
     status_reason: INVALID_REASON[source],
@@ -1032,6 +1067,7 @@ function listRow(
   prompt: string;
   skills: string[];
   script: string | null;
+  filters: unknown;
   enabled: boolean;
   status: RouteStatus;
   status_reason: string | null;
@@ -1084,6 +1120,7 @@ function listRow(
     prompt: route.prompt,
     skills: route.skills,
     script: route.script ?? null,
+    filters: route.filters ?? null,
     enabled: route.enabled,
     status,
     status_reason: reason,

@@ -495,3 +495,54 @@ Deno.test("test: a port that accepts but never answers is reported as no answer,
     for (const conn of held) conn.close();
   }
 });
+
+Deno.test("subscribe again warns that hand-written filters and enabled: false are not kept (no option sets them)", async () => {
+  await using h = await tempHome();
+  await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues"]);
+  const file = join(h.home, "webhook_subscriptions.json");
+  const records = subscriptions(h.home);
+  records.ci.filters = { field: "payload.action", equals: "closed" };
+  records.ci.enabled = false;
+  Deno.writeTextFileSync(file, JSON.stringify(records, null, 2));
+
+  const again = await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues", "--json"]);
+  assert.equal(again.code, 0, again.stderr);
+  const warning = "re-subscribing replaced the whole record of 'ci', and no option of subscribe " +
+    "sets what was written into it by hand: its `filters` are not kept (it now takes every " +
+    "event --events allows); its `enabled: false` is not kept (it is served again). To keep " +
+    `them, add them to "ci" in ${file} again`;
+  assert.ok(
+    (parseOneJson(again.stdout).warnings as string[]).includes(warning),
+    again.stdout,
+  );
+  assert.ok(again.stderr.startsWith(`warning: ${warning}\n`), again.stderr);
+  assert.equal(subscriptions(h.home).ci.filters, undefined);
+
+  // Nothing written by hand, nothing said.
+  const third = await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues"]);
+  assert.equal(third.code, 0, third.stderr);
+  assert.doesNotMatch(third.stderr, /re-subscribing/);
+});
+
+Deno.test("list shows a route's filters (text and --json), so a filtered route does not look like it takes every event", async () => {
+  await using h = await tempHome();
+  await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues"]);
+  await cli(h.home, ["webhook", "subscribe", "plain"]);
+  const records = subscriptions(h.home);
+  records.ci.filters = { field: "payload.action", equals: "closed" };
+  Deno.writeTextFileSync(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify(records, null, 2),
+  );
+  const text = await cli(h.home, ["webhook", "list"]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /\n {2}filters: \{"field":"payload\.action","equals":"closed"\}\n/);
+  assert.equal(text.stdout.match(/filters:/g)?.length, 1, text.stdout);
+  const json = parseOneJson((await cli(h.home, ["webhook", "list", "--json"])).stdout) as {
+    subscriptions: Record<string, unknown>[];
+  };
+  assert.deepEqual(json.subscriptions.map((row) => [row.name, row.filters]), [
+    ["ci", { field: "payload.action", equals: "closed" }],
+    ["plain", null],
+  ]);
+});
