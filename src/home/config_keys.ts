@@ -7,7 +7,7 @@
 import { dirname, join } from "node:path";
 import { isNode, visit } from "yaml";
 import { type ConfigSource, isPlainObject } from "./config.ts";
-import { unknownKeyMessage } from "./suggest.ts";
+import { closestKey, unknownKeyMessage } from "./suggest.ts";
 
 /**
  * A mapping's known keys: each is a leaf (`true`, any value), a mapping checked in turn, or
@@ -76,6 +76,38 @@ function apiKeyMessage(key: string, configFile: string): string {
     "holds it with model.api_key_env";
 }
 
+/**
+ * For a key written at the wrong level (`platforms.webhook.port` for `...extra.port`, a platform
+ * under `model`), where it is read: the known paths ending in `key` that share the most leading
+ * sections with where it was written, when at most two do. `undefined` when there is none, or
+ * when a sibling is a likely misspelling (that guess is better).
+ */
+function misplacedKeyMessage(
+  key: string,
+  path: readonly string[],
+  siblings: readonly string[],
+): string | undefined {
+  if (closestKey(key, siblings) !== undefined) return undefined;
+  const found: string[][] = [];
+  const walk = (tree: KeyTree, at: string[]) => {
+    for (const [name, child] of Object.entries(tree)) {
+      if (name === key) found.push([...at, name]);
+      if (typeof child === "object") walk(child, [...at, name]);
+    }
+  };
+  walk(KNOWN_KEYS, []);
+  const shared = (candidate: string[]) => {
+    let count = 0;
+    while (count < path.length && candidate[count] === path[count]) count++;
+    return count;
+  };
+  const most = Math.max(-1, ...found.map(shared));
+  const best = found.filter((candidate) => shared(candidate) === most);
+  if (best.length === 0 || best.length > 2) return undefined;
+  return `unknown key \`${key}\` is not read here and is ignored; did you mean ` +
+    `${best.map((candidate) => `\`${candidate.join(".")}\``).join(" or ")}?`;
+}
+
 /** A key of `config.yaml` that nothing reads. */
 export interface UnknownConfigKey {
   /** Dotted path of the key, e.g. `model.temprature`. */
@@ -125,7 +157,8 @@ export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
           line: source.lineOf(keyPath),
           message: path.join(".") === "model" && API_KEY_IN_CONFIG.test(key)
             ? apiKeyMessage(key, source.file)
-            : unknownKeyMessage(key, Object.keys(known)),
+            : misplacedKeyMessage(key, path, Object.keys(known)) ??
+              unknownKeyMessage(key, Object.keys(known)),
         });
       } else if (typeof expected === "object" && isPlainObject(child)) {
         check(child, expected, [...path, key]);

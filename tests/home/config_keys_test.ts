@@ -55,6 +55,54 @@ Deno.test("unknownConfigKeys: a key like nothing known is reported without a gue
   });
 });
 
+Deno.test("unknownConfigKeys: a key read at another level names where it is read", () => {
+  const text = [
+    "platforms:", //                       1
+    "  webhook:", //                       2
+    "    enabled: true", //                3
+    "    port: 9000", //                   4: extra left out
+    "    routes: {ci: {secret: s}}", //    5
+    "  telegram:", //                      6
+    "    api_base_url: http://x", //       7: extra left out
+    "model:", //                           8
+    "  default: m", //                     9
+    "  discord: {extra: {api_base_url: http://y}}", // 10: a platform under model
+    "agent:", //                           11
+    "  timeout_seconds: 5", //             12: read in two sections
+    "api_base_url: http://z", //           13: read in five: no guess
+  ].join("\n");
+  assert.deepEqual(
+    unknownConfigKeys(ConfigSource.parse(FILE, text)).map(({ key, message }) => [key, message]),
+    [
+      [
+        "platforms.webhook.port",
+        "unknown key `port` is not read here and is ignored; did you mean " +
+        "`platforms.webhook.extra.port`?",
+      ],
+      [
+        "platforms.webhook.routes",
+        "unknown key `routes` is not read here and is ignored; did you mean " +
+        "`platforms.webhook.extra.routes`?",
+      ],
+      [
+        "platforms.telegram.api_base_url",
+        "unknown key `api_base_url` is not read here and is ignored; did you mean " +
+        "`platforms.telegram.extra.api_base_url`?",
+      ],
+      [
+        "model.discord",
+        "unknown key `discord` is not read here and is ignored; did you mean `platforms.discord`?",
+      ],
+      [
+        "agent.timeout_seconds",
+        "unknown key `timeout_seconds` is not read here and is ignored; did you mean " +
+        "`model.timeout_seconds` or `approvals.timeout_seconds`?",
+      ],
+      ["api_base_url", "unknown key `api_base_url` is ignored; remove it or check its spelling"],
+    ],
+  );
+});
+
 Deno.test("unknownConfigKeys: an API key written in the model section says to move it to .env", () => {
   for (const key of ["api_key", "apiKey", "api-key", "key"]) {
     const found = unknownConfigKeys(
