@@ -65,8 +65,10 @@ import {
   SCRIPT_BLOCKED_LOG_LEVEL,
   UNKNOWN_ROUTE_ERROR,
 } from "../webhook/listener.ts";
+import { parseJsonObject } from "../webhook/request.ts";
 import { isInside, resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
+import { unfilledPlaceholders } from "../webhook/templates.ts";
 import {
   dynamicRoutes,
   readSubscriptions,
@@ -438,17 +440,27 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       let payload: unknown = TEST_PAYLOAD;
       if (options.payload !== undefined) {
-        try {
-          // Exact: a 19-digit id must reach the gateway as written, not rounded to a double.
-          payload = parseJsonExact(options.payload);
-        } catch (error) {
+        const file = /^\s*@(.+)$/.exec(options.payload)?.[1];
+        if (file !== undefined) {
+          // curl's -d @file: a saved event is what a tester has at hand.
           throw new UsageError(
-            `--payload is not valid JSON: ${error instanceof Error ? error.message : error}`,
+            "--payload takes the JSON text itself, not a file name: to send a file, write " +
+              `--payload "$(cat ${file.trim()})"`,
           );
         }
-        if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-          throw new UsageError("--payload must be a JSON object");
+        // Read as the gateway reads a body (a 19-digit id stays exact, a key given twice is
+        // refused), so what it would answer 400 is said here, before anything is sent.
+        const parsed = parseJsonObject(options.payload, "--payload");
+        if (!parsed.ok) {
+          throw new UsageError(
+            parsed.error +
+              (/^--payload (is|holds) /.test(parsed.error)
+                ? `; give a JSON object such as --payload '{"action":"opened"}', or an event ` +
+                  'saved from the sender with --payload "$(cat event.json)"'
+                : ""),
+          );
         }
+        payload = parsed.payload;
       }
       const event = options.event.trim();
       if (!isEventName(event)) {
@@ -537,6 +549,21 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const hint = reply &&
         answerHint(response.status, reply, { config, settings, route, event });
       if (hint) after.push(hint);
+      const rendered = response.status === 202 || reply?.status === "delivered";
+      const unfilled = rendered ? unfilledPlaceholders(route.prompt, payload) : [];
+      if (unfilled.length > 0) {
+        // The default test event has none of a code host's fields: the prompt went out with
+        // `{issue.number}` in it, which the answer alone does not show.
+        const names = unfilled.length === 1
+          ? unfilled[0]
+          : `${unfilled.slice(0, -1).join(", ")} and ${unfilled.at(-1)}`;
+        after.push(
+          `the route's prompt template names ${names}, which this payload does not have, so ` +
+            `the prompt holds ${unfilled.length === 1 ? "it" : "them"} as written ` +
+            `({${unfilled[0]}}); send an event saved from the sender with ` +
+            '--payload "$(cat event.json)"',
+        );
+      }
       if (options.json) {
         after.forEach(note);
         let parsed: unknown = text;

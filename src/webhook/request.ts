@@ -221,7 +221,31 @@ function mediaType(contentType: string | null): string {
   return (contentType ?? "").split(";", 1)[0].trim().toLowerCase();
 }
 
-function parseJsonObject(text: string, what: string): PayloadResult {
+/**
+ * `text` read as one JSON object, as the gateway reads a sender's body (integers beyond 2^53
+ * exact, a key repeated in one object or nesting past {@linkcode MAX_JSON_DEPTH} refused), or why
+ * not, said of `what` and never quoting the text.
+ *
+ * @param text The JSON text.
+ * @param what What the text is, for the error (`"the body"`, `"--payload"`).
+ * @returns The object and its text, or the error.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseJsonObject } from "./request.ts";
+ * assert.deepEqual(parseJsonObject("[1]", "--payload"), {
+ *   ok: false,
+ *   error: "--payload is not a JSON object (got an array)",
+ * });
+ * assert.deepEqual(parseJsonObject('{"a":1}', "--payload"), {
+ *   ok: true,
+ *   payload: { a: 1 },
+ *   json: '{"a":1}',
+ * });
+ * ```
+ */
+export function parseJsonObject(text: string, what: string): PayloadResult {
   if (text.trim() === "") {
     const empty = text === "" ? "is empty" : "holds only whitespace";
     return { ok: false, error: `${what} ${empty}; expected a JSON object` };

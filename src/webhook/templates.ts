@@ -70,6 +70,34 @@ export function renderTemplate(
 }
 
 /**
+ * The payload paths `template` names that `payload` does not have: their placeholders stay as
+ * written when {@linkcode renderTemplate} renders it. Each once, in order; `{event_type}` and
+ * `{__raw__}` always render.
+ *
+ * @param template A route's `prompt` (or a `deliver_extra` value).
+ * @param payload The payload it is rendered against.
+ * @returns The paths left unfilled.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { unfilledPlaceholders } from "./templates.ts";
+ * const template = "#{issue.number}: {issue.title} ({event_type}, {issue.number})";
+ * assert.deepEqual(unfilledPlaceholders(template, { issue: { title: "Crash" } }), [
+ *   "issue.number",
+ * ]);
+ * ```
+ */
+export function unfilledPlaceholders(template: string, payload: unknown): string[] {
+  const unfilled = new Set<string>();
+  for (const [, path] of template.matchAll(PLACEHOLDER)) {
+    if (path === "event_type" || path === "__raw__") continue;
+    if (resolvePath(payload, path) === undefined) unfilled.add(path);
+  }
+  return [...unfilled];
+}
+
+/**
  * Renders the prompt of a route's event: its `prompt` template, or, when it has none (or only
  * blanks), {@linkcode defaultPrompt}. A template can still render blank for a payload (the
  * fields it names are empty): the caller decides what then (a direct delivery sends nothing, an

@@ -254,7 +254,7 @@ Deno.test("test: POSTs a signed test event to the running listener and prints it
   assert.deepEqual(inbox.take(Date.now())!.payload, { x: 1 });
   const bad = await cli(h.home, ["webhook", "test", "ci", "--payload", "[1]"], { env });
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /must be a JSON object/);
+  assert.match(bad.stderr, /--payload is not a JSON object \(got an array\)/);
   // A route that takes other events: the default test event is ignored, and the note says how
   // to send one it takes.
   await cli(h.home, ["webhook", "subscribe", "issues", "--events", "issues,issue_comment"], {

@@ -207,3 +207,71 @@ Deno.test("test answered 502 or 503 while the log level leaves out the line with
     /^note: the gateway logs the reason at level error, and AGENT_LOG_LEVEL is fatal, .* set AGENT_LOG_LEVEL to error \(or lower\)/m,
   );
 });
+
+Deno.test("test --payload that is not a JSON object says what is wrong and how to send a file", async () => {
+  await using h = await tempHome();
+  assert.equal((await cli(h.home, ["webhook", "subscribe", "ci"])).code, 0);
+  const example = `give a JSON object such as --payload '{"action":"opened"}', or an event saved ` +
+    `from the sender with --payload "$(cat event.json)"`;
+  for (
+    const [payload, message] of [
+      [
+        "@/tmp/event.json",
+        '--payload takes the JSON text itself, not a file name: to send a file, write --payload "$(cat /tmp/event.json)"',
+      ],
+      [
+        '{"a":1,}',
+        `--payload is not valid JSON (line 1, column 8: expected a property name in double quotes); ${example}`,
+      ],
+      ["[1]", `--payload is not a JSON object (got an array); ${example}`],
+      // The gateway would answer 400: one key twice is ambiguous.
+      [
+        '{"a":1,"a":2}',
+        '--payload has the key "a" twice in the object at $; each key may appear once per object',
+      ],
+    ]
+  ) {
+    const result = await cli(h.home, ["webhook", "test", "ci", "--payload", payload]);
+    assert.equal(result.code, 2, payload);
+    assert.equal(result.stderr.split("\n")[0], `agent: ${message}`, payload);
+  }
+});
+
+Deno.test("test says which fields of the prompt template the payload does not have (they are sent as written)", async () => {
+  await using h = await listeningHome();
+  const { env } = h;
+  const subscribed = await cli(h.home, [
+    "webhook",
+    "subscribe",
+    "triage",
+    "--prompt",
+    "Triage issue #{issue.number}: {issue.title} ({event_type}, {issue.number})",
+  ], { env });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+  const bare = await cli(h.home, ["webhook", "test", "triage", "--event", "issues"], { env });
+  assert.equal(bare.code, 0, bare.stderr);
+  assert.match(bare.stdout, /HTTP 202/);
+  assert.equal(
+    bare.stderr,
+    "note: the route's prompt template names issue.number and issue.title, which this payload " +
+      "does not have, so the prompt holds them as written ({issue.number}); send an event saved " +
+      `from the sender with --payload "$(cat event.json)"\n`,
+  );
+  assert.equal(
+    h.listener.inbox.take(Date.now())?.prompt,
+    "Triage issue #{issue.number}: {issue.title} (issues, {issue.number})",
+  );
+
+  const filled = await cli(h.home, [
+    "webhook",
+    "test",
+    "triage",
+    "--event",
+    "issues",
+    "--payload",
+    '{"issue":{"number":7,"title":"Crash"}}',
+  ], { env });
+  assert.equal(filled.code, 0, filled.stderr);
+  assert.equal(filled.stderr, "");
+  assert.equal(h.listener.inbox.take(Date.now())?.prompt, "Triage issue #7: Crash (issues, 7)");
+});
