@@ -51,6 +51,7 @@ import {
 import {
   acceptsUnsigned,
   disabledByVariable,
+  noSecretFix,
   readWebhookSettings,
   routeUrl,
   webhookBaseUrl,
@@ -476,10 +477,10 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
           `route '${name}' has no secret of its own and no global secret is set, so the ` +
             "gateway answers it 403. Fix: " +
             (route.source === "static"
-              ? "give it a `secret:` in config.yaml, or "
-              : `subscribe it again (\`agent webhook subscribe ${name} …\` generates one), or `) +
-            "set a global secret with `agent gateway setup --generate-secret`; then restart the " +
-            "gateway",
+              ? noSecretFix(config.source, name)
+              : `subscribe it again (\`agent webhook subscribe ${name} …\` generates one), or ` +
+                "set a global secret with `agent gateway setup --generate-secret`; then restart " +
+                "the gateway"),
         );
       }
       const body = stringifyJsonExact(payload);

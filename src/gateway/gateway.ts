@@ -19,7 +19,12 @@ import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
 import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
-import { acceptsUnsigned, readWebhookSettings, type WebhookSettings } from "../webhook/settings.ts";
+import {
+  acceptsUnsigned,
+  noSecretFix,
+  readWebhookSettings,
+  type WebhookSettings,
+} from "../webhook/settings.ts";
 import { defaultPrompt } from "../webhook/templates.ts";
 import { lockGatewayHome, recordGatewayAddress } from "./home_lock.ts";
 import { Inbox, type InboxEvent } from "./inbox.ts";
@@ -111,10 +116,8 @@ export class Gateway {
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
         log.error(
-          "route {route} has no secret and no global secret is set; it answers 403. Fix: give " +
-            "it a `secret:` in config.yaml, or set a global secret with " +
-            "`agent gateway setup --generate-secret`; then restart the gateway",
-          { route: route.name },
+          "route {route} has no secret and no global secret is set; it answers 403. Fix: {fix}",
+          { route: route.name, fix: noSecretFix(config.source, route.name) },
         );
       }
     }

@@ -274,6 +274,36 @@ export function acceptsUnsigned(settings: { insecureNoAuth: boolean; host?: stri
     (host === "127.0.0.1" || host === "::1" || host === "localhost");
 }
 
+/**
+ * How to give a static route without a secret one (the gateway answers it 403): the key to add,
+ * where in `config.yaml` (file and line), or a global secret; the gateway's start and
+ * `agent webhook test` say the same.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigSource } from "../home/config.ts";
+ * import { noSecretFix } from "./settings.ts";
+ * const source = ConfigSource.parse(
+ *   "/h/config.yaml",
+ *   "platforms:\n  webhook:\n    extra:\n      routes:\n        ci: {deliver: log}\n",
+ * );
+ * assert.equal(
+ *   noSecretFix(source, "ci"),
+ *   "add `secret: <secret>` to platforms.webhook.extra.routes.ci (/h/config.yaml:5), or set a " +
+ *     "global secret with `agent gateway setup --generate-secret`; then restart the gateway",
+ * );
+ * ```
+ */
+export function noSecretFix(source: Pick<ConfigSource, "file" | "lineOf">, name: string): string {
+  const key = `platforms.webhook.extra.routes.${name}`;
+  const line = source.lineOf(key);
+  return `add \`secret: <secret>\` to ${key} (${source.file}${
+    line === undefined ? "" : `:${line}`
+  }), ` +
+    "or set a global secret with `agent gateway setup --generate-secret`; then restart the gateway";
+}
+
 /** The URL of one route. */
 export function routeUrl(settings: { host?: string; port: number }, name: string): string {
   return `${webhookBaseUrl(settings)}/webhooks/${name}`;

@@ -263,7 +263,12 @@ Deno.test("gateway run on a home set up before generates no global secret: a sta
     await waitUntil(() => gateway.stderr().includes("route bare"), "the route error");
     assert.match(
       gateway.stderr(),
-      /route bare has no secret and no global secret is set; it answers 403\. Fix: give it a `secret:` in config\.yaml, or set a global secret with `agent gateway setup --generate-secret`; then restart the gateway/,
+      new RegExp(
+        "route bare has no secret and no global secret is set; it answers 403\\. Fix: add " +
+          "`secret: <secret>` to platforms\\.webhook\\.extra\\.routes\\.bare \\(" +
+          `${join(h.home, "config.yaml").replace(/[.]/g, "\\.")}:6\\), or set a global secret ` +
+          "with `agent gateway setup --generate-secret`; then restart the gateway",
+      ),
     );
     assert.doesNotMatch(gateway.stdout(), /Generated a global webhook secret/);
     let dotenv = "";
@@ -286,7 +291,8 @@ Deno.test("gateway run on a home set up before generates no global secret: a sta
     assert.equal(
       tested.stderr,
       "agent: route 'bare' has no secret of its own and no global secret is set, so the gateway " +
-        "answers it 403. Fix: give it a `secret:` in config.yaml, or set a global secret with " +
+        "answers it 403. Fix: add `secret: <secret>` to platforms.webhook.extra.routes.bare " +
+        `(${join(h.home, "config.yaml")}:6), or set a global secret with ` +
         "`agent gateway setup --generate-secret`; then restart the gateway\n",
     );
   } finally {
