@@ -151,6 +151,7 @@ export class AgentSession {
         clientInfo: { name: "agent", version: AGENT_VERSION },
         processEnv: options.env,
         onStderr: (server, text) => stderr.write(server, text),
+        stderrLogPath: stderr.path,
         onEvent: (event) => {
           logMcpEvent(event);
           options.onMcpEvent?.(event);

@@ -599,6 +599,7 @@ class McpSession {
       clientInfo: { name: "agent", version: AGENT_VERSION },
       processEnv: io.env,
       onStderr: (server, text) => this.#stderr.write(server, text),
+      stderrLogPath: this.#stderr.path,
       // Declared as an agent run declares them, so a server lists the tools an agent gets (some
       // offer tools only to clients that can answer these requests); answered no here.
       onElicitation: (server) => {

@@ -9,7 +9,10 @@
  * @module
  */
 import type { ChildProcess } from "node:child_process";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import {
+  StdioClientTransport,
+  type StdioServerParameters,
+} from "@modelcontextprotocol/client/stdio";
 import { quotedServerText } from "./errors.ts";
 
 const STDERR_LINES_KEPT = 3;
@@ -38,9 +41,12 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
   #stderrRest = "";
   readonly #stderrTail: string[] = [];
   #exit: { code: number | null; signal: string | null } | undefined;
+  /** The file the server's stderr is logged to, named in the diagnosis; none when not logged. */
+  readonly stderrLogPath: string | undefined;
 
-  constructor(...params: ConstructorParameters<typeof StdioClientTransport>) {
-    super(...params);
+  constructor(server: StdioServerParameters, stderrLogPath?: string) {
+    super(server);
+    this.stderrLogPath = stderrLogPath;
     // The SDK reports a message over its read limit only through `onerror` (then it closes);
     // `onerror` is a plain field that the client wraps, so the wrapping is observed on the way.
     let onerror: ((error: Error) => void) | undefined;
@@ -111,9 +117,9 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
         .slice(-STDERR_LINES_KEPT);
       parts.push(
         tail.length > 0
-          ? `its last stderr lines: ${
-            tail.map(shown).join(" | ")
-          } (all of it in logs/mcp-stderr.log)`
+          ? `its last stderr lines: ${tail.map(shown).join(" | ")}${
+            this.stderrLogPath ? ` (all of it in ${this.stderrLogPath})` : ""
+          }`
           : "it wrote nothing to stderr",
       );
     }

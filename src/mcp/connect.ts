@@ -70,6 +70,11 @@ export interface ConnectOptions {
   processEnvNames?: () => string[];
   /** Receives the stderr output of stdio servers. */
   onStderr?: (server: string, text: string) => void;
+  /**
+   * The file {@linkcode onStderr} writes to (`<home>/logs/mcp-stderr.log`), named in the errors
+   * of stdio servers; without it they name no file.
+   */
+  stderrLogPath?: string;
   /** Called when the server says its tool list changed, with the new list. */
   onToolsChanged?: (tools: Tool[]) => void;
   /**
@@ -369,7 +374,7 @@ function makeTransport(
       ...ownSessionLaunch(config.command!, config.args ?? [], env.PATH),
       env,
       stderr: "pipe",
-    });
+    }, options.stderrLogPath);
     const onStderr = options.onStderr;
     if (onStderr) {
       // Streaming: a character split across two chunks is decoded once both have come.
@@ -682,10 +687,13 @@ function classifyConnectError(
     return unreachable(config, error);
   }
   if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+    const log = transport instanceof DiagnosedStdioClientTransport
+      ? transport.stderrLogPath
+      : undefined;
     const where = diagnosis
       ? `: ${diagnosis}`
       : config.transport === "stdio"
-      ? " (the process closed its stdout; see logs/mcp-stderr.log)"
+      ? ` (the process closed its stdout${log ? `; see ${log}` : ""})`
       : "";
     return new McpServerError(
       name,

@@ -84,6 +84,8 @@ export interface McpManagerOptions {
   processEnvNames?: () => string[];
   /** Receives stdio servers' stderr. */
   onStderr?: (server: string, text: string) => void;
+  /** The file {@linkcode onStderr} writes to, named in errors (see `ConnectOptions.stderrLogPath`). */
+  stderrLogPath?: string;
   /** Retry failed servers in the background (long-running sessions). Default true. */
   reconnect?: boolean;
   /** Called when something worth logging happens. */
@@ -558,11 +560,10 @@ class ServerSlot {
           { cause: error },
         );
       }
+      const log = this.config.transport === "stdio" ? this.#options.stderrLogPath : undefined;
       const why = diagnosis
         ? `: ${diagnosis}`
-        : ` (the server may have crashed${
-          this.config.transport === "stdio" ? "; see logs/mcp-stderr.log" : ""
-        })`;
+        : ` (the server may have crashed${log ? `; see ${log}` : ""})`;
       const retry = tool.readOnly ? "" : "; not retried because the tool may have side effects";
       return new McpServerError(
         name,
@@ -684,6 +685,7 @@ class ServerSlot {
         processEnv: this.#options.processEnv,
         processEnvNames: this.#options.processEnvNames,
         onStderr: this.#options.onStderr,
+        stderrLogPath: this.#options.stderrLogPath,
         onToolsChanged: (tools) => this.#toolsChanged(tools),
         onToolsChangeFailed: (reason) => this.#toolsChangeFailed(reason),
         onElicitation: this.#options.onElicitation,

@@ -181,6 +181,27 @@ Deno.test("a second gateway on the same home is refused before it starts any MCP
   }
 });
 
+Deno.test("a stdio MCP server that exits at start is logged naming this home's mcp-stderr.log", async () => {
+  await using h = await tempHome();
+  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
+    'mcp_servers:\n  exits:\n    command: sh\n    args: ["-c", "echo boom >&2; exit 3"]\n';
+  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  await consoleOfGateway(h.home);
+  const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
+  const errors = log.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+    .filter((record) => record.properties?.server === "exits" && record.properties.error)
+    .map((record) => record.properties.error);
+  assert.ok(errors.length > 0, log);
+  for (const error of errors) {
+    assert.equal(
+      error,
+      "MCP server 'exits': the connection closed during the handshake: the process exited " +
+        'with code 3; its last stderr lines: "boom" (all of it in ' +
+        `${join(h.home, "logs", "mcp-stderr.log")})`,
+    );
+  }
+});
+
 Deno.test("a gateway whose model lacks its API key warns about that, not that no model is configured", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(

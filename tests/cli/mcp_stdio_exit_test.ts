@@ -1,0 +1,75 @@
+/**
+ * A stdio server whose process exits while connecting (a shell wrapper that fails, a missing
+ * binary behind `sh -c exec`): `agent mcp test | list | tools` report the exit at once, with the
+ * last stderr lines and the absolute path of this home's `logs/mcp-stderr.log`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { cli, type CliResult, parseOneJson, tempHome } from "./_helpers.ts";
+import { denoEnv, writeConfig } from "./_mcp_helpers.ts";
+
+function expectCode(result: CliResult, code: number): void {
+  assert.equal(result.code, code, `exit code\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+}
+
+/**
+ * Servers that exit at start. Their connect_timeout is far beyond what a passing run takes, so
+ * waiting for it shows as "no answer within connect_timeout" in the message.
+ */
+function exitingServers(marker: string): Record<string, unknown> {
+  const entry = (script: string) => ({
+    command: "sh",
+    args: ["-c", script],
+    env: { AGENT_TEST_MARKER: marker },
+    connect_timeout: 30,
+  });
+  return {
+    exits: entry("echo 'cannot open /nowhere/db' >&2; exit 3"),
+    missing: entry("exec some-missing-binary-agent-test"),
+  };
+}
+
+Deno.test("mcp test: a stdio wrapper that exits names the exit, its stderr and the log file of this home", async () => {
+  await using home = await tempHome();
+  const marker = `mcp-exit-${crypto.randomUUID()}`;
+  const { exits, missing } = exitingServers(marker);
+  writeConfig(home.home, stringify({ mcp_servers: { exits, missing } }));
+  const log = join(home.home, "logs", "mcp-stderr.log");
+  const expected: Record<string, string> = {
+    exits: `the process exited with code 3; its last stderr lines: "cannot open /nowhere/db"`,
+    missing: "the process exited with code 127; its last stderr lines: " +
+      `"sh: 1: exec: some-missing-binary-agent-test: not found"`,
+  };
+  for (const [name, diagnosis] of Object.entries(expected)) {
+    const result = await cli(home.home, ["mcp", "test", name], { env: denoEnv() });
+    expectCode(result, 1);
+    // The shell names itself by its path (`/usr/bin/sh: 1: …`) or as `sh`.
+    assert.equal(
+      result.stderr.replace(/"[^"]*\/sh: /, '"sh: '),
+      `MCP server '${name}': the connection closed during the handshake: ${diagnosis} ` +
+        `(all of it in ${log})\n`,
+    );
+    assert.equal(result.stdout, "");
+  }
+  assert.match(Deno.readTextFileSync(log), /\[exits\] cannot open \/nowhere\/db/);
+});
+
+Deno.test("mcp list and mcp tools name this home's mcp-stderr.log for a stdio server that exited", async () => {
+  await using home = await tempHome();
+  const marker = `mcp-exit-${crypto.randomUUID()}`;
+  const { exits } = exitingServers(marker);
+  writeConfig(home.home, stringify({ mcp_servers: { exits } }));
+  const message = "MCP server 'exits': the connection closed during the handshake: the process " +
+    `exited with code 3; its last stderr lines: "cannot open /nowhere/db" (all of it in ${
+      join(home.home, "logs", "mcp-stderr.log")
+    })`;
+  const env = denoEnv();
+
+  const list = await cli(home.home, ["mcp", "list", "--json"], { env });
+  const servers = parseOneJson(list.stdout).servers as { name: string; error?: string }[];
+  assert.deepEqual(servers.map((server) => [server.name, server.error]), [["exits", message]]);
+
+  const tools = await cli(home.home, ["mcp", "tools"], { env });
+  assert.ok(tools.stderr.split("\n").includes(`error: ${message}`), tools.stderr);
+});
