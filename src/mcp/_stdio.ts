@@ -4,7 +4,10 @@
  * fail only with "no answer" or "connection closed". This one remembers the first stray stdout
  * line, the exit code or signal, and the last stderr lines, to put them in the error. It also
  * notices when the SDK dropped the connection because one message was over its read limit
- * (`STDIO_DEFAULT_MAX_BUFFER_SIZE`, 10 MiB), which is then the whole story.
+ * (`STDIO_DEFAULT_MAX_BUFFER_SIZE`, 10 MiB), which is then the whole story. When the process
+ * exits, what is left of its process group (a wrapper's background child holding its pipes) is
+ * stopped, so the connection closes at once instead of waiting for connect_timeout or a tool's
+ * timeout.
  *
  * @module
  */
@@ -19,6 +22,8 @@ const STDERR_LINES_KEPT = 3;
 const LINE_LENGTH_SHOWN = 120;
 /** How much of a stdout line is kept to judge it; a longer one is judged by its start. */
 const LINE_LENGTH_KEPT = LINE_LENGTH_SHOWN * 8;
+/** How long what is left of an exited server's process group gets to end after SIGTERM. */
+const LEFTOVER_GRACE_MS = 1_000;
 
 /** The start of the diagnosis of a message over the SDK's stdio read limit. */
 export const OVERSIZED_MESSAGE = "a message from the server was larger than the";
@@ -89,7 +94,10 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
       this.#stdoutRest = rest.slice(0, LINE_LENGTH_KEPT);
       for (const { line, cut } of lines) this.#judge(line, cut);
     });
-    child?.once("exit", (code, signal) => this.#exit = { code, signal });
+    child?.once("exit", (code, signal) => {
+      this.#exit = { code, signal };
+      if (child.pid !== undefined) stopLeftovers(child, child.pid);
+    });
   }
 
   /**
@@ -161,6 +169,31 @@ export class DiagnosedStdioClientTransport extends StdioClientTransport {
       this.#stderrTail.push(line.trim());
       if (this.#stderrTail.length > STDERR_LINES_KEPT) this.#stderrTail.shift();
     }
+  }
+}
+
+/**
+ * Stops what is left of the process group of an exited server: children of a wrapper
+ * (`sh -c "server & exit 3"`) that keep its stdout open, so the SDK would never see the
+ * connection close. The server was started in its own session (`setsid`), so its pid is the
+ * group's id; without one there is no such group and nothing is signalled. SIGKILL follows when
+ * the pipes are still open after {@linkcode LEFTOVER_GRACE_MS}.
+ */
+function stopLeftovers(child: ChildProcess, group: number): void {
+  if (!signalGroup(group, "SIGTERM")) return;
+  const timer = setTimeout(() => signalGroup(group, "SIGKILL"), LEFTOVER_GRACE_MS);
+  Deno.unrefTimer(timer);
+  child.once("close", () => clearTimeout(timer));
+}
+
+/** Sends `signal` to process group `group`; false when there is no such group. */
+function signalGroup(group: number, signal: Deno.Signal): boolean {
+  if (Deno.build.os === "windows") return false;
+  try {
+    Deno.kill(-group, signal);
+    return true;
+  } catch {
+    return false;
   }
 }
 

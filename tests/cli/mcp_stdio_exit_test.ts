@@ -1,12 +1,13 @@
 /**
  * A stdio server whose process exits while connecting (a shell wrapper that fails, a missing
  * binary behind `sh -c exec`): `agent mcp test | list | tools` report the exit at once, with the
- * last stderr lines and the absolute path of this home's `logs/mcp-stderr.log`.
+ * last stderr lines and the absolute path of this home's `logs/mcp-stderr.log`, also when a
+ * child of the wrapper keeps its pipes open (that child is stopped, not left running).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { cli, type CliResult, parseOneJson, tempHome } from "./_helpers.ts";
+import { cli, type CliResult, parseOneJson, processesWithEnv, tempHome } from "./_helpers.ts";
 import { denoEnv, writeConfig } from "./_mcp_helpers.ts";
 
 function expectCode(result: CliResult, code: number): void {
@@ -27,6 +28,10 @@ function exitingServers(marker: string): Record<string, unknown> {
   return {
     exits: entry("echo 'cannot open /nowhere/db' >&2; exit 3"),
     missing: entry("exec some-missing-binary-agent-test"),
+    // The shell exits; its background child holds stdout and stderr open.
+    forks: entry("echo 'forking' >&2; sleep 300 & exit 3"),
+    // The same with exit 0, and a child that ignores SIGTERM.
+    stubborn: entry("trap '' TERM; sleep 300 & exit 0"),
   };
 }
 
@@ -53,6 +58,40 @@ Deno.test("mcp test: a stdio wrapper that exits names the exit, its stderr and t
     assert.equal(result.stdout, "");
   }
   assert.match(Deno.readTextFileSync(log), /\[exits\] cannot open \/nowhere\/db/);
+});
+
+Deno.test("mcp test: a wrapper that exits while its child holds the pipes fails at once and leaves no child", async () => {
+  await using home = await tempHome();
+  const marker = `mcp-exit-${crypto.randomUUID()}`;
+  const { forks, stubborn } = exitingServers(marker);
+  writeConfig(home.home, stringify({ mcp_servers: { forks, stubborn } }));
+  let left: number[] = [];
+  try {
+    const result = await cli(home.home, ["mcp", "test", "forks"], { env: denoEnv() });
+    left = processesWithEnv("AGENT_TEST_MARKER", marker);
+    expectCode(result, 1);
+    assert.equal(
+      result.stderr,
+      "MCP server 'forks': the connection closed during the handshake: the process exited with " +
+        `code 3; its last stderr lines: "forking" (all of it in ${
+          join(home.home, "logs", "mcp-stderr.log")
+        })\n`,
+    );
+    assert.deepEqual(left, [], "no child is left running");
+
+    const stubborn = await cli(home.home, ["mcp", "test", "stubborn"], { env: denoEnv() });
+    left = processesWithEnv("AGENT_TEST_MARKER", marker);
+    expectCode(stubborn, 1);
+    assert.equal(
+      stubborn.stderr,
+      "MCP server 'stubborn': the connection closed during the handshake: the process exited " +
+        "with code 0; it wrote nothing to stderr\n",
+    );
+    assert.deepEqual(left, [], "no child is left running");
+  } finally {
+    // What a failing run left behind is not left to run on.
+    for (const pid of processesWithEnv("AGENT_TEST_MARKER", marker)) Deno.kill(pid, "SIGKILL");
+  }
 });
 
 Deno.test("mcp list and mcp tools name this home's mcp-stderr.log for a stdio server that exited", async () => {
