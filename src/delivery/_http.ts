@@ -37,10 +37,11 @@ export interface ApiNames {
   api: string;
   /** The config key of the API root, e.g. `platforms.telegram.extra.api_base_url`. */
   baseKey: string;
-  /** The `.env` variable of the token, e.g. `TELEGRAM_BOT_TOKEN`. */
-  tokenVariable: string;
-  /** The `.env` file the token is set in. */
-  dotenv: string;
+  /**
+   * Where the token was read, for a fix: `TELEGRAM_BOT_TOKEN in <home>/.env`, or `the environment
+   * variable TELEGRAM_BOT_TOKEN` when the process environment supplied it.
+   */
+  tokenSetting: string;
 }
 
 /** Sends `request` as JSON; answers with the response or a failure. Never follows redirects. */
@@ -118,7 +119,7 @@ export function httpFailure(
       ok: false,
       retryable: false,
       error: `${names.api} refused the token (HTTP ${status}${said}). Fix: check ` +
-        `${names.tokenVariable} in ${names.dotenv}`,
+        names.tokenSetting,
     };
   }
   return {

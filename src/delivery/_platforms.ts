@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { SecretSource } from "../home/secrets.ts";
 import { AGENT_VERSION } from "../version.ts";
 import {
   type ApiAnswer,
@@ -65,7 +66,14 @@ export interface PlatformCall extends ApiNames {
 export interface PlatformInput {
   /** The rendered `deliver_extra` (or the fields of a resolved origin). */
   extra: Record<string, unknown>;
-  secrets: { get(name: string): string | undefined };
+  /**
+   * Tokens and home channels; `source` (a `SecretScope` has it) tells a value of the process
+   * environment from one of `.env`, so that a fix names where it was read.
+   */
+  secrets: {
+    get(name: string): string | undefined;
+    source?(name: string): SecretSource | undefined;
+  };
   /** The `.env` file the tokens and home channels are set in, named where a message says so. */
   dotenv: string;
   /** The checked API root. */
@@ -89,19 +97,19 @@ const JSON_HEADERS = {
 type Built = PlatformCall | { ok: false; error: string };
 
 const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
-  telegram({ extra, secrets, dotenv, base }) {
-    const token = readToken(secrets, dotenv, "TELEGRAM_BOT_TOKEN", {
+  telegram(input) {
+    const token = readToken(input, "TELEGRAM_BOT_TOKEN", {
       shape: /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/,
       looksLike:
         "a Telegram bot token (digits, ':', then letters, digits, _ and -, as @BotFather " +
         "gives it)",
     });
     if (!token.ok) return token;
-    const chat = destination(extra, secrets, dotenv, "TELEGRAM_HOME_CHANNEL", checkTelegramChat);
+    const chat = destination(input, "TELEGRAM_HOME_CHANNEL", checkTelegramChat);
     if (!chat.ok) return chat;
-    const names = namesOf("telegram", "the Telegram Bot API", base, "TELEGRAM_BOT_TOKEN", dotenv);
+    const names = namesOf(input, "telegram", "the Telegram Bot API", "TELEGRAM_BOT_TOKEN");
     // The token is part of the path (the Bot API's design); it was checked to be path-safe.
-    const url = apiUrl(base, `bot${token.value}`, "sendMessage");
+    const url = apiUrl(input.base, `bot${token.value}`, "sendMessage");
     return {
       ...names,
       destination: `chat ${chat.value}`,
@@ -137,13 +145,13 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  slack({ extra, secrets, dotenv, base }) {
-    const token = readToken(secrets, dotenv, "SLACK_BOT_TOKEN");
+  slack(input) {
+    const token = readToken(input, "SLACK_BOT_TOKEN");
     if (!token.ok) return token;
-    const channel = destination(extra, secrets, dotenv, "SLACK_HOME_CHANNEL", checkSlackChannel);
+    const channel = destination(input, "SLACK_HOME_CHANNEL", checkSlackChannel);
     if (!channel.ok) return channel;
-    const names = namesOf("slack", "the Slack Web API", base, "SLACK_BOT_TOKEN", dotenv);
-    const url = apiUrl(base, "chat.postMessage");
+    const names = namesOf(input, "slack", "the Slack Web API", "SLACK_BOT_TOKEN");
+    const url = apiUrl(input.base, "chat.postMessage");
     const headers = {
       ...JSON_HEADERS,
       // Without the charset Slack answers with a `missing_charset` warning.
@@ -174,19 +182,13 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  discord({ extra, secrets, dotenv, base }) {
-    const token = readToken(secrets, dotenv, "DISCORD_BOT_TOKEN");
+  discord(input) {
+    const token = readToken(input, "DISCORD_BOT_TOKEN");
     if (!token.ok) return token;
-    const channel = destination(
-      extra,
-      secrets,
-      dotenv,
-      "DISCORD_HOME_CHANNEL",
-      checkDiscordChannel,
-    );
+    const channel = destination(input, "DISCORD_HOME_CHANNEL", checkDiscordChannel);
     if (!channel.ok) return channel;
-    const names = namesOf("discord", "the Discord API", base, "DISCORD_BOT_TOKEN", dotenv);
-    const url = apiUrl(base, "channels", channel.value, "messages");
+    const names = namesOf(input, "discord", "the Discord API", "DISCORD_BOT_TOKEN");
+    const url = apiUrl(input.base, "channels", channel.value, "messages");
     const headers = {
       ...JSON_HEADERS,
       authorization: `Bot ${token.value}`,
@@ -221,14 +223,15 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  github_comment({ extra, secrets, dotenv, base }) {
-    const token = readToken(secrets, dotenv, "GITHUB_TOKEN");
+  github_comment(input) {
+    const { extra, base } = input;
+    const token = readToken(input, "GITHUB_TOKEN");
     if (!token.ok) return token;
     const repo = checkGithubRepo(required(extra.repo), "deliver_extra.repo");
     if (!repo.ok) return repo;
     const number = checkItemNumber(required(extra.number), "deliver_extra.number");
     if (!number.ok) return number;
-    const names = namesOf("github_comment", "the GitHub API", base, "GITHUB_TOKEN", dotenv);
+    const names = namesOf(input, "github_comment", "the GitHub API", "GITHUB_TOKEN");
     const { owner, name } = repo.value;
     const url = apiUrl(base, "repos", owner, name, "issues", String(number.value), "comments");
     const headers = {
@@ -264,8 +267,9 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
     };
   },
 
-  gitlab_comment({ extra, secrets, dotenv, base }) {
-    const token = readToken(secrets, dotenv, "GITLAB_TOKEN");
+  gitlab_comment(input) {
+    const { extra, base } = input;
+    const token = readToken(input, "GITLAB_TOKEN");
     if (!token.ok) return token;
     const project = checkGitlabProject(required(extra.project), "deliver_extra.project");
     if (!project.ok) return project;
@@ -278,7 +282,7 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
         error: `deliver_extra.kind is ${JSON.stringify(kind)}; expected "issue" or "merge_request"`,
       };
     }
-    const names = namesOf("gitlab_comment", "the GitLab API", base, "GITLAB_TOKEN", dotenv);
+    const names = namesOf(input, "gitlab_comment", "the GitLab API", "GITLAB_TOKEN");
     const items = kind === "issue" ? "issues" : "merge_requests";
     // A project path is one URL segment: `group/app` goes as `group%2Fapp`.
     const url = apiUrl(base, "projects", project.value, items, String(iid.value), "notes");
@@ -347,7 +351,7 @@ function slackFailure(code: string, names: ApiNames): CallFailure {
     return { ok: false, retryable: true, error: `${said}; it may work when tried again` };
   }
   const fix = SLACK_TOKEN_ERRORS.has(code)
-    ? `check SLACK_BOT_TOKEN in ${names.dotenv} (a bot token with the chat:write scope)`
+    ? `check ${names.tokenSetting} (a bot token with the chat:write scope)`
     : SLACK_CHANNEL_ERRORS.has(code)
     ? "check the channel (deliver_extra.chat_id or SLACK_HOME_CHANNEL) and invite the bot to it"
     : undefined;
@@ -376,50 +380,77 @@ function resetIn(headers: Headers, nowMs: number = Date.now()): number | undefin
 }
 
 function namesOf(
+  input: PlatformInput,
   target: PlatformTarget,
   api: string,
-  base: URL,
   tokenVariable: string,
-  dotenv: string,
 ): ApiNames {
   return {
-    api: `${api} at ${base.href.replace(/\/$/, "")}`,
+    api: `${api} at ${input.base.href.replace(/\/$/, "")}`,
     baseKey: `platforms.${target}.extra.api_base_url`,
-    tokenVariable,
-    dotenv,
+    tokenSetting: settingOf(input, tokenVariable),
   };
+}
+
+/** Where a token or home channel is looked up. */
+type SecretPlace = Pick<PlatformInput, "secrets" | "dotenv">;
+
+/** Whether the value of `variable` came from the process environment (not from `.env`). */
+function fromEnvironment({ secrets }: SecretPlace, variable: string): boolean {
+  return secrets.source?.(variable) === "environment";
+}
+
+/** `X in <home>/.env`, or `the environment variable X` when the value came from there. */
+function settingOf(place: SecretPlace, variable: string): string {
+  return fromEnvironment(place, variable)
+    ? `the environment variable ${variable}`
+    : `${variable} in ${place.dotenv}`;
 }
 
 /** The token of `variable`, trimmed; refused when missing or unusable in a header or path. */
 function readToken(
-  secrets: PlatformInput["secrets"],
-  dotenv: string,
+  place: SecretPlace,
   variable: string,
   options: { shape?: RegExp; looksLike?: string } = {},
 ): Checked<string> {
+  const { secrets, dotenv } = place;
   const token = secrets.get(variable)?.trim();
-  if (!token) {
-    return {
-      ok: false,
-      error: `${variable} is not set. Fix: add ${variable}=<token> to ${dotenv}, then ` +
-        "restart the gateway",
-    };
-  }
+  if (!token) return { ok: false, error: tokenNotSet(place, variable) };
+  const into = fromEnvironment(place, variable) ? `the environment variable ${variable}` : dotenv;
   if (!/^[\x21-\x7e]+$/.test(token)) {
     return {
       ok: false,
       error: `${variable} holds spaces, control or non-ASCII characters. Fix: copy the token ` +
-        `again into ${dotenv}`,
+        `again into ${into}`,
     };
   }
   if (options.shape && !options.shape.test(token)) {
     return {
       ok: false,
       error: `${variable} does not look like ${options.looksLike}. Fix: copy the token again ` +
-        `into ${dotenv}`,
+        `into ${into}`,
     };
   }
   return { ok: true, value: token };
+}
+
+/**
+ * Why a token is missing, and where to set it: not set anywhere (`.env` is the place for
+ * secrets), set empty in `.env` (which hides the environment's), or set empty in the environment.
+ */
+function tokenNotSet(place: SecretPlace, variable: string): string {
+  const restart = "then restart the gateway";
+  const source = place.secrets.source?.(variable);
+  if (source === ".env") {
+    return `${variable} is empty in ${place.dotenv}, which is read before the environment. ` +
+      `Fix: set ${variable}=<token> there, or remove the line to use the environment ` +
+      `variable, ${restart}`;
+  }
+  if (source === "environment") {
+    return `the environment variable ${variable} is empty. Fix: set it to the token, or add ` +
+      `${variable}=<token> to ${place.dotenv}, ${restart}`;
+  }
+  return `${variable} is not set. Fix: add ${variable}=<token> to ${place.dotenv}, ${restart}`;
 }
 
 /**
@@ -429,9 +460,7 @@ function readToken(
  * message goes.
  */
 function destination(
-  extra: Record<string, unknown>,
-  secrets: PlatformInput["secrets"],
-  dotenv: string,
+  { extra, ...place }: PlatformInput,
   homeVariable: string,
   check: (value: unknown, field: string) => Checked<string>,
 ): Checked<string> {
@@ -450,12 +479,15 @@ function destination(
     }
     return check(given, "deliver_extra.chat_id");
   }
-  const home = secrets.get(homeVariable)?.trim();
-  if (home) return check(home, `${homeVariable} (in ${dotenv})`);
+  const home = place.secrets.get(homeVariable)?.trim();
+  if (home) {
+    const where = fromEnvironment(place, homeVariable) ? "the environment" : place.dotenv;
+    return check(home, `${homeVariable} (in ${where})`);
+  }
   return {
     ok: false,
     error: `no chat to send to. Fix: set deliver_extra.chat_id on the route (--deliver-chat-id) ` +
-      `or ${homeVariable} in ${dotenv}`,
+      `or ${homeVariable} in ${place.dotenv}`,
   };
 }
 

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { SecretSource } from "../home/secrets.ts";
 import { DELIVERY_TARGETS, type DeliveryTargetName } from "../webhook/routes.ts";
 import { postJson } from "./_http.ts";
 import { isRecord, shownValue } from "./_json.ts";
@@ -30,8 +31,14 @@ export const SILENT_ANSWER = "[SILENT]";
 
 /** What a delivery needs from the running service; injectable for tests. */
 export interface DeliveryContext {
-  /** Tokens and home channels: a `SecretScope` (`<home>/.env` first, then the environment). */
-  secrets: { get(name: string): string | undefined };
+  /**
+   * Tokens and home channels: a `SecretScope` (`<home>/.env` first, then the environment). With
+   * its `source`, a failure names the environment variable when the value came from there.
+   */
+  secrets: {
+    get(name: string): string | undefined;
+    source?(name: string): SecretSource | undefined;
+  };
   /**
    * The `.env` file of the home (`config.paths.dotenv`), named where a failure says to set or
    * check a token or home channel. Default `<home>/.env`, literally.
@@ -133,7 +140,7 @@ const TOKEN_VARIABLES = Object.values(TOKEN_VARIABLE);
  */
 export function missingToken(
   target: DeliveryTargetName,
-  secrets: { get(name: string): string | undefined },
+  secrets: DeliveryContext["secrets"],
 ): string | undefined {
   const set = (name: string) => Boolean(secrets.get(name)?.trim());
   if (target === "log") return undefined;
@@ -143,7 +150,14 @@ export function missingToken(
       : "neither GITHUB_TOKEN (for GitHub events) nor GITLAB_TOKEN (for GitLab events) is set";
   }
   const variable = TOKEN_VARIABLE[target];
-  return set(variable) ? undefined : `${variable} is not set`;
+  if (set(variable)) return undefined;
+  // An empty line in .env hides the environment's value: "not set" would send the user there.
+  const source = secrets.source?.(variable);
+  if (source === ".env") {
+    return `${variable} is empty in .env, which is read before the environment`;
+  }
+  if (source === "environment") return `the environment variable ${variable} is empty`;
+  return `${variable} is not set`;
 }
 
 /**

@@ -497,3 +497,22 @@ Deno.test("list of a disabled platform: the advice works where it is followed (s
     "unset, as advised: enabled",
   );
 });
+
+Deno.test("subscribe: a token line left empty in .env is said to hide the environment's, not to be unset", async () => {
+  await using home = await tempHome();
+  Deno.writeTextFileSync(join(home.home, ".env"), "SLACK_BOT_TOKEN=\n");
+  const result = await cli(
+    home.home,
+    ["webhook", "subscribe", "alerts", "--deliver", "slack", "--deliver-chat-id", "C0123456789"],
+    { env: { SLACK_BOT_TOKEN: "xoxb-1111111111-2222222222-fromTheEnvironment" } },
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(
+    result.stderr.split("\n").includes(
+      "warning: SLACK_BOT_TOKEN is empty in .env, which is read before the environment: " +
+        `deliveries to slack fail until you add it to ${join(home.home, ".env")} and restart ` +
+        "the gateway",
+    ),
+    result.stderr,
+  );
+});

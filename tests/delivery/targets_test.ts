@@ -7,12 +7,15 @@ import {
   type DeliveryRequest,
   type DeliveryResult,
   MESSAGE_LIMITS,
+  missingToken,
   type PlatformTarget,
   splitMessage,
 } from "../../src/delivery/mod.ts";
+import { SecretScope } from "../../src/home/secrets.ts";
 import type { DeliveryTargetName } from "../../src/webhook/routes.ts";
 import { renderExtra } from "../../src/webhook/templates.ts";
 import {
+  FAKE_TOKENS,
   type FakePlatformName,
   type FakePlatformOptions,
   startFakePlatform,
@@ -52,6 +55,8 @@ async function setup(
     timeoutMs?: number;
     baseUrl?: string;
     dotenv?: string;
+    /** The text of `.env`: the secrets are then a `SecretScope` over it and `env`. */
+    dotenvText?: string;
   } = {},
 ) {
   const fake = await startFakePlatform(name, options.fake);
@@ -62,7 +67,9 @@ async function setup(
   const logs: Line[] = [];
   const warnings: Line[] = [];
   const context: DeliveryContext = {
-    secrets: { get: (variable) => env[variable] },
+    secrets: options.dotenvText === undefined
+      ? { get: (variable) => env[variable] }
+      : SecretScope.fromText(options.dotenvText, (variable) => env[variable]),
     apiBaseUrl: (target) => target === TARGET_OF[name] ? options.baseUrl ?? fake.baseUrl : UNUSED,
     log: (message, properties) => logs.push({ message, properties }),
     warn: (message, properties) => warnings.push({ message, properties }),
@@ -1051,6 +1058,88 @@ Deno.test("every fix that points at .env names the home's real .env file given i
     `Fix: check GITLAB_TOKEN in ${dotenv}`,
     `Fix: check SLACK_BOT_TOKEN in ${dotenv} (a bot token with the chat:write scope)`,
   ]);
+});
+
+Deno.test("a token or home channel from the process environment: the fix names the environment variable, not .env", async () => {
+  const dotenv = "/srv/agent-home/.env";
+  const errorOf = async (
+    name: FakePlatformName,
+    dotenvText: string,
+    env: Record<string, string | undefined>,
+    extra: Record<string, unknown> = EXTRA[name],
+  ) => {
+    const { fake, context } = await setup(name, {
+      env: { [TOKEN_VARIABLE[name]]: undefined, ...env },
+      dotenv,
+      dotenvText,
+    });
+    await using _ = fake;
+    return failed(await deliver(request(TARGET_OF[name], "x", extra), context)).error;
+  };
+  const fix = (error: string) => error.replace(/^.*(Fix:|DISCORD_HOME)/, "$1");
+  const token = FAKE_TOKENS.discord;
+  const said = [
+    await errorOf("github", "", { GITHUB_TOKEN: "ghp_abc def" }),
+    await errorOf("telegram", "", { TELEGRAM_BOT_TOKEN: "../../admin" }),
+    await errorOf("gitlab", "", { GITLAB_TOKEN: "glpat-wrong" }),
+    await errorOf("slack", "", { SLACK_BOT_TOKEN: "xoxb-wrong" }),
+    await errorOf("discord", `DISCORD_BOT_TOKEN=${token}\n`, {
+      DISCORD_HOME_CHANNEL: "../../users/@me",
+    }, {}),
+    // The same in .env: its file is named.
+    await errorOf("gitlab", "GITLAB_TOKEN=glpat-wrong\n", { GITLAB_TOKEN: "glpat-other" }),
+  ];
+  assert.deepEqual(said.map(fix), [
+    "Fix: copy the token again into the environment variable GITHUB_TOKEN",
+    "Fix: copy the token again into the environment variable TELEGRAM_BOT_TOKEN",
+    "Fix: check the environment variable GITLAB_TOKEN",
+    "Fix: check the environment variable SLACK_BOT_TOKEN (a bot token with the chat:write scope)",
+    'DISCORD_HOME_CHANNEL (in the environment) is "../../users/@me"; expected a Discord ' +
+    "channel id (a snowflake of 15 to 25 digits, in quotes)",
+    `Fix: check GITLAB_TOKEN in ${dotenv}`,
+  ]);
+});
+
+Deno.test("a token set empty: in .env it hides the environment's, and the message says so", async () => {
+  const dotenv = "/srv/agent-home/.env";
+  const errorOf = async (dotenvText: string, env: Record<string, string | undefined>) => {
+    const { fake, context } = await setup("slack", { env, dotenv, dotenvText });
+    await using _ = fake;
+    const error = failed(await deliver(request("slack", "x", EXTRA.slack), context)).error;
+    assert.equal(fake.requests.length, 0);
+    return error;
+  };
+  assert.equal(
+    await errorOf("SLACK_BOT_TOKEN=\n", { SLACK_BOT_TOKEN: FAKE_TOKENS.slack }),
+    `slack: SLACK_BOT_TOKEN is empty in ${dotenv}, which is read before the environment. Fix: ` +
+      "set SLACK_BOT_TOKEN=<token> there, or remove the line to use the environment variable, " +
+      "then restart the gateway",
+  );
+  assert.equal(
+    await errorOf("", { SLACK_BOT_TOKEN: " " }),
+    "slack: the environment variable SLACK_BOT_TOKEN is empty. Fix: set it to the token, or " +
+      `add SLACK_BOT_TOKEN=<token> to ${dotenv}, then restart the gateway`,
+  );
+  assert.equal(
+    await errorOf("", { SLACK_BOT_TOKEN: undefined }),
+    `slack: SLACK_BOT_TOKEN is not set. Fix: add SLACK_BOT_TOKEN=<token> to ${dotenv}, then ` +
+      "restart the gateway",
+  );
+});
+
+Deno.test("missingToken: an empty .env line or environment variable is said as such, not as not set", () => {
+  const scope = (text: string, env: Record<string, string>) =>
+    SecretScope.fromText(text, (name) => env[name]);
+  assert.equal(
+    missingToken("telegram", scope("TELEGRAM_BOT_TOKEN=\n", { TELEGRAM_BOT_TOKEN: "7:a" })),
+    "TELEGRAM_BOT_TOKEN is empty in .env, which is read before the environment",
+  );
+  assert.equal(
+    missingToken("discord", scope("", { DISCORD_BOT_TOKEN: "" })),
+    "the environment variable DISCORD_BOT_TOKEN is empty",
+  );
+  assert.equal(missingToken("slack", scope("", {})), "SLACK_BOT_TOKEN is not set");
+  assert.equal(missingToken("slack", scope("", { SLACK_BOT_TOKEN: "xoxb-1" })), undefined);
 });
 
 Deno.test("tokens never appear in errors, also when the platform echoes them", async () => {

@@ -20,6 +20,7 @@ import {
 } from "../cli/_helpers.ts";
 import { DENO_CONFIG, denoEnv, freePort } from "../cli/_mcp_helpers.ts";
 import { postGithub } from "../e2e/_gateway.ts";
+import { startFakePlatform } from "../fixtures/fake_platforms.ts";
 
 /** A gateway section on 127.0.0.1 and a free port, appended to `yaml`. */
 function gatewayYaml(yaml = ""): string {
@@ -32,14 +33,14 @@ function gatewayEnv(home: string): (name: string) => string | undefined {
 }
 
 /**
- * Starts a gateway on `home` with its console lines caught, runs `body` against it, stops it and
- * returns the lines it printed.
+ * Starts a gateway on `home` (environment `env`, default {@linkcode gatewayEnv}) with its console
+ * lines caught, runs `body` against it, stops it and returns the lines it printed.
  */
 async function consoleOfGateway(
   home: string,
   body: (gateway: Gateway) => Promise<void> = () => Promise.resolve(),
+  env: (name: string) => string | undefined = gatewayEnv(home),
 ): Promise<string[]> {
-  const env = gatewayEnv(home);
   const config = loadConfig({ env });
   const shown: string[] = [];
   await configureLogging(config.paths, { console: (line) => shown.push(line) });
@@ -241,6 +242,41 @@ Deno.test("a delivery that fails for a token not set names this home's .env file
   assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
     "warning: route alert: direct delivery d-1 to slack failed: slack: SLACK_BOT_TOKEN is not " +
     `set. Fix: add SLACK_BOT_TOKEN=<token> to ${join(h.home, ".env")}, then restart the gateway\n`,
+  ]);
+});
+
+Deno.test("a delivery whose token from the process environment is refused names the environment variable, not .env", async () => {
+  await using h = await tempHome();
+  await using slack = await startFakePlatform("slack");
+  const secret = "route-secret-0123456789abcdef";
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml() +
+      `      routes:\n        alert:\n          secret: ${secret}\n          deliver: slack\n` +
+      "          deliver_only: true\n          prompt: 'Build {status}'\n" +
+      "          deliver_extra:\n            chat_id: C0123456789\n" +
+      `  slack:\n    extra:\n      api_base_url: ${slack.baseUrl}\n`,
+  );
+  const vars: Record<string, string> = {
+    AGENT_HOME: h.home,
+    WEBHOOK_SECRET: "s",
+    SLACK_BOT_TOKEN: "xoxb-1111111111-2222222222-revokedToken0000",
+  };
+  const shown = await consoleOfGateway(h.home, async (gateway) => {
+    const answer = await postGithub(
+      { url: (path) => `${gateway.addresses[0]}${path}` },
+      { name: "alert", secret },
+      "push",
+      "d-1",
+      { status: "passed" },
+    );
+    assert.equal(answer.status, 502);
+  }, (name) => vars[name]);
+  assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
+    `warning: route alert: direct delivery d-1 to slack failed: slack: channel C0123456789: ` +
+    `the Slack Web API at ${slack.baseUrl} refused the message (ok: false, error: invalid_auth). ` +
+    "Fix: check the environment variable SLACK_BOT_TOKEN (a bot token with the chat:write " +
+    "scope)\n",
   ]);
 });
 
