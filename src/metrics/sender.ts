@@ -20,6 +20,7 @@
  * @module
  */
 import { ENDPOINT_KEY, validateEndpoint } from "../home/metrics_endpoint.ts";
+import { AGENT_VERSION } from "../version.ts";
 
 // Part of the sender's API: the endpoint it refuses, checked here before any request.
 export { validateEndpoint };
@@ -60,9 +61,15 @@ export interface SenderOptions {
   signal?: AbortSignal;
   /** Per-request limit until the response headers arrive, in ms; default 10 000. */
   requestTimeoutMs?: number;
-  /** Value of the `User-Agent` header; when absent the runtime's default is sent. */
+  /** Value of the `User-Agent` header; default `agent/<version>` (as `agent --version` prints it). */
   userAgent?: string;
 }
+
+/**
+ * The `User-Agent` of every request: `agent/<version>`, the version `agent --version` prints (the
+ * runtime's default would be `Deno/<version>`, which tells a collector nothing about the sender).
+ */
+const USER_AGENT = `agent/${AGENT_VERSION}`;
 
 /** Bodies larger than this many UTF-8 bytes are gzip-compressed. */
 const GZIP_THRESHOLD_BYTES = 4096;
@@ -125,7 +132,7 @@ export async function sendPackages(
     random: options.random ?? Math.random,
     signal: options.signal,
     requestTimeoutMs,
-    userAgent: options.userAgent,
+    userAgent: options.userAgent ?? USER_AGENT,
   };
 
   const queue = [...packages];
@@ -158,7 +165,7 @@ interface Pass {
   random: () => number;
   signal: AbortSignal | undefined;
   requestTimeoutMs: number;
-  userAgent: string | undefined;
+  userAgent: string;
 }
 
 /** The outcome of one package; `stopReason` set means the rest of the pass is deferred too. */
@@ -249,9 +256,8 @@ interface EncodedRequest {
   headers: Headers;
 }
 
-async function encodeRequest(text: string, userAgent: string | undefined): Promise<EncodedRequest> {
-  const headers = new Headers({ "Content-Type": "application/json" });
-  if (userAgent !== undefined) headers.set("User-Agent", userAgent);
+async function encodeRequest(text: string, userAgent: string): Promise<EncodedRequest> {
+  const headers = new Headers({ "Content-Type": "application/json", "User-Agent": userAgent });
   const bytes = new TextEncoder().encode(text);
   if (bytes.byteLength <= GZIP_THRESHOLD_BYTES) return { body: bytes, headers };
   headers.set("Content-Encoding", "gzip");

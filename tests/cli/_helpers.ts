@@ -346,6 +346,7 @@ export async function spawnDeno(
 export interface Received {
   method: string;
   contentType: string | null;
+  userAgent: string | null;
   /** The body, gunzipped when it came gzipped. */
   body: string;
 }
@@ -369,6 +370,7 @@ export function startCollector(statusCode: number): Collector {
       received.push({
         method: request.method,
         contentType: request.headers.get("content-type"),
+        userAgent: request.headers.get("user-agent"),
         body: await new Response(bytes).text(),
       });
       return new Response(null, { status: statusCode });

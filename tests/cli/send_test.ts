@@ -50,6 +50,10 @@ Deno.test("export with send on POSTs the exact package JSON; status shows it sen
   const [request] = collector.received;
   assert.equal(request.method, "POST");
   assert.match(request.contentType ?? "", /^application\/json/);
+  // The version `agent --version` prints, not the runtime's default (`Deno/2.x`).
+  const version = (await cli(h.home, ["--version"])).stdout.trim();
+  assert.match(version, /^\d+\.\d+\.\d+/);
+  assert.equal(request.userAgent, `agent/${version}`);
   assert.equal(request.body, Deno.readTextFileSync(entry.path), "body is the outbox file");
   assert.deepEqual(validateMetricsPackage(JSON.parse(request.body)), { valid: true });
 
@@ -82,6 +86,11 @@ Deno.test("send posts packages exported while sending was off", async () => {
   for (const id of ids) assert.match(text.stdout, new RegExp(`^Sent ${id}$`, "m"));
 
   assert.equal(collector.received.length, 2);
+  const version = (await cli(h.home, ["--version"])).stdout.trim();
+  assert.deepEqual(collector.received.map((r) => r.userAgent), [
+    `agent/${version}`,
+    `agent/${version}`,
+  ]);
   const bodies = new Set(collector.received.map((r) => r.body));
   for (const entry of exported.packages) {
     assert.ok(bodies.has(Deno.readTextFileSync(entry.path)), `${entry.package_id} sent as is`);

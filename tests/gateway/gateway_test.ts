@@ -9,6 +9,7 @@ import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
 import { lockGatewayHome, runningGateway } from "../../src/gateway/home_lock.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { closeLogging, configureLogging } from "../../src/home/log.ts";
+import { AGENT_VERSION } from "../../src/version.ts";
 import {
   countersOf,
   enable,
@@ -75,6 +76,7 @@ Deno.test("a quiet gateway packages finished days and sends them at start (send:
     await gateway.stop();
   }
   assert.equal(collector.received.length, 1, "one package sent without any run");
+  assert.equal(collector.received[0].userAgent, `agent/${AGENT_VERSION}`);
   const sent = JSON.parse(collector.received[0].body);
   assert.deepEqual(countersOf([sent]), SAMPLE_COUNTERS);
   const outbox = [...Deno.readDirSync(join(h.metrics, "outbox"))].map((entry) => entry.name);

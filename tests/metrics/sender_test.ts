@@ -6,6 +6,7 @@ import {
   sendPackages,
   validateEndpoint,
 } from "../../src/metrics/sender.ts";
+import { AGENT_VERSION } from "../../src/version.ts";
 
 // Deno ≥2.8 leaves the leak checks off by default; the sender promises no leaked timers or bodies.
 Deno.test.sanitizer({ ops: true, resources: true });
@@ -511,6 +512,15 @@ Deno.test("the User-Agent header is sent when set", async () => {
   await sendPackages([makePackage("p1")], options);
 
   assert.equal(collector.received[0].headers.get("user-agent"), "agent-service/0.1.0");
+});
+
+Deno.test("without userAgent, the User-Agent is agent/<version>, not the runtime's default", async () => {
+  await using collector = startCollector(statuses(202));
+  const { options } = testOptions(collector.endpoint);
+
+  await sendPackages([makePackage("p1")], options);
+
+  assert.equal(collector.received[0].headers.get("user-agent"), `agent/${AGENT_VERSION}`);
 });
 
 Deno.test("response bodies of every kind are consumed (no leaks) and content never logged", async () => {
