@@ -7,3 +7,10 @@ import manifest from "../deno.json" with { type: "json" };
 
 /** The service version, e.g. `0.1.0`. */
 export const AGENT_VERSION: string = manifest.version;
+
+/**
+ * The `User-Agent` of this service's own HTTP requests (deliveries, usage-metrics packages):
+ * `agent-service/<version>`. The runtime's default, `Deno/<version>`, would tell a platform or a
+ * collector nothing about the sender.
+ */
+export const USER_AGENT: string = `agent-service/${AGENT_VERSION}`;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { SecretSource } from "../home/secrets.ts";
-import { AGENT_VERSION } from "../version.ts";
+import { AGENT_VERSION, USER_AGENT } from "../version.ts";
 import {
   type ApiAnswer,
   type ApiNames,
@@ -88,7 +88,6 @@ export function preparePlatformCall(
   return BUILDERS[target](input);
 }
 
-const USER_AGENT = `agent-service/${AGENT_VERSION}`;
 const JSON_HEADERS = {
   "content-type": "application/json",
   accept: "application/json",

@@ -20,7 +20,7 @@
  * @module
  */
 import { ENDPOINT_KEY, validateEndpoint } from "../home/metrics_endpoint.ts";
-import { AGENT_VERSION } from "../version.ts";
+import { USER_AGENT } from "../version.ts";
 
 // Part of the sender's API: the endpoint it refuses, checked here before any request.
 export { validateEndpoint };
@@ -61,15 +61,9 @@ export interface SenderOptions {
   signal?: AbortSignal;
   /** Per-request limit until the response headers arrive, in ms; default 10 000. */
   requestTimeoutMs?: number;
-  /** Value of the `User-Agent` header; default `agent/<version>` (as `agent --version` prints it). */
+  /** Value of the `User-Agent` header; default {@linkcode USER_AGENT}. */
   userAgent?: string;
 }
-
-/**
- * The `User-Agent` of every request: `agent/<version>`, the version `agent --version` prints (the
- * runtime's default would be `Deno/<version>`, which tells a collector nothing about the sender).
- */
-const USER_AGENT = `agent/${AGENT_VERSION}`;
 
 /** Bodies larger than this many UTF-8 bytes are gzip-compressed. */
 const GZIP_THRESHOLD_BYTES = 4096;

@@ -53,7 +53,7 @@ Deno.test("export with send on POSTs the exact package JSON; status shows it sen
   // The version `agent --version` prints, not the runtime's default (`Deno/2.x`).
   const version = (await cli(h.home, ["--version"])).stdout.trim();
   assert.match(version, /^\d+\.\d+\.\d+/);
-  assert.equal(request.userAgent, `agent/${version}`);
+  assert.equal(request.userAgent, `agent-service/${version}`);
   assert.equal(request.body, Deno.readTextFileSync(entry.path), "body is the outbox file");
   assert.deepEqual(validateMetricsPackage(JSON.parse(request.body)), { valid: true });
 
@@ -88,8 +88,8 @@ Deno.test("send posts packages exported while sending was off", async () => {
   assert.equal(collector.received.length, 2);
   const version = (await cli(h.home, ["--version"])).stdout.trim();
   assert.deepEqual(collector.received.map((r) => r.userAgent), [
-    `agent/${version}`,
-    `agent/${version}`,
+    `agent-service/${version}`,
+    `agent-service/${version}`,
   ]);
   const bodies = new Set(collector.received.map((r) => r.body));
   for (const entry of exported.packages) {

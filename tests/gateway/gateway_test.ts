@@ -76,7 +76,7 @@ Deno.test("a quiet gateway packages finished days and sends them at start (send:
     await gateway.stop();
   }
   assert.equal(collector.received.length, 1, "one package sent without any run");
-  assert.equal(collector.received[0].userAgent, `agent/${AGENT_VERSION}`);
+  assert.equal(collector.received[0].userAgent, `agent-service/${AGENT_VERSION}`);
   const sent = JSON.parse(collector.received[0].body);
   assert.deepEqual(countersOf([sent]), SAMPLE_COUNTERS);
   const outbox = [...Deno.readDirSync(join(h.metrics, "outbox"))].map((entry) => entry.name);

@@ -514,13 +514,13 @@ Deno.test("the User-Agent header is sent when set", async () => {
   assert.equal(collector.received[0].headers.get("user-agent"), "agent-service/0.1.0");
 });
 
-Deno.test("without userAgent, the User-Agent is agent/<version>, not the runtime's default", async () => {
+Deno.test("without userAgent, the User-Agent is agent-service/<version>, not the runtime's default", async () => {
   await using collector = startCollector(statuses(202));
   const { options } = testOptions(collector.endpoint);
 
   await sendPackages([makePackage("p1")], options);
 
-  assert.equal(collector.received[0].headers.get("user-agent"), `agent/${AGENT_VERSION}`);
+  assert.equal(collector.received[0].headers.get("user-agent"), `agent-service/${AGENT_VERSION}`);
 });
 
 Deno.test("response bodies of every kind are consumed (no leaks) and content never logged", async () => {
