@@ -19,7 +19,7 @@ import {
 import { skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
-import { collapseWhitespace, cut } from "../home/text.ts";
+import { codePointCount, collapseWhitespace, cut } from "../home/text.ts";
 import { formatIssue } from "../mcp/mod.ts";
 import {
   CliError,
@@ -506,7 +506,7 @@ function progress(
     const started = performance.now();
     const draw = () => {
       const seconds = Math.floor((performance.now() - started) / 1000);
-      io.err(`\r\x1b[K  … waiting for ${model} (${seconds} s)`);
+      io.err(`\r\x1b[K${waitingLine(model, seconds, io.columns?.() ?? 0)}`);
       shown = true;
     };
     delay = setTimeout(() => {
@@ -531,6 +531,20 @@ function progress(
       signal?.removeEventListener("abort", stopWaiting);
     },
   };
+}
+
+/**
+ * "  … waiting for <model> (N s)", on one row of a terminal `columns` wide (0: unknown): erasing
+ * the row erases all of it, where a line that wrapped would leave its first rows behind at every
+ * redraw. The model's name is cut first, so the seconds stay in view.
+ */
+function waitingLine(model: string, seconds: number, columns: number): string {
+  const line = (name: string) => `  … waiting for ${name} (${seconds} s)`;
+  // The last column stays free: a character written there leaves some terminals wrapping.
+  const room = columns - 1;
+  if (columns <= 0 || codePointCount(line(model)) <= room) return line(model);
+  const forName = room - codePointCount(line(""));
+  return forName >= 2 ? line(cut(model, forName)) : cut(line(model), Math.max(room, 1));
 }
 
 /**

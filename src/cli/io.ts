@@ -23,6 +23,8 @@ export interface CliIo {
   stdinIsTerminal: boolean;
   /** Whether stderr is a terminal (progress is shown). */
   stderrIsTerminal: boolean;
+  /** The terminal's width in columns, 0 when unknown: a progress line redrawn in place fits it. */
+  columns?(): number;
   /** Reads all of stdin as text. */
   readStdin(): Promise<string>;
   /** Asks a yes/no question on the terminal; default answer no. */
@@ -130,6 +132,7 @@ export function processIo(): CliIo {
     env: (name) => Deno.env.get(name),
     stdinIsTerminal: Deno.stdin.isTerminal(),
     stderrIsTerminal: Deno.stderr.isTerminal(),
+    columns: () => consoleSize().columns,
     readStdin: () => new Response(Deno.stdin.readable).text(),
     // Ctrl-C or Ctrl-D at a yes/no question is "no".
     confirm: (question) =>

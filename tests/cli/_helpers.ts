@@ -56,6 +56,8 @@ export interface FakeIoOptions {
   stdinIsTerminal?: boolean;
   /** Whether stderr is a terminal (progress shown). Default false. */
   stderrIsTerminal?: boolean;
+  /** The terminal's width in columns. Default 0 (unknown). */
+  columns?: number;
   /** Answers of `confirm`, in order; running out fails the test. */
   confirms?: boolean[];
   /** What `readStdin` returns. */
@@ -97,6 +99,7 @@ export function fakeIo(home: string, options: FakeIoOptions = {}): FakeIo {
     env: (name) => env[name],
     stdinIsTerminal: options.stdinIsTerminal ?? false,
     stderrIsTerminal: options.stderrIsTerminal ?? false,
+    columns: () => options.columns ?? 0,
     readStdin: () => {
       reads++;
       if (options.stdin === undefined) throw new Error("test did not script stdin");

@@ -61,6 +61,26 @@ Deno.test("run at a terminal: a slow model call shows a waiting line, counted in
   assert.equal(err.split("… waiting").length - 1, 2, err);
 });
 
+Deno.test("run at a narrow terminal: the waiting line fits one row, so erasing it leaves nothing", async () => {
+  await using h = await slowModelHome({ fallback: { content: "slow", delayMs: 1300 } });
+  for (const columns of [30, 12]) {
+    const result = await cli(h.home, ["run", "q"], {
+      stderrIsTerminal: true,
+      columns,
+      env: { TERM: "xterm-256color" },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const drawn = result.stderr.split(ERASE).slice(1).filter((line) => line !== "");
+    assert.ok(drawn.length > 0, result.stderr);
+    for (const line of drawn) {
+      // Shorter than the row: a line that wraps leaves its first row at every redraw.
+      assert.ok([...line].length < columns, `${JSON.stringify(line)} at ${columns} columns`);
+    }
+    // The model's name is cut first, so the seconds stay in view.
+    if (columns === 30) assert.ok(drawn.includes("  … waiting for gpt-4.… (1 s)"), result.stderr);
+  }
+});
+
 Deno.test("run: no waiting line on a dumb terminal, without a terminal, or with --json", async () => {
   await using h = await slowModelHome({ fallback: { content: "slow", delayMs: 1300 } });
   for (
