@@ -161,10 +161,10 @@ async function chat(
   let command: AbortController | undefined;
   const stopListening = io.onInterrupt?.(() => {
     if (running) {
-      io.err("\n^C: cancelling the run …\n");
+      interruptNotice(io, "^C: cancelling the run …");
       running.abort(new RunCancelled("user"));
     } else if (command) {
-      if (!command.signal.aborted) io.err("\n^C: cancelling …\n");
+      if (!command.signal.aborted) interruptNotice(io, "^C: cancelling …");
       command.abort();
     } else if (lines.editing) {
       // The editor has ended the line with ^C and draws the prompt again.
@@ -404,7 +404,7 @@ function mcpProblems(session: AgentSession, config: ResolvedConfig): string[] {
 async function cancellable<T>(io: CliIo, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const stopInterrupt = io.onInterrupt?.(() => {
-    io.err("\n^C: cancelling the run …\n");
+    interruptNotice(io, "^C: cancelling the run …");
     controller.abort(new RunCancelled("user"));
   });
   const stopTerminate = io.onTerminate?.((signal) => {
@@ -422,6 +422,20 @@ async function cancellable<T>(io: CliIo, work: (signal: AbortSignal) => Promise<
 /** The reason of a run stopped because the system asked the process to stop. */
 function stoppedBy(signal: StopSignal): RunCancelled {
   return new RunCancelled("system", `the process received ${signal}`);
+}
+
+/** Whether stderr is a terminal that can redraw a line (`TERM` set and not `dumb`). */
+function canRedraw(io: CliIo): boolean {
+  return io.stderrIsTerminal && !["dumb", ""].includes(io.env("TERM") ?? "");
+}
+
+/**
+ * Says on stderr what a Ctrl-C does, on a row of its own. Where the terminal can redraw, the
+ * notice replaces the row the cursor is on: the waiting line and the `^C` the terminal echoed
+ * after it (else both stayed, and `^C` twice).
+ */
+function interruptNotice(io: CliIo, text: string): void {
+  io.err(`${canRedraw(io) ? "\r\x1b[K" : "\n"}${text}\n`);
 }
 
 /** Writes to stderr from a signal handler: after SIGHUP the terminal may be gone. */
@@ -490,7 +504,7 @@ function progress(
   model: string,
   signal?: AbortSignal,
 ): { onEvent: (event: RunEvent) => void; done: () => void } {
-  const live = io.stderrIsTerminal && !["dumb", ""].includes(io.env("TERM") ?? "");
+  const live = canRedraw(io);
   let delay: ReturnType<typeof setTimeout> | undefined;
   let ticker: ReturnType<typeof setInterval> | undefined;
   let shown = false;
@@ -584,7 +598,9 @@ function endText(result: RunResult): string {
     system_aborted: "stopped",
   };
   const label = labels[result.endReason] ?? result.endReason;
-  return result.error ? `${label}: ${result.error}` : label;
+  if (!result.error) return label;
+  // "cancelled by the user" says it already: not "cancelled: cancelled by the user".
+  return result.error.startsWith(label) ? result.error : `${label}: ${result.error}`;
 }
 
 /** The `--skills` names; one that can never name a skill (`../etc`) is a usage error. */

@@ -3,7 +3,8 @@
  * that is written as xterm draws what it is sent, and the rows that scrolled off its top (the
  * scrollback). It knows what the editor writes: printable characters (one column each; tests use
  * ASCII), carriage return, line feed, and the CSI sequences for cursor up/down/forward/back (`A`
- * `B` `C` `D`), home (`H`) and erase in display (`J`); private modes (`?2004h`) are ignored.
+ * `B` `C` `D`), column (`G`, as Deno's own progress writes it), home (`H`), erase in display
+ * (`J`) and in line (`K`); private modes (`?2004h`) are ignored.
  * Lines wrap as xterm's do: a character written in the last column leaves the cursor there,
  * and the next character goes to the start of the next row, scrolling at the bottom.
  *
@@ -99,6 +100,13 @@ export class Screen {
         } else {
           for (const cells of this.#cells) cells.fill(" ");
         }
+        break;
+      case "G":
+        this.#column = Math.min(count, this.columns) - 1;
+        break;
+      case "K":
+        if (parameter === 1) throw new Error("erase to the start of the line is not modelled");
+        this.#cells[this.#row].fill(" ", parameter === 0 ? this.#column : 0);
         break;
       default:
         throw new Error(`unknown control sequence ${command}`);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
 import { requestsServerYaml } from "../mcp/_client_requests.ts";
 import { tempHome } from "./_helpers.ts";
+import { Screen } from "./_screen.ts";
 import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
 const LEFT = "\x1b[D";
@@ -208,7 +209,7 @@ Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on,
     await terminal.type("save three\r");
     at = await terminal.waitFor(/Approve once\? \[y\/N\][^\n]*/, at);
     await terminal.type("\x03");
-    at = await terminal.waitFor(/\[cancelled: cancelled by the user\][\s\S]*?you> /, at);
+    at = await terminal.waitFor(/\[cancelled by the user\][\s\S]*?you> /, at);
 
     // "y" approves.
     model.push(writeNote("four"), { contentFromTools: "Result: " });
@@ -220,6 +221,46 @@ Deno.test("chat line editor at approvals: Ctrl-D denies and the session goes on,
     await leave(terminal);
   } finally {
     await closed(terminal);
+  }
+});
+
+Deno.test("chat and run: Ctrl-C while the model is slow replaces the waiting line with one notice", async () => {
+  await using h = await tempHome();
+  await using model = await echoModel(h.home);
+  /** The screen after `terminal`'s output so far, drawn on 24 rows of 80 columns. */
+  const drawn = (terminal: Terminal) => {
+    const screen = new Screen(24, 80);
+    screen.write(terminal.screen);
+    return screen.transcript;
+  };
+  const chat = new Terminal(h.home, ["chat"], { term: "xterm-256color", columns: 80 });
+  try {
+    let at = await chat.waitFor(/you> /);
+    model.push({ hang: true });
+    await chat.type("think\r");
+    at = await chat.waitFor(/waiting for gpt-4\.1-mini \(1 s\)/, at);
+    await chat.type("\x03");
+    at = await chat.waitFor(/\[cancelled by the user\][\s\S]*?you> /, at);
+    // Neither the waiting line nor the `^C` the terminal echoed after it stays.
+    assert.match(
+      drawn(chat),
+      /\nyou> think\n\^C: cancelling the run …\n\[cancelled by the user\]\nyou>$/,
+    );
+    await leave(chat);
+  } finally {
+    await closed(chat);
+  }
+
+  model.push({ hang: true });
+  const run = new Terminal(h.home, ["run", "think"], { term: "xterm-256color", columns: 80 });
+  try {
+    await run.waitFor(/waiting for gpt-4\.1-mini \(1 s\)/);
+    await run.type("\x03");
+    const status = await run.exit();
+    assert.equal(status.code, 1, run.screen);
+    assert.equal(drawn(run), "^C: cancelling the run …\nagent: cancelled by the user");
+  } finally {
+    await closed(run);
   }
 });
 
@@ -282,7 +323,7 @@ Deno.test("chat: a form left open by a cancelled run does not read along with th
     at = await terminal.waitFor(/Fill in the form\?[^\n]*/, at);
     // Ctrl-C on the empty answer cancels the run; the form goes with it.
     await terminal.type("\x03");
-    at = await terminal.waitFor(/\[cancelled: cancelled by the user\][\s\S]*?you> /, at);
+    at = await terminal.waitFor(/\[cancelled by the user\][\s\S]*?you> /, at);
     model.push({ content: "got it" });
     await terminal.type("my message\r");
     at = await terminal.waitFor(/agent> got it[\s\S]*?you> /, at);

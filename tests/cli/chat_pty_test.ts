@@ -66,7 +66,7 @@ Deno.test("chat at a terminal: approval asked and answered, Ctrl-C cancels a run
     await terminal.type("think forever\r");
     await model.waitForRequests(requestsBefore + 1);
     await terminal.type("\x03");
-    at = await terminal.waitFor(/\[cancelled: cancelled by the user\]/, at);
+    at = await terminal.waitFor(/\[cancelled by the user\]/, at);
     at = await terminal.waitFor(/you> /, at);
 
     model.push(
