@@ -111,8 +111,9 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         "the session; SIGTERM or SIGHUP stops the run and leaves.\n\n" +
         "Editing at a terminal: Left/Right, Home/End (Ctrl-A/E), Alt-B/F by word, Ctrl-W and\n" +
         "Alt-Backspace (word before), Alt-D (word after), Ctrl-U/K (to start/end), Up/Down for\n" +
-        "earlier messages, Alt-Enter for a line break, Ctrl-L to clear. A multi-line paste is one\n" +
-        "message; lines pasted while the agent works wait at the next prompt for Enter.\n" +
+        "earlier messages (in a message of several lines, first from line to line), Alt-Enter\n" +
+        "for a line break, Ctrl-L to clear. A multi-line paste is one message; lines pasted\n" +
+        "while the agent works wait at the next prompt for Enter.\n" +
         "Ctrl-C clears the line (on an empty line: see above); Ctrl-D on an empty line\n" +
         "leaves. Messages are kept for Up/Down in later sessions too, in <home>/chat_history;\n" +
         "one typed with a leading space is not.",

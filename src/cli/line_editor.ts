@@ -1,8 +1,8 @@
 /**
  * A line editor for the interactive commands at a terminal: the terminal is put in raw mode while
  * a line is read, so the line can be edited (arrows, Home/End, Ctrl-A/E/U/K/W, Alt-B/F/D/Enter),
- * earlier lines recalled (Up/Down), and a multi-line paste (bracketed paste) arrives as one
- * message; lines have no length limit. Wide characters, emoji and lines longer than the terminal
+ * earlier lines recalled (Up/Down, which first move between the lines of a line of several), and
+ * a multi-line paste (bracketed paste) arrives as one message; lines have no length limit. Wide characters, emoji and lines longer than the terminal
  * is wide are drawn where the terminal puts them. A line taller than the terminal is shown
  * through a window of rows that follows the cursor, so editing it never scrolls what was shown
  * before (or copies of the line) off the screen; once read, the whole line is written out.
@@ -214,6 +214,8 @@ export class LineEditor {
             break;
           case "up":
           case "down": {
+            // In a message of several lines, Up and Down go from line to line first.
+            if (line.moveLine(key.kind === "up" ? -1 : 1)) break;
             const to = recalled + (key.kind === "up" ? -1 : 1);
             if (to < 0 || to > this.#history.length) break;
             if (recalled === this.#history.length) draft = line.text;
@@ -526,6 +528,8 @@ export interface LayoutCache {
 export class EditBuffer {
   text = "";
   cursor = 0;
+  /** The column Up/Down aim for, while nothing else moved the cursor (past shorter lines). */
+  #goal: { column: number; text: string; cursor: number } | undefined;
 
   /** Replaces the text; the cursor goes to its end. */
   set(text: string): void {
@@ -540,6 +544,50 @@ export class EditBuffer {
 
   deleteForward(): void {
     this.#remove(this.cursor, nextBoundary(this.text, this.cursor));
+  }
+
+  /**
+   * Moves the cursor to the line above (`-1`) or below (`1`) in a text of several lines, at the
+   * same column or at that line's end when it is shorter; false when there is no such line. The
+   * column is the one of the first of several such moves in a row, so a shorter line on the way
+   * does not pull the cursor to the left.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { EditBuffer } from "./line_editor.ts";
+   * const line = new EditBuffer();
+   * line.set("one\nlonger line");
+   * assert.equal(line.moveLine(-1), true);
+   * assert.equal(line.cursor, 3); // the end of "one"
+   * assert.equal(line.moveLine(-1), false);
+   * ```
+   */
+  moveLine(direction: -1 | 1): boolean {
+    const { text, cursor } = this;
+    const start = lineStart(text, cursor);
+    const end = text.indexOf("\n", cursor);
+    if (direction < 0 ? start === 0 : end < 0) return false;
+    const target = direction < 0 ? lineStart(text, start - 1) : end + 1;
+    const targetEnd = text.indexOf("\n", target);
+    const kept = this.#goal;
+    const goal = kept?.text === text && kept.cursor === cursor
+      ? kept.column
+      : columnsOf(text.slice(start, cursor));
+    let at = target;
+    let column = 0;
+    for (
+      const { segment } of SEGMENTER.segment(
+        text.slice(target, targetEnd < 0 ? undefined : targetEnd),
+      )
+    ) {
+      column += columnsOf(segment);
+      if (column > goal) break;
+      at += segment.length;
+    }
+    this.cursor = at;
+    this.#goal = { column: goal, text, cursor: at };
+    return true;
   }
 
   /** Applies an editing key (not Enter, Ctrl-D, Ctrl-C, Up/Down or Ctrl-L). */
@@ -617,6 +665,15 @@ function previousBoundary(text: string, offset: number): number {
 function nextBoundary(text: string, offset: number): number {
   const segment = SEGMENTER.segment(text).containing(offset);
   return segment ? segment.index + segment.segment.length : text.length;
+}
+
+/** The columns `text` (one line) takes on a terminal, tabs as {@linkcode layout} draws them. */
+function columnsOf(text: string): number {
+  let columns = 0;
+  for (const { segment } of SEGMENTER.segment(text)) {
+    columns += segment === "\t" ? TAB.length : widthOf(segment);
+  }
+  return columns;
 }
 
 /** Where the line (of a multi-line text) holding `offset` starts. */

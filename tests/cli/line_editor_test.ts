@@ -272,6 +272,43 @@ Deno.test("edit buffer: words, kills, and Home/End within a line of a multi-line
   assert.equal(line.text, "\n");
 });
 
+Deno.test("edit buffer: Up and Down move between the lines of a text, keeping the column", () => {
+  const line = new EditBuffer();
+  line.set("漢字ab\n\tx\nxyz");
+  // From the end of "xyz" (column 3): "\tx" is 5 columns wide, so to column 3 would be inside
+  // the tab: the cursor stays before it.
+  assert.equal(line.moveLine(-1), true);
+  assert.equal(line.cursor, "漢字ab\n".length);
+  // Up again aims at column 3 still: after 漢, as 字 would reach column 4.
+  assert.equal(line.moveLine(-1), true);
+  assert.equal(line.cursor, 1);
+  assert.equal(line.moveLine(-1), false);
+  assert.equal(line.cursor, 1);
+  // Down, still aiming at column 3: the tab takes 4 columns, so before it.
+  assert.equal(line.moveLine(1), true);
+  assert.equal(line.cursor, "漢字ab\n".length);
+  line.cursor = "漢字ab\n\tx".length; // column 5
+  assert.equal(line.moveLine(1), true);
+  assert.equal(line.cursor, line.text.length);
+  assert.equal(line.moveLine(1), false);
+  // A wide character across the column: the cursor stops before it.
+  line.set("漢字\nabc");
+  line.cursor = "漢字\na".length;
+  line.moveLine(-1);
+  assert.equal(line.cursor, 0);
+  // Through a shorter line the column is kept, until something else moves the cursor.
+  line.set("abcdef\nab\nabcdef");
+  line.cursor = "abcdef\nab\nabcd".length;
+  line.moveLine(-1);
+  assert.equal(line.cursor, "abcdef\nab".length);
+  line.moveLine(-1);
+  assert.equal(line.cursor, "abcd".length);
+  line.apply({ kind: "left" }); // column 3 now
+  line.moveLine(1);
+  line.moveLine(1);
+  assert.equal(line.cursor, "abcdef\nab\nabc".length);
+});
+
 Deno.test("layout: a wide character that does not fit goes to the next row, as terminals wrap it", () => {
   // "> " + "abc" fills 5 of 6 columns; 世 (2 wide) cannot start in the last one.
   const shown = layout("> ", "abc世x", 4, 6);
@@ -415,6 +452,22 @@ Deno.test("editor: Up and Down walk the history and give back the line being wri
   t.send("secret\r");
   assert.equal(await editor.readLine("? ", { remember: false }), "secret");
   assert.deepEqual(editor.history, ["a", "b", "draft!", "a-"]);
+});
+
+Deno.test("editor: in a message of several lines Up and Down move between its lines, then through the history", async () => {
+  const t = scriptedTerminal();
+  const editor = new LineEditor(t.terminal);
+  t.send("earlier\r");
+  await editor.readLine("> ");
+  // Alt-Enter breaks the line; Up goes to the line above at the same column, Down back.
+  t.send("abcdef\x1b\rxy\x1b[AX\x1b[BY\r");
+  assert.equal(await editor.readLine("> "), "abXcdef\nxyY");
+  // From the first line Up recalls the message before; from its last line Down comes back.
+  t.send("one\x1b\rtwo\x1b[A\x1b[A\x1b[B\x1b[B!\r");
+  assert.equal(await editor.readLine("> "), "one\ntwo!");
+  // A recalled message of several lines is walked line by line too.
+  t.send("\x1b[A\x1b[A\x1b[A\r");
+  assert.equal(await editor.readLine("> "), "abXcdef\nxyY");
 });
 
 Deno.test("editor: a history store's lines are recalled, and what is remembered is kept there", async () => {
