@@ -200,10 +200,9 @@ async function chat(
       }
       if (line === null) break;
       if (line.trim() === "") continue;
-      // A pasted block keeps the indentation of its first line; only a one-line message can be
-      // a /command.
+      // A pasted block keeps the indentation of its first line.
       const text = line.includes("\n") ? line.replace(/^(?:[ \t]*\n)+/, "").trimEnd() : line.trim();
-      if (text.startsWith("/") && !text.includes("\n")) {
+      if (isChatCommand(text)) {
         command = new AbortController();
         let keepGoing: boolean;
         try {
@@ -241,6 +240,14 @@ async function chat(
     stopListening?.();
     stopTerminate?.();
   }
+}
+
+/**
+ * Whether a message is a /command: one line whose first word is `/` and a name. A first word
+ * with another `/` in it (a path such as `/etc/hosts`) starts a message to the model.
+ */
+function isChatCommand(text: string): boolean {
+  return /^\/[^\s/]*(?:\s|$)/.test(text) && !text.includes("\n");
 }
 
 /** What a /command may need of the session around it. */

@@ -22,6 +22,7 @@ import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import type { MetricsPackage } from "../../mod.ts";
 import {
   childEnv,
+  cli,
   type CliResult,
   MAIN,
   parseOneJson,
@@ -1086,6 +1087,20 @@ Deno.test("chat: banner, answers with history, /tools, /help, unknown commands, 
   assert.equal(model.requests.length, 3);
   // Lines piped in are not typed at a terminal: nothing is kept for recall.
   assert.equal(existsSync(join(home.home, "chat_history")), false);
+});
+
+Deno.test("chat: a message starting with a path goes to the model; /name is still a command", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, { baseUrl: model.baseUrl });
+  const result = await cli(home.home, ["chat"], {
+    stdin: "/etc/hosts: what is this file for?\n/x y/z\n/tools\n",
+  });
+  expectCode(result, 0);
+  assert.match(result.stdout, /^agent> reply to \/etc\/hosts: what is this file for\?\n/m);
+  assert.match(result.stdout, /^Unknown command \/x\. /m);
+  assert.match(result.stdout, /^No tools: no MCP server is connected\.\n/m);
+  assert.deepEqual(model.requests.map(lastUser), ["/etc/hosts: what is this file for?"]);
 });
 
 Deno.test("chat: tool calls show progress on stderr and the answer on stdout", async () => {
