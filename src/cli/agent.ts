@@ -358,7 +358,10 @@ async function openSession(
     stop.abort(
       new CliError(`stopped by ${how} while connecting to the MCP servers`, stoppedExitCode),
     );
-    if (connecting) tell(io, `\n${how}: stopping …\n`);
+    if (!connecting) return;
+    // A Ctrl-C's notice takes the row of the `^C` the terminal echoed; a signal echoes nothing.
+    if (how === "Ctrl-C") interruptNotice(io, "Ctrl-C: stopping …");
+    else tell(io, `\n${how}: stopping …\n`);
   };
   const stopInterrupt = io.onInterrupt?.(() => stopped("Ctrl-C"));
   const stopTerminate = io.onTerminate?.((signal) => stopped(signal));
@@ -439,8 +442,8 @@ function canRedraw(io: CliIo): boolean {
 
 /**
  * Says on stderr what a Ctrl-C does, on a row of its own. Where the terminal can redraw, the
- * notice replaces the row the cursor is on: the waiting line and the `^C` the terminal echoed
- * after it (else both stayed, and `^C` twice).
+ * notice replaces the row the cursor is on: the `^C` the terminal echoed, and the waiting line
+ * before it (else both stayed, and `^C` twice).
  */
 function interruptNotice(io: CliIo, text: string): void {
   io.err(`${canRedraw(io) ? "\r\x1b[K" : "\n"}${text}\n`);

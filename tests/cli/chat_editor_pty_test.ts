@@ -5,8 +5,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
+import { SILENT_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { requestsServerYaml } from "../mcp/_client_requests.ts";
-import { tempHome } from "./_helpers.ts";
+import { processesWithEnv, tempHome } from "./_helpers.ts";
 import { Screen } from "./_screen.ts";
 import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
@@ -261,6 +262,48 @@ Deno.test("chat and run: Ctrl-C while the model is slow replaces the waiting lin
     assert.equal(drawn(run), "^C: cancelling the run …\nagent: cancelled by the user");
   } finally {
     await closed(run);
+  }
+});
+
+Deno.test("chat: Ctrl-C while the MCP servers connect replaces the echoed ^C with its notice", async () => {
+  await using h = await tempHome();
+  await using model = await echoModel(h.home);
+  // A server that never answers: the chat stays connecting.
+  const mute = stdioCommand([], SILENT_STDIO_FIXTURE);
+  const marker = `pty-${crypto.randomUUID()}`;
+  Deno.writeTextFileSync(
+    join(h.home, "config.yaml"),
+    [
+      "model:",
+      "  default: gpt-4.1-mini",
+      `  base_url: ${model.baseUrl}`,
+      "mcp_servers:",
+      "  mute:",
+      `    command: ${JSON.stringify(mute.command)}`,
+      `    args: ${JSON.stringify(mute.args)}`,
+      `    env: {AGENT_TEST_MARKER: ${marker}}`,
+      "",
+    ].join("\n"),
+  );
+  const chat = new Terminal(h.home, ["chat"], { term: "xterm-256color", columns: 80 });
+  try {
+    await chat.waitFor(/Connecting to MCP servers …/);
+    // The server's process starts once Ctrl-C is taken over (before, Ctrl-C ends the process).
+    while (processesWithEnv("AGENT_TEST_MARKER", marker).length === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await chat.type("\x03");
+    const status = await chat.exit();
+    assert.equal(status.code, 0, chat.screen);
+    const screen = new Screen(24, 80);
+    screen.write(chat.screen);
+    assert.equal(
+      screen.transcript,
+      "Connecting to MCP servers …\nCtrl-C: stopping …\n" +
+        "agent: stopped by Ctrl-C while connecting to the MCP servers",
+    );
+  } finally {
+    await closed(chat);
   }
 });
 
