@@ -7,6 +7,7 @@
  * @module
  */
 import type { CliIo } from "./io.ts";
+import { typedLine } from "./keys.ts";
 import { type HistoryStore, LineEditor } from "./line_editor.ts";
 import { LineReader } from "./lines.ts";
 
@@ -62,9 +63,12 @@ export function openInput(io: CliIo, options: { history?: HistoryStore } = {}): 
     );
   }
   const lines = new LineReader(stdinOf(io));
-  return oneAtATime(false, (prompt, options) => {
-    if (io.stdinIsTerminal) io[options.to](prompt);
-    return lines.readLine(options.signal);
+  return oneAtATime(false, async (prompt, options) => {
+    if (!io.stdinIsTerminal) return await lines.readLine(options.signal);
+    io[options.to](prompt);
+    const line = await lines.readLine(options.signal);
+    // Arrows pressed at a terminal that cannot edit are not text of the message or answer.
+    return line === null ? null : typedLine(line);
   }, () => lines.close());
 }
 

@@ -302,6 +302,30 @@ function holdsTypedLines(input: string): boolean {
   return false;
 }
 
+/**
+ * The escape sequences of keys: CSI (`ESC [ … final`: arrows, Home, Delete, F5 and up), SS3
+ * (`ESC O x`: arrows and F1-F4 in application mode), and Alt combinations (`ESC x`).
+ */
+const KEY_SEQUENCE = new RegExp("\u001b(?:\\[[0-?]*[ -/]*[@-~]|O.|.?)", "gs");
+/** Control characters other than tab. */
+const CONTROL = new RegExp("[\u0000-\u0008\u000a-\u001f\u007f-\u009f]", "g");
+
+/**
+ * The text of a line that a terminal's own line discipline delivered, where no editor reads
+ * (`TERM=dumb`): the keys it cannot edit with (arrows, Home, function keys) arrive in it as
+ * escape sequences, which are removed with the other control characters but tabs.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { typedLine } from "./keys.ts";
+ * assert.equal(typedLine("yes\x1b[A\x1bOD\t!"), "yes\t!");
+ * ```
+ */
+export function typedLine(line: string): string {
+  return line.replace(KEY_SEQUENCE, "").replace(CONTROL, "");
+}
+
 /** Line breaks become `\n`; escape sequences and control characters other than tabs go. */
 function cleanPaste(text: string): string {
   return text

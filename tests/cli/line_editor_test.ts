@@ -599,6 +599,24 @@ Deno.test("input: a question asked while another waits ends it first; they never
   await input.idle();
 });
 
+Deno.test("input: without the editor, keys a terminal sends as escape sequences are not text", async () => {
+  const fake = fakeIo("/nonexistent", {
+    stdinIsTerminal: true,
+    // Left, Up, Home (SS3), F5, Alt-b, a bell; the tab stays.
+    stdin: "abc\x1b[D\x1b[Ad\x1bOH\x1b[15~\x1bb\x07\tok\ny\x1b[B\n",
+  });
+  const input = openInput(fake.io);
+  assert.equal(input.editing, false);
+  assert.equal(await input.ask("you> ", { to: "out" }), "abcd\tok");
+  assert.equal(await input.ask("Approve once? [y/N] ", { to: "err", remember: false }), "y");
+  assert.equal(await input.ask("you> ", { to: "out" }), null);
+  await input.close();
+  // Piped lines are taken as they are.
+  const piped = openInput(fakeIo("/nonexistent", { stdin: "a\x1b[Db\n" }).io);
+  assert.equal(await piped.ask("you> ", { to: "out" }), "a\x1b[Db");
+  await piped.close();
+});
+
 Deno.test("layout: zero-width spaces and joiners take no column", () => {
   assert.deepEqual(layout("> ", "ab\u200bcd\u200bef", 5, 80).cursor, { row: 0, column: 6 });
 });
