@@ -2,8 +2,9 @@
  * A line editor for the interactive commands at a terminal: the terminal is put in raw mode while
  * a line is read, so the line can be edited (arrows, Home/End, Ctrl-A/E/U/K/W, Alt-B/F/D/Enter),
  * earlier lines recalled (Up/Down, which first move between the lines of a line of several), and
- * a multi-line paste (bracketed paste) arrives as one message; lines have no length limit. Wide characters, emoji and lines longer than the terminal
- * is wide are drawn where the terminal puts them. A line taller than the terminal is shown
+ * a multi-line paste (bracketed paste) arrives as one message; lines have no length limit. Wide
+ * characters, emoji and lines longer than the terminal is wide are drawn where the terminal puts
+ * them. A line taller than the terminal is shown
  * through a window of rows that follows the cursor, so editing it never scrolls what was shown
  * before (or copies of the line) off the screen; once read, the whole line is written out.
  *
