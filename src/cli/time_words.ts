@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { waitSeconds } from "../home/seconds.ts";
 
 /**
  * A moment of today (UTC) as `12:01:05 UTC`; of another day as `2026-11-20 23:59:10 UTC`.
@@ -43,25 +44,28 @@ export function comingTime(ms: number, nowMs: number): string {
 }
 
 /**
- * A length of time, rounded to the unit that reads best: `45 s`, `14 min`, `5 h`, `3 days`.
+ * A length of time in the unit that reads best, rounded to the nearest, never up: under a minute
+ * in seconds as the gateway's log and `agent webhook events` say a wait ({@linkcode waitSeconds}:
+ * `0.2 s`, `44.2 s`), then `14 min`, `5 h`, `3 days`.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { duration } from "./time_words.ts";
- * assert.equal(duration(44_200), "45 s");
+ * assert.equal(duration(200), "0.2 s");
+ * assert.equal(duration(44_200), "44.2 s");
  * assert.equal(duration(14 * 60_000 + 20_000), "14 min");
  * assert.equal(duration(5 * 3_600_000), "5 h");
  * assert.equal(duration(3 * 86_400_000), "3 days");
  * ```
  */
 export function duration(ms: number): string {
-  const seconds = Math.max(1, Math.ceil(ms / 1000));
+  const seconds = waitSeconds(ms);
   if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.round(seconds / 60);
+  const minutes = Math.round(ms / 60_000);
   if (minutes < 120) return `${minutes} min`;
-  const hours = Math.round(minutes / 60);
+  const hours = Math.round(ms / 3_600_000);
   if (hours < 48) return `${hours} h`;
-  const days = Math.round(hours / 24);
+  const days = Math.round(ms / 86_400_000);
   return `${days} day${days === 1 ? "" : "s"}`;
 }

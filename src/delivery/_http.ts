@@ -6,6 +6,7 @@
  */
 import { parseJson } from "./_json.ts";
 import { collapseWhitespace, cut } from "../home/text.ts";
+import { waitSeconds } from "../home/seconds.ts";
 
 /** One request to a platform API. */
 export interface ApiRequest {
@@ -132,7 +133,8 @@ export function httpFailure(
 
 /** A retryable rate-limit failure, saying when to try again if known. */
 export function rateLimited(error: string, retryAfterMs: number | undefined): CallFailure {
-  const when = retryAfterMs === undefined ? "" : `; retry after ${retryAfterMs / 1000} s`;
+  // Said as the gateway's log says the wait before the next try (89.766 s is 89.8 s in both).
+  const when = retryAfterMs === undefined ? "" : `; retry after ${waitSeconds(retryAfterMs)} s`;
   return { ok: false, retryable: true, error: `${error}${when}`, ...withRetryAfter(retryAfterMs) };
 }
 

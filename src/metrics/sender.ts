@@ -20,6 +20,7 @@
  * @module
  */
 import { ENDPOINT_KEY, validateEndpoint } from "../home/metrics_endpoint.ts";
+import { waitSeconds } from "../home/seconds.ts";
 import { USER_AGENT } from "../version.ts";
 
 // Part of the sender's API: the endpoint it refuses, checked here before any request.
@@ -325,7 +326,7 @@ function retryAfter(header: string | null, now: number): { ms: number; reason: s
     const at = parseHttpDate(value);
     if (at !== undefined) asked = Math.max(0, at - now);
   }
-  const seconds = (ms: number) => `${Math.ceil(ms / 1000)} s`;
+  const seconds = (ms: number) => `${waitSeconds(ms)} s`;
   if (asked === undefined) {
     const heard = value === ""
       ? "the endpoint sent no Retry-After"

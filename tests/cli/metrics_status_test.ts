@@ -154,6 +154,15 @@ Deno.test("status says how many packages wait after a deferral and when the next
   );
   assert.doesNotMatch(text.stdout, /Due now/);
 
+  // A short wait is said to the nearest, as `agent webhook events` says one, never rounded up.
+  const attemptAt = NOW + 14 * MINUTE;
+  for (
+    const [left, said] of [[200, "0.2 s"], [44_200, "44.2 s"], [89_500, "1 min"]] as const
+  ) {
+    const soon = await cli(h.home, ["metrics", "status"], { now: attemptAt - left });
+    assert.match(soon.stdout, new RegExp(`next attempt at 2026-03-10 12:14 UTC \\(in ${said}\\);`));
+  }
+
   // Once the wait is over they are due, not waiting.
   const due = await cli(h.home, ["metrics", "status"], { now: NOW + 15 * MINUTE });
   assert.doesNotMatch(due.stdout, /Waiting/);

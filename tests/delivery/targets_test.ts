@@ -1245,6 +1245,20 @@ Deno.test("telegram: parameters.retry_after wins over the header; discord: its f
   assert.equal(fromDiscord.retryAfterMs, 250);
 });
 
+Deno.test("a platform's fractional wait is said as the gateway's log says the next try's wait", async () => {
+  const { fake, context } = await setup("discord");
+  await using _ = fake;
+  fake.push({
+    status: 429,
+    body: { message: "You are being rate limited.", retry_after: 89.766, global: false },
+  });
+
+  const error = failed(await deliver(request("discord", "x", EXTRA.discord), context));
+
+  assert.equal(error.retryAfterMs, 89_766);
+  assert.match(error.error, /; retry after 89\.8 s$/);
+});
+
 Deno.test("github: 403 with x-ratelimit-remaining 0 is a rate limit (retryable); a plain 403 is not", async () => {
   const { fake, context } = await setup("github");
   await using _ = fake;

@@ -319,6 +319,19 @@ Deno.test("429 reasons: a wait beyond the cap names both; a header not understoo
   }
 });
 
+Deno.test("429 reason: an HTTP-date's wait is said to the nearest, as other waits are, not rounded up", async () => {
+  await using collector = startCollector(() =>
+    new Response(null, { status: 429, headers: { "Retry-After": "Thu, 01 Jan 2026 00:00:01 GMT" } })
+  );
+  const { options } = testOptions(collector.endpoint, { now: () => NOW + 700 });
+  const [outcome] = await sendPackages([makePackage("p1")], options);
+  assert.equal(outcome.status === "deferred" && outcome.retryAt, NOW + 1000);
+  assert.equal(
+    outcome.status === "deferred" && outcome.reason,
+    "HTTP 429: the endpoint asked to wait 0.3 s",
+  );
+});
+
 for (const header of [null, "", "soon", "-5", "1.5", "2026-01-01T00:05:00Z"]) {
   Deno.test(`429 with Retry-After ${JSON.stringify(header)} → deferred 60 s`, async () => {
     await using collector = startCollector(() =>
