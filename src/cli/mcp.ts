@@ -54,6 +54,7 @@ import {
   type Prompter,
   UsageError,
 } from "./io.ts";
+import { jsonObjectOption } from "./json_option.ts";
 import type { CommandState } from "./mod.ts";
 
 /** Adds the `mcp` group to `program`. */
@@ -253,15 +254,15 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       "--json",
       "print the whole result as JSON: the MCP CallToolResult, keys as the protocol names them (isError, structuredContent)",
     ).action(async (name, toolArg, options) => {
-      let args: unknown;
-      try {
-        args = JSON.parse(options.args);
-      } catch (error) {
-        throw new UsageError(`--args is not valid JSON: ${(error as Error).message}`);
-      }
-      if (typeof args !== "object" || args === null || Array.isArray(args)) {
-        throw new UsageError('--args must be a JSON object, e.g. --args \'{"message":"hi"}\'');
-      }
+      // Checked as `webhook test --payload` is, then read as JSON.parse reads it: the SDK sends
+      // the arguments with JSON.stringify, which has no exact form for a large integer.
+      const args: Record<string, unknown> = JSON.parse(
+        jsonObjectOption(
+          options.args,
+          "--args",
+          `a JSON object of the tool's arguments such as --args '{"message":"hi"}'`,
+        ).json,
+      );
       const session = McpSession.open(io);
       let calledTool: RegisteredTool | undefined;
       try {
@@ -287,7 +288,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           );
         }
         calledTool = tool;
-        const result = await session.manager.callTool(tool.name, args as Record<string, unknown>, {
+        const result = await session.manager.callTool(tool.name, args, {
           signal: session.signal,
         });
         if (result.isError) state.exitCode = 1;
@@ -299,14 +300,14 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
         }
         if (result.isError) {
           io.err(`MCP server '${name}': tool '${shown(tool.originalName)}' reported an error\n`);
-          noteArgumentProblems(io, tool, args as Record<string, unknown>);
+          noteArgumentProblems(io, tool, args);
         }
       } catch (error) {
         session.signal.throwIfAborted();
         if (error instanceof McpServerError) {
           // A server may refuse bad arguments as a JSON-RPC error rather than an error result.
           if (!options.json && calledTool && error.kind === "tool") {
-            noteArgumentProblems(io, calledTool, args as Record<string, unknown>);
+            noteArgumentProblems(io, calledTool, args);
           }
           throw new CliError(error.message);
         }

@@ -66,7 +66,6 @@ import {
   SCRIPT_BLOCKED_LOG_LEVEL,
   UNKNOWN_ROUTE_ERROR,
 } from "../webhook/listener.ts";
-import { parseJsonObject } from "../webhook/request.ts";
 import { isInside, resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
 import { unfilledPlaceholders } from "../webhook/templates.ts";
@@ -85,6 +84,7 @@ import {
   printJson,
   UsageError,
 } from "./io.ts";
+import { jsonObjectOption } from "./json_option.ts";
 import { addWebhookEventCommands } from "./webhook_events.ts";
 import type { CommandState } from "./mod.ts";
 
@@ -441,27 +441,14 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       let payload: unknown = TEST_PAYLOAD;
       if (options.payload !== undefined) {
-        const file = /^\s*@(.+)$/.exec(options.payload)?.[1];
-        if (file !== undefined) {
-          // curl's -d @file: a saved event is what a tester has at hand.
-          throw new UsageError(
-            "--payload takes the JSON text itself, not a file name: to send a file, write " +
-              `--payload "$(cat ${file.trim()})"`,
-          );
-        }
         // Read as the gateway reads a body (a 19-digit id stays exact, a key given twice is
         // refused), so what it would answer 400 is said here, before anything is sent.
-        const parsed = parseJsonObject(options.payload, "--payload");
-        if (!parsed.ok) {
-          throw new UsageError(
-            parsed.error +
-              (/^--payload (is|holds) /.test(parsed.error)
-                ? `; give a JSON object such as --payload '{"action":"opened"}', or an event ` +
-                  'saved from the sender with --payload "$(cat event.json)"'
-                : ""),
-          );
-        }
-        payload = parsed.payload;
+        payload = jsonObjectOption(
+          options.payload,
+          "--payload",
+          `a JSON object such as --payload '{"action":"opened"}', or an event saved from the ` +
+            'sender with --payload "$(cat event.json)"',
+        ).value;
       }
       const event = options.event.trim();
       if (!isEventName(event)) {

@@ -23,6 +23,7 @@ import { Document } from "yaml";
 import { ConfigSource, isPlainObject } from "../home/config.ts";
 import { cut, visible } from "../home/text.ts";
 import { firstInvalidUtf8 } from "../home/utf8.ts";
+import { jsonSyntaxProblem } from "../home/json_syntax.ts";
 import {
   type McpConfigIssue,
   type McpTransportKind,
@@ -407,11 +408,12 @@ export function parseJsonObject(bytes: Uint8Array, label: string): Record<string
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (error) {
+  } catch {
+    // V8's message quotes the text around the error, and an entry's env holds tokens.
     throw new InstallLinkError(
       "json",
       `${label} is not valid JSON (${
-        (error as Error).message
+        jsonSyntaxProblem(text)
       }); it must be a JSON object such as {"url": "https://…"} or {"command": "npx", "args": […]}`,
     );
   }

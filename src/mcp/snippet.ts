@@ -95,8 +95,14 @@ export function parseInstallSnippet(text: string, fallbackName?: string): Instal
       `the JSON is ${bytes.length} bytes, over the limit of ${MAX_CONFIG_BYTES} bytes (32 KB); paste only the entry of the server to install`,
     );
   }
-  const json = withoutComments(text.trim().startsWith('"') ? `{${text}}` : text);
-  const root = parseJsonObject(new TextEncoder().encode(json), "the text");
+  // An entry pasted without the braces around it: a syntax error's place is said in the text
+  // with them.
+  const braced = !text.trim().startsWith('"');
+  const json = withoutComments(braced ? text : `{${text}}`);
+  const root = parseJsonObject(
+    new TextEncoder().encode(json),
+    braced ? "the text" : "the text with { } around it",
+  );
   const found = findServer(root, fallbackName);
   const changes: string[] = [];
   const entry = translate(found.entry, found.path, changes);
@@ -262,11 +268,18 @@ function inputsAsVariables(value: unknown, warnings: string[]): unknown {
 
 /**
  * `text` without `//` and `/* … *\/` comments and without commas before `}` or `]` (JSONC, as
- * VS Code writes it). Strings are kept as they are.
+ * VS Code writes it). Strings are kept as they are. What is left out becomes spaces (line breaks
+ * stay), so a syntax error's line and column are those of `text`.
  */
 function withoutComments(text: string): string {
   let out = "";
+  /** A comma and what follows it up to the next value: kept unless a `}` or `]` comes. */
   let pendingComma = "";
+  const put = (part: string) => {
+    if (pendingComma) pendingComma += part;
+    else out += part;
+  };
+  const blank = (part: string) => part.replace(/[^\n]/g, " ");
   for (let i = 0; i < text.length; i++) {
     const char = text[i];
     if (char === '"') {
@@ -277,19 +290,20 @@ function withoutComments(text: string): string {
       i = end;
     } else if (char === "/" && text[i + 1] === "/") {
       const end = text.indexOf("\n", i);
+      put(blank(text.slice(i, end < 0 ? text.length : end)));
       i = end < 0 ? text.length : end - 1;
     } else if (char === "/" && text[i + 1] === "*") {
       const end = text.indexOf("*/", i + 2);
+      put(blank(text.slice(i, end < 0 ? text.length : end + 2)));
       i = end < 0 ? text.length : end + 1;
     } else if (char === ",") {
       out += pendingComma;
       pendingComma = ",";
     } else if (/\s/.test(char)) {
-      if (pendingComma) pendingComma += char;
-      else out += char;
+      put(char);
     } else {
       if (char !== "}" && char !== "]") out += pendingComma;
-      else out += pendingComma.slice(1);
+      else out += blank(pendingComma);
       pendingComma = "";
       out += char;
     }

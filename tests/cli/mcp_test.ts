@@ -344,20 +344,55 @@ Deno.test("mcp call: prints the text result; original or generated tool name", a
 
   const doc = await fx.json(["mcp", "call", "local", "add", "--args", '{"a":2,"b":40}', "--json"]);
   assert.deepEqual(doc, { content: [{ type: "text", text: "42" }] });
+  // An integer beyond 2^53 goes as the number JSON.stringify writes (the check of --args keeps
+  // it exact as a bigint, which the SDK could not send).
+  const large = await fx.json([
+    "mcp",
+    "call",
+    "local",
+    "add",
+    "--args",
+    '{"a":12345678901234567890,"b":0}',
+    "--json",
+  ]);
+  assert.deepEqual(large, { content: [{ type: "text", text: "12345678901234567000" }] });
 });
 
 Deno.test("mcp call: bad --args and unknown tools exit 2; a tool error result exits 1", async () => {
   await using fx = await fixtureHome();
-  const invalid = await fx.run(["mcp", "call", "local", "echo", "--args", "{message:"]);
-  expectCode(invalid, 2);
-  assert.match(invalid.stderr, /^agent: --args is not valid JSON/);
-  for (const args of ["[1]", '"hi"', "null", "3"]) {
+  // Said as `webhook test --payload` says it: where and what, without V8's quote of the text.
+  const example = `give a JSON object of the tool's arguments such as --args '{"message":"hi"}'`;
+  for (
+    const [args, message] of [
+      [
+        "{message:",
+        `--args is not valid JSON (line 1, column 2: expected a property name in double quotes, ` +
+        `or }); ${example}`,
+      ],
+      ["sk-TOPSECRET", `--args is not valid JSON (line 1, column 1: expected a value); ${example}`],
+      ["[1]", `--args is not a JSON object (got an array); ${example}`],
+      ['"hi"', `--args is not a JSON object (got a string); ${example}`],
+      ["null", `--args is not a JSON object (got null); ${example}`],
+      ["3", `--args is not a JSON object (got a number); ${example}`],
+      [
+        '{"message":"a","message":"b"}',
+        '--args has the key "message" twice in the object at $; each key may appear once per object',
+      ],
+      [
+        "@args.json",
+        '--args takes the JSON text itself, not a file name: to send a file, write --args "$(cat args.json)"',
+      ],
+    ]
+  ) {
     const result = await fx.run(["mcp", "call", "local", "echo", "--args", args]);
     expectCode(result, 2);
-    assert.match(result.stderr, /--args must be a JSON object/);
+    assert.equal(result.stderr, `agent: ${message}\n`, args);
   }
   const invalidJson = await fx.json(["mcp", "call", "local", "echo", "--args", "[", "--json"], 2);
-  assert.match(invalidJson.error.message, /--args is not valid JSON/);
+  assert.equal(
+    invalidJson.error.message,
+    `--args is not valid JSON (line 1, column 2: expected a value (the text ends here)); ${example}`,
+  );
 
   const unknown = await fx.run(["mcp", "call", "local", "nope"]);
   expectCode(unknown, 2);

@@ -127,6 +127,31 @@ Deno.test("keys other clients use are left out, each named with what to do inste
   ]);
 });
 
+Deno.test("broken JSON: the line and column of the text as pasted (comments and all) and what was expected, never a quote of it", () => {
+  const example = /; it must be a JSON object such as \{"url": "https:\/\/…"\}/;
+  const refusedAs = (text: string, problem: string) =>
+    refused(text, "json", new RegExp(`^${problem.replace(/[()]/g, "\\$&")}${example.source}`));
+  // V8 would quote the text around the error: the token in env.
+  refusedAs(
+    '{"mcpServers": {"gh": {"command": "npx", "env": {"TOKEN": ghp_SECRET}}}}',
+    "the text is not valid JSON (line 1, column 59: expected a value)",
+  );
+  // Comments and a trailing comma are taken out without moving what follows them.
+  refusedAs(
+    '{\n  // from the README\n  "gh": {"url": "https://a", /* pinned */ "headers": {"A": b}},\n}',
+    "the text is not valid JSON (line 3, column 60: expected a value)",
+  );
+  refusedAs(
+    '/* a\nb */ {"gh": {"url": "https://a",}, "x" 1}',
+    "the text is not valid JSON (line 2, column 40: expected a colon after the property name)",
+  );
+  // An entry pasted without its braces is read with them: the place is said so.
+  refusedAs(
+    '"gh": {"url": https}',
+    "the text with { } around it is not valid JSON (line 1, column 16: expected a value)",
+  );
+});
+
 Deno.test("refused: no server, several, no name, a bad name, an unknown type, broken JSON, an invalid entry", () => {
   refused("{}", "no_server", /^the JSON holds no server/);
   refused('{"mcpServers": {}}', "no_server", /^the JSON's mcpServers holds no server/);
