@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { logger } from "../home/log.ts";
+import { literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import {
   loadMcpServers,
@@ -220,7 +220,7 @@ export class AgentSession {
       }
     }
     warnings.push(...this.#takeMetricsWarnings());
-    for (const warning of warnings) log.warn(warning);
+    for (const warning of warnings) log.warn(literalMessage(warning));
     const before = warnings.length;
     const result = await runLoop({
       systemPrompt: buildSystemPrompt({ extra: this.settings.systemPrompt, skills }),

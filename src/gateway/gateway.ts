@@ -11,7 +11,7 @@ import { readAgentSettings } from "../agent/settings.ts";
 import { defaultApiBaseUrl, deliver, type DeliveryContext, missingToken } from "../delivery/mod.ts";
 import type { ResolvedConfig } from "../home/config.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
-import { logger } from "../home/log.ts";
+import { literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
@@ -108,11 +108,14 @@ export class Gateway {
     const env = options.env ?? ((name: string) => Deno.env.get(name));
     const settings = readWebhookSettings(config);
     const agent = readAgentSettings(config);
-    for (const warning of unknownConfigKeyWarnings(config.source)) log.warn(warning);
-    for (const warning of config.dotenvWarnings) log.warn(warning);
+    // Texts, not templates: `{chat_id: "123"}` in one is not a placeholder.
+    for (const warning of unknownConfigKeyWarnings(config.source)) {
+      log.warn(literalMessage(warning));
+    }
+    for (const warning of config.dotenvWarnings) log.warn(literalMessage(warning));
     // The usage-metrics settings too: the gateway records and sends by them.
-    for (const warning of config.telemetry.warnings) log.warn(warning);
-    for (const problem of settings.routeProblems) log.error(problem);
+    for (const warning of config.telemetry.warnings) log.warn(literalMessage(warning));
+    for (const problem of settings.routeProblems) log.error(literalMessage(problem));
     for (const route of settings.routes) {
       if (!route.secret && !settings.secret && !acceptsUnsigned(settings)) {
         log.error(
@@ -234,7 +237,7 @@ export class Gateway {
       warn: (warning) => log.warn("{warning}", { warning }),
       changed: ({ added, removed, served }) =>
         log.info(
-          // Lists of names: `removed: []`, not a route called "none".
+          // Lists of names, written `added: "ci" and "gh"; removed: (none)` (never a route name).
           "{file} changed: subscriptions served: {served}; added: {added}; removed: {removed}",
           { file: config.paths.subscriptions, served, added, removed },
         ),

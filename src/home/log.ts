@@ -128,7 +128,7 @@ export async function configureLogging(
   });
   const format = getJsonLinesFormatter();
   const sink: Sink & Disposable = Object.assign(
-    (record: LogRecord) => file.append(format(record)),
+    (record: LogRecord) => file.append(format(withListsWritten(record))),
     { [Symbol.dispose]: () => file.close() },
   );
   const show = options.console;
@@ -156,6 +156,7 @@ function consoleLine(record: LogRecord): string {
 
 function plain(value: unknown): string {
   if (typeof value === "string") return value;
+  if (Array.isArray(value)) return listed(value, plain);
   if (value instanceof Error) return value.message;
   if (value === undefined || typeof value === "function" || typeof value === "symbol") {
     return String(value);
@@ -165,6 +166,44 @@ function plain(value: unknown): string {
   } catch {
     return String(value); // a cycle
   }
+}
+
+/**
+ * The record with each list value of its message written into the text around it, its items
+ * quoted as the file's formatter quotes a value (`"a", "b" and "c"`), so that a message reads
+ * `gateway listening on "http://[::]:8644"`, not `on ["http://[::]:8644"]`. The properties keep
+ * the list.
+ */
+function withListsWritten(record: LogRecord): LogRecord {
+  const parts = record.message;
+  if (!parts.some((part, index) => index % 2 === 1 && Array.isArray(part))) return record;
+  const message: unknown[] = [parts[0]];
+  for (let index = 1; index < parts.length; index += 2) {
+    const value = parts[index];
+    if (Array.isArray(value)) {
+      message[message.length - 1] += listed(value, quoted) + parts[index + 1];
+    } else {
+      message.push(value, parts[index + 1]);
+    }
+  }
+  return { ...record, message };
+}
+
+/** A value as the file's formatter writes one into a message: JSON, a bigint as its digits. */
+function quoted(value: unknown): string {
+  try {
+    return JSON.stringify(value, (_key, item) => typeof item === "bigint" ? String(item) : item) ??
+      String(value);
+  } catch {
+    return String(value); // a cycle
+  }
+}
+
+/** A list in words, each item written by `item`: `a`, `a and b`, `a, b and c`; `(none)`. */
+function listed(items: readonly unknown[], item: (value: unknown) => string): string {
+  const words = items.map(item);
+  if (words.length <= 1) return words[0] ?? "(none)";
+  return `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`;
 }
 
 /** Line breaks and other control characters as escapes (`\n`, `\u001b`). */
@@ -181,6 +220,21 @@ function oneLine(text: string): string {
 /** Flushes and closes the log sinks. */
 export async function closeLogging(): Promise<void> {
   await dispose();
+}
+
+/**
+ * `text` as a message template that LogTape writes as it is: a text made elsewhere (a config
+ * warning's `{chat_id: "123"}`) would otherwise be read as placeholders and written `undefined`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { literalMessage } from "./log.ts";
+ * assert.equal(literalMessage('such as {chat_id: "123"}'), 'such as {{chat_id: "123"}}');
+ * ```
+ */
+export function literalMessage(text: string): string {
+  return text.replace(/[{}]/g, "$&$&");
 }
 
 /**

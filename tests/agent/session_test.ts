@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { AgentSession, type AgentSessionOptions } from "../../src/agent/session.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { ConfigError } from "../../src/home/errors.ts";
+import { closeLogging, configureLogging } from "../../src/home/log.ts";
+import { homePaths } from "../../src/home/paths.ts";
 import type { MetricsPackage } from "../../src/metrics/contract.ts";
 import { validateMetricsPackage } from "../../src/metrics/schema.ts";
 import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
@@ -228,6 +230,25 @@ Deno.test("AgentSession: open, run with skills, reload MCP servers, close", asyn
         "no load was counted",
       );
     });
+
+    await t.step(
+      "a run's warning is logged as written, its braces not read as placeholders",
+      async () => {
+        const shown: string[] = [];
+        await configureLogging(homePaths(home), { console: (line) => shown.push(line) });
+        try {
+          fake.push({ content: "no skill needed" });
+          await s.run("Do it", { skills: ["{oops}"] });
+        } finally {
+          await closeLogging();
+        }
+        assert.deepEqual(shown, [
+          `warning: skill '{oops}' was not loaded: a skill name is a folder name under ${
+            join(home, "skills")
+          } (letters, digits, '.', '_', '-')\n`,
+        ]);
+      },
+    );
 
     await t.step(
       "reloadMcp applies an edited config.yaml; the next run offers the new tools",

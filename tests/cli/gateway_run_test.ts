@@ -31,6 +31,8 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
       routes: {
         slow: { filters: [{ field: "title", regex: "(a+)+$" }] },
         outside: { script: "../outside.sh" },
+        // Its problem holds braces: said as written, not read as a log placeholder.
+        braces: { deliver_extra: "x" },
       },
       rate_limt: 5,
     },
@@ -95,6 +97,9 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
     ),
     stderr,
   );
+  const braces = "(platforms.webhook.extra.routes.braces).deliver_extra: expected a mapping " +
+    'such as {chat_id: "123"}';
+  assert.equal(lines.filter((line) => line.endsWith(braces)).length, 1, stderr);
   const misspelled = `warning: ${join(h.home, "config.yaml")}:7: ` +
     "platforms.webhook.extra.rate_limt: unknown key `rate_limt` is ignored; did you mean " +
     "`rate_limit`?";
@@ -117,6 +122,7 @@ Deno.test("gateway run: INSECURE_NO_AUTH on 127.0.0.1, a refused route, a misspe
   assert.match(log, /telemetry\.shared_metrics\.send is true but collection is off/);
   assert.doesNotMatch(log, /abc-secret/);
   assert.match(log, /gateway listening on/);
+  assert.ok(log.includes(JSON.stringify(braces).slice(1, -1)), log);
 });
 
 Deno.test("gateway run: sending usage metrics to an endpoint the sender refuses is warned about at start, on stderr and in the log, naming config.yaml's line, the key and the fix", async () => {

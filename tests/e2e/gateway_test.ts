@@ -11,7 +11,7 @@ import { startFakeModel } from "../fixtures/fake_model.ts";
 import { startFakePlatforms } from "../fixtures/fake_platforms.ts";
 import { cli, tempHome } from "../cli/_helpers.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-import { ISSUES_PAYLOAD, startGateway, waitUntil } from "./_gateway.ts";
+import { ISSUES_PAYLOAD, logEntries, startGateway, waitUntil } from "./_gateway.ts";
 
 Deno.test("gateway: fresh home, health on both stacks, agent run and direct delivery to Telegram, clean stop", async () => {
   await using h = await tempHome();
@@ -457,6 +457,10 @@ Deno.test("gateway: INSECURE_NO_AUTH opens a secretless route on a loopback host
     assert.equal(answer.status, 202, JSON.stringify(answer.json));
     assert.equal(answer.json.status, "accepted");
     assert.match(loopback.log(), /INSECURE_NO_AUTH is on: routes without a secret accept unsigned/);
+    // The address list reads as words; the entry keeps the list.
+    const listening = logEntries(loopback.log()).find((entry) => entry.properties?.addresses);
+    assert.equal(listening?.message, `gateway listening on "http://127.0.0.1:${loopback.port}"`);
+    assert.deepEqual(listening?.properties, { addresses: [`http://127.0.0.1:${loopback.port}`] });
     assert.equal(readDotenv(h.home), "", "no global secret was generated to defeat it");
   } finally {
     assert.equal((await loopback.stop()).code, 0);

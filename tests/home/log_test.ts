@@ -244,3 +244,36 @@ Deno.test("logWrites: a log keeps the lines of its level and above; no level is 
   assert.equal(logWrites("fatal", "error"), false);
   assert.equal(logWrites("trace", "debug"), true);
 });
+
+Deno.test("configureLogging: a list value reads as words in the message (the properties keep the list)", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(dir);
+    const shown: string[] = [];
+    await configureLogging(paths, { console: (line) => shown.push(line) });
+    const one = ["http://[::]:8644"];
+    const two = ["http://127.0.0.1:8644", "http://[::1]:8644"];
+    try {
+      logger("gateway").info("gateway listening on {addresses}", { addresses: one });
+      logger("gateway").info("gateway listening on {addresses}", { addresses: two });
+      logger("gateway").warn("added: {added}; removed: {removed}; ports {ports} of {file}", {
+        added: ["a", "b", "c"],
+        removed: [],
+        ports: [1, 2],
+        file: "subs.json",
+      });
+    } finally {
+      await closeLogging();
+    }
+    const lines = readLines(paths.gatewayLog);
+    assert.deepEqual(lines.map((line) => line.message), [
+      'gateway listening on "http://[::]:8644"',
+      'gateway listening on "http://127.0.0.1:8644" and "http://[::1]:8644"',
+      'added: "a", "b" and "c"; removed: (none); ports 1 and 2 of "subs.json"',
+    ]);
+    assert.deepEqual(lines[1].properties, { addresses: two });
+    assert.deepEqual(lines[2].properties.removed, []);
+    assert.deepEqual(shown, [
+      "warning: added: a, b and c; removed: (none); ports 1 and 2 of subs.json\n",
+    ]);
+  });
+});
