@@ -75,8 +75,13 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       const session = McpSession.open(io);
       try {
         await session.start(session.servers);
+        const servers = session.manager.servers();
+        // The servers' own warnings (a tool left out, a tools.include entry that matches none),
+        // on stderr as `mcp tools` says them, with --json too; they quote the server's tool
+        // names: shown inert (--json: the exact text).
+        const serverWarnings = servers.flatMap((server) => server.warnings);
         // Each entry's own config warnings sit on its row, as in `mcp test --json`.
-        const rows = [...session.manager.servers(), ...session.invalidServers()].map((row) => ({
+        const rows = [...servers, ...session.invalidServers()].map((row) => ({
           ...row,
           warnings: [...session.warningsOf(row.name), ...row.warnings],
         }));
@@ -85,6 +90,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           // `issues` and the invalid rows).
           const configWarnings = session.warningsOf();
           for (const warning of configWarnings) io.err(`warning: ${warning}\n`);
+          for (const warning of serverWarnings) io.err(`warning: ${visible(warning)}\n`);
           return printJson(io, {
             servers: rows.map(serverRow),
             issues: session.issues,
@@ -93,10 +99,12 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
               ...configFileWarnings(session.config),
               ...configWarnings,
               ...session.oauthWarnings,
+              ...serverWarnings,
             ],
           });
         }
         session.printIssues();
+        for (const warning of serverWarnings) io.err(`warning: ${visible(warning)}\n`);
         if (rows.length === 0) {
           io.out(
             `No MCP servers configured. Add one with \`agent mcp add\` or under mcp_servers in ${session.config.paths.config}.\n`,

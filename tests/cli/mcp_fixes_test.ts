@@ -187,9 +187,9 @@ Deno.test("mcp test, tools and list --json: each warning once on stderr, as with
     const warnings = parseOneJson(json.stdout).warnings as string[];
     assert.match(warnings[0], /:1: modle: unknown key/, label);
     assert.match(warnings[1], /mcp_servers\.warned\.header: .*did you mean/, label);
-    // The connection's warning: `list` has it on the server's row (the text's DETAIL column).
-    if (argv[0] !== "list") assert.match(warnings[2], /include entry 'nosuch' matches none/, label);
-    assert.equal(warnings.length, argv[0] === "list" ? 2 : 3, `${label}: ${warnings}`);
+    // The connection's warning, also of `list` (on the server's row too), as `tools` says it.
+    assert.match(warnings[2], /include entry 'nosuch' matches none/, label);
+    assert.equal(warnings.length, 3, `${label}: ${warnings}`);
     assert.equal(json.stderr, lines(warnings), label);
     // `mcp test` without --json shows the connection's warnings in its report (stdout).
     if (argv[0] === "test") continue;
