@@ -20,7 +20,7 @@ import { skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { codePointCount, collapseWhitespace, cut } from "../home/text.ts";
-import { formatIssue } from "../mcp/mod.ts";
+import { formatIssue, type McpConfigIssue } from "../mcp/mod.ts";
 import {
   CliError,
   type CliIo,
@@ -67,7 +67,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
         const session = await openSession(io, config, approvalsFor(io, config, lines), 1);
         try {
           const problems = mcpProblems(session, config);
-          for (const line of problems) io.err(`${line}\n`);
+          for (const { level, text } of problems) io.err(`${level}: ${text}\n`);
           const result = await cancellable(io, async (signal) => {
             const shown = io.stderrIsTerminal && !options.json
               ? progress(io, session.model.settings.model, signal)
@@ -86,8 +86,14 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
           // them first) and the usage-metrics settings' (said above).
           for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
           if (options.json) {
-            const before = [...configFileWarnings(config), ...config.telemetry.warnings];
-            return printJson(io, runJson(result, [...before, ...problems]));
+            // An invalid mcp_servers entry is no warning: it is in mcp_issues, as `mcp list
+            // --json` has it in issues, with the entries' config warnings (also in warnings).
+            const before = [
+              ...configFileWarnings(config),
+              ...config.telemetry.warnings,
+              ...problems.filter((problem) => problem.level === "warning").map((p) => p.text),
+            ];
+            return printJson(io, runJson(result, before, session.mcpIssues));
           }
           if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
           if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
@@ -154,7 +160,7 @@ async function chat(
     }. ` +
       "Type /help for commands, /exit to leave.\n",
   );
-  for (const line of mcpProblems(session, config)) io.err(`${line}\n`);
+  for (const { level, text } of mcpProblems(session, config)) io.err(`${level}: ${text}\n`);
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
   let reading = false;
@@ -394,17 +400,25 @@ function approvalsFor(
 }
 
 /**
- * The session's MCP problems, one line each as stderr shows them: an invalid `mcp_servers`
- * entry (`error: <file>:<line>: …`, the server is skipped) or a server that did not connect.
+ * The session's MCP problems, as stderr shows them (`<level>: <text>`): the config issues of
+ * `mcp_servers` (an `error` is an invalid entry, whose server is skipped) and a server that did
+ * not connect.
  */
-function mcpProblems(session: AgentSession, config: ResolvedConfig): string[] {
+function mcpProblems(
+  session: AgentSession,
+  config: ResolvedConfig,
+): { level: "error" | "warning"; text: string }[] {
   return [
-    ...session.mcpIssues.map((issue) =>
-      `${issue.severity}: ${formatIssue(issue, config.paths.config)}`
-    ),
+    ...session.mcpIssues.map((issue) => ({
+      level: issue.severity,
+      text: formatIssue(issue, config.paths.config),
+    })),
     ...session.manager.servers()
       .filter((server) => server.error && server.status !== "connected")
-      .map((server) => `warning: ${server.error}; its tools are not available`),
+      .map((server) => ({
+        level: "warning" as const,
+        text: `${server.error}; its tools are not available`,
+      })),
   ];
 }
 
@@ -574,9 +588,10 @@ function waitingLine(model: string, seconds: number, columns: number): string {
 
 /**
  * `run --json`'s document; `warnings` starts with `before` (the config file's warnings, the
- * usage-metrics settings' and the MCP problems, `warning: ` dropped).
+ * usage-metrics settings' and the MCP warnings); `mcp_issues` are the config issues of
+ * `mcp_servers`, as `mcp list --json` gives them in `issues`.
  */
-function runJson(result: RunResult, before: string[]) {
+function runJson(result: RunResult, before: string[], mcpIssues: McpConfigIssue[]) {
   return {
     answer: result.answer,
     end_reason: result.endReason,
@@ -593,10 +608,8 @@ function runJson(result: RunResult, before: string[]) {
     model_calls: result.modelCalls,
     retries: result.retries,
     duration_ms: Math.round(result.timings.totalMs),
-    warnings: [
-      ...before.map((line) => line.replace(/^warning: /, "")),
-      ...result.warnings,
-    ],
+    warnings: [...before, ...result.warnings],
+    mcp_issues: mcpIssues,
   };
 }
 

@@ -23,6 +23,7 @@ import type { MetricsPackage } from "../../mod.ts";
 import {
   childEnv,
   cli,
+  cliJson,
   type CliResult,
   MAIN,
   parseOneJson,
@@ -35,7 +36,7 @@ import {
   startCollector,
   tempHome,
 } from "./_helpers.ts";
-import { everythingStdio, freePort, writeConfig } from "./_mcp_helpers.ts";
+import { denoEnv, everythingStdio, freePort, writeConfig } from "./_mcp_helpers.ts";
 
 /** How long any single wait (a line on stdout, a model request, an exit) may take. */
 const WAIT_MS = 30_000;
@@ -677,7 +678,7 @@ Deno.test("run and chat: sending to an endpoint the sender refuses is a warning 
   assert.equal(collector.received.length, 1);
 });
 
-Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; the run goes on", async () => {
+Deno.test("run: MCP problems are said on stderr; --json has a server that did not connect in warnings and an invalid entry in mcp_issues, as mcp list --json has it; the run goes on", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });
   configure(home.home, {
@@ -701,10 +702,22 @@ Deno.test("run: MCP problems are warnings on stderr and in --json's warnings; th
   const json = await agentRun(home.home, ["hi", "--json"]);
   expectCode(json, 0);
   assert.equal(json.json!.answer, "reply to hi");
-  const warnings = json.json!.warnings as string[];
-  assert.equal(warnings.length, 2, warnings.join("\n"));
-  assert.match(warnings[0], /^error: .*config\.yaml:\d+: mcp_servers\.broken/);
-  assert.match(warnings[1], /^[^:]*gone.*; its tools are not available$/);
+  assert.equal(json.stderr, text.stderr, "stderr as without --json");
+  // The invalid entry is no warning: it is in mcp_issues, as `mcp list --json` has it in issues.
+  assert.deepEqual(json.json!.warnings, [
+    `MCP server 'gone': cannot start command '${join(home.home, "no-such-server")}': not found ` +
+    "(check command and PATH); its tools are not available",
+  ]);
+  assert.deepEqual(json.json!.mcp_issues, [{
+    server: "broken",
+    key: "",
+    severity: "error",
+    message: "the server has neither `command` nor `url`; add `command:` for a local (stdio) " +
+      "server or `url:` for a remote (HTTP) one",
+    line: 8,
+  }]);
+  const listed = await cliJson(home.home, ["mcp", "list", "--json"], 0, { env: denoEnv() });
+  assert.deepEqual(json.json!.mcp_issues, listed.issues, "as mcp list --json has them");
   assert.ok(toolNames(model.requests.at(-1)!).includes("mcp__fx__echo"));
 });
 
