@@ -323,12 +323,52 @@ export class AgentSession {
 const log = logger("session");
 const runLog = logger("run");
 
+/**
+ * One line per event that says what happened and why (the error, the reason): the console shows
+ * the message alone, so the reason must be in it, not only in the properties.
+ */
 function logMcpEvent(event: McpEvent): void {
   const mcpLog = logger("mcp");
-  if (event.type === "failed" || event.type === "parked" || event.type === "lost") {
-    mcpLog.warn("MCP server {server}: {type}", { ...event });
-  } else {
-    mcpLog.info("MCP server {server}: {type}", { ...event });
+  // An error and a warning are texts made elsewhere that name the server (`MCP server 'x': …`):
+  // written as they are, not quoted as a value.
+  switch (event.type) {
+    case "failed": {
+      const retry = event.retryInMs === undefined
+        ? ""
+        : `; retrying in ${Math.max(1, Math.round(event.retryInMs / 1000))} s`;
+      mcpLog.warn(literalMessage(`${event.error}${retry}`), { ...event });
+      return;
+    }
+    case "parked":
+      mcpLog.warn(
+        literalMessage(
+          `${event.error}; its tools are withdrawn and it is retried every 5 minutes`,
+        ),
+        { ...event },
+      );
+      return;
+    case "lost":
+      mcpLog.warn(
+        `MCP server {server}: the connection was lost (${literalMessage(event.reason)})`,
+        { ...event },
+      );
+      return;
+    case "warning":
+      mcpLog.warn(literalMessage(event.message), { ...event });
+      return;
+    case "connected":
+      mcpLog.info("MCP server {server}: connected ({era} era, {tools} tools, {ms} ms)", {
+        ...event,
+      });
+      return;
+    case "recycled":
+      mcpLog.info("MCP server {server}: stopped ({reason}); the next call starts it again", {
+        ...event,
+      });
+      return;
+    case "tools_changed":
+      mcpLog.info("MCP server {server}: its tool list changed ({tools} tools)", { ...event });
+      return;
   }
 }
 

@@ -205,6 +205,42 @@ Deno.test("a stdio MCP server that exits at start is logged naming this home's m
   }
 });
 
+Deno.test("a stdio MCP server that fails at start says why on the console, not only in the log", async () => {
+  await using h = await tempHome();
+  const script = "printf 'bad\\033[2J key\\n' >&2; exit 3";
+  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
+    `mcp_servers:\n  exits:\n    command: sh\n    args: ["-c", ${JSON.stringify(script)}]\n`;
+  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const shown = await consoleOfGateway(h.home);
+  const mcp = shown.filter((line) => line.includes("exits"));
+  assert.ok(mcp.length > 0, shown.join(""));
+  // Before: "warning: MCP server exits: failed", the reason only in gateway.log. The server's
+  // stderr is quoted with its escape character escaped.
+  assert.equal(
+    mcp[0].replace(/retrying in \d+ s/, "retrying in N s"),
+    "warning: MCP server 'exits': the connection closed during the handshake: the process " +
+      'exited with code 3; its last stderr lines: "bad\\u001b[2J key" (all of it in ' +
+      `${join(h.home, "logs", "mcp-stderr.log")}); retrying in N s\n`,
+  );
+});
+
+Deno.test("an MCP server's warnings are said on the gateway's console", async () => {
+  await using h = await tempHome();
+  const server = new URL("../fixtures/mcp/server.ts", import.meta.url).pathname;
+  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
+    `mcp_servers:\n  notes:\n    command: deno\n    args: ["run", "-A", "--config", ` +
+    `${JSON.stringify(DENO_CONFIG)}, ${JSON.stringify(server)}]\n` +
+    "    tools:\n      include: [nope]\n";
+  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const vars = denoEnv({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" });
+  const shown = await consoleOfGateway(h.home, undefined, (name) => vars[name]);
+  // Before: logged at info as "MCP server notes: warning", the warning itself not said.
+  assert.deepEqual(shown.filter((line) => line.includes("notes")), [
+    "warning: MCP server 'notes': mcp_servers.notes.tools.include entry 'nope' matches none of " +
+    "the server's tools (names are case-sensitive)\n",
+  ]);
+});
+
 Deno.test("a gateway whose model lacks its API key warns about that, not that no model is configured", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(
