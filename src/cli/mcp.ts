@@ -163,6 +163,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
             });
           }
           if (!ok) {
+            // The connection's warnings (an SSE fallback) when it was discovery that failed.
+            for (const warning of server.warnings) io.err(`warning: ${visible(warning)}\n`);
             io.err(`${server.error}\n`);
             return;
           }

@@ -704,10 +704,7 @@ class ServerSlot {
         throw new McpServerError(this.config.name, "closed", "was removed or shut down");
       }
       const toolset = buildToolset(this.config, tools, capabilities, connection.invalidTools());
-      this.#warnings = this.#warningsOf(connection, toolset.warnings);
-      for (const message of this.#warnings) {
-        this.#emit({ type: "warning", server: this.config.name, message });
-      }
+      this.#keepWarnings(this.#warningsOf(connection, toolset.warnings));
       this.#tools = toolset.tools;
       this.#dropped = toolset.dropped;
       this.#refreshWarning = undefined;
@@ -728,6 +725,9 @@ class ServerSlot {
       return connection;
     } catch (error) {
       await connection?.close();
+      // Connected, then discovery failed: what the connection had to say (an SSE fallback) is
+      // still said with the failure, once (not again on each retry).
+      if (connection) this.#keepWarnings(this.#warningsOf(connection, []), { onlyNew: true });
       const oversized = connection?.diagnosis()?.startsWith(OVERSIZED_MESSAGE)
         ? connection.diagnosis()
         : undefined;
@@ -827,11 +827,7 @@ class ServerSlot {
       connection.client.getServerCapabilities(),
       connection.invalidTools(),
     );
-    const known = new Set(this.#warnings);
-    this.#warnings = this.#warningsOf(connection, toolset.warnings);
-    for (const message of this.#warnings.filter((message) => !known.has(message))) {
-      this.#emit({ type: "warning", server: this.config.name, message });
-    }
+    this.#keepWarnings(this.#warningsOf(connection, toolset.warnings), { onlyNew: true });
     this.#tools = toolset.tools;
     this.#dropped = toolset.dropped;
     this.#refreshWarning = undefined;
@@ -850,6 +846,15 @@ class ServerSlot {
     // Listed with the server's warnings (mcp list, status) until a refresh works.
     this.#refreshWarning = message;
     this.#emit({ type: "warning", server: this.config.name, message });
+  }
+
+  /** Makes `warnings` the server's warnings and emits each (with `onlyNew`, those not known). */
+  #keepWarnings(warnings: string[], options: { onlyNew?: boolean } = {}): void {
+    const known = new Set(options.onlyNew ? this.#warnings : []);
+    this.#warnings = warnings;
+    for (const message of warnings.filter((message) => !known.has(message))) {
+      this.#emit({ type: "warning", server: this.config.name, message });
+    }
   }
 
   /** The warnings of `connection` and of its toolset, substituted values masked. */
