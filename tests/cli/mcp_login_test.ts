@@ -226,3 +226,40 @@ Deno.test("mcp list, test and tools --json: a document refused at refresh is in 
     Deno.removeSync(join(tokens, "api.cimd-off")); // recorded, as the warning says
   }
 });
+
+Deno.test("mcp test after a recorded refusal of the document names it and the way out, not only that no client is stored", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  const config = writeConfig(h.home, oauthConfig(server));
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+  server.options.rejectDocument = true;
+  server.expireAccessTokens();
+  const refusing = await cli(h.home, ["mcp", "test", "api"]); // the refresh is refused
+  assert.equal(refusing.code, 1, refusing.stderr);
+  const record = join(h.home, "mcp-tokens", "api.cimd-off");
+  Deno.statSync(record);
+  const error = "MCP server 'api': is not logged in: the authorization server refused the client " +
+    `metadata document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client; recorded in ${record}) ` +
+    "and no OAuth client is stored. A new login tries the document again, then registers the " +
+    `client dynamically (set mcp_servers.api.oauth.cimd to false in ${config} to register ` +
+    "dynamically at once); run `agent mcp login api`";
+  assert.equal(refusing.stderr.split("\n").at(-2), error, "the run that met the refusal");
+
+  // A later run knows it from the record (before: "is not logged in (no OAuth client is stored)").
+  const later = await cli(h.home, ["mcp", "test", "api"]);
+  assert.equal(later.code, 1);
+  assert.equal(later.stderr, `${error}\n`);
+  const json = await cliJson(h.home, ["mcp", "test", "api", "--json"], 1);
+  assert.equal(json.error, error);
+
+  // With cimd: false the record no longer matters: no client is stored, that is all.
+  writeConfig(h.home, oauthConfig(server, "    oauth:\n      cimd: false\n"));
+  const dcr = await cli(h.home, ["mcp", "test", "api"]);
+  assert.equal(
+    dcr.stderr,
+    "MCP server 'api': is not logged in (no OAuth client is stored); run `agent mcp login api`\n",
+  );
+});

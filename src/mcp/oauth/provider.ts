@@ -28,7 +28,7 @@ import type { McpServerConfig, OAuthSettings } from "../config.ts";
 import { McpServerError, messageOf, quotedServerText } from "../errors.ts";
 import type { FetchFunction } from "../http.ts";
 import { CALLBACK_PATH, DEFAULT_CLIENT_METADATA_URL } from "./metadata_url.ts";
-import { PINNED_CALLBACK_PORTS } from "./ports.ts";
+import { PINNED_CALLBACK_PORTS, pinningObstacle } from "./ports.ts";
 import { OAuthStore } from "./store.ts";
 import { quietSdkOAuthWarnings } from "./_sdk_console.ts";
 
@@ -93,6 +93,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
   /** Whether the token endpoint refused the client metadata document while this provider ran. */
   cimdRejected = false;
   readonly #server: string;
+  readonly #configFile: string | undefined;
   readonly #settings: OAuthSettings;
   readonly #driver: AuthorizationDriver | undefined;
   readonly #warn: (message: string) => void;
@@ -100,11 +101,12 @@ export class McpOAuthProvider implements OAuthClientProvider {
   #tokensDiscarded = false;
 
   constructor(
-    config: Pick<McpServerConfig, "name" | "oauth">,
+    config: Pick<McpServerConfig, "name" | "oauth" | "configFile">,
     store: OAuthStore,
     options: McpOAuthProviderOptions = {},
   ) {
     this.#server = config.name;
+    this.#configFile = config.configFile;
     this.#settings = config.oauth ?? { clientMetadataUrl: DEFAULT_CLIENT_METADATA_URL, cimd: true };
     this.store = store;
     this.#driver = options.driver;
@@ -173,13 +175,34 @@ export class McpOAuthProvider implements OAuthClientProvider {
     if (!this.#driver) {
       throw new OAuthLoginRequired(
         this.#server,
-        this.cimdRejected
-          ? "the authorization server refused the client metadata document, so a new login " +
-            "(with dynamic client registration) is needed"
+        this.#documentRefused()
+          ? this.#documentRefusedReason()
           : "is not logged in (no OAuth client is stored)",
       );
     }
     return undefined;
+  }
+
+  /**
+   * Whether the document was refused, now or by an earlier run (`<server>.cimd-off`), and a
+   * login would present it again (not when the settings now choose dynamic registration).
+   */
+  #documentRefused(): boolean {
+    if (this.cimdRejected) return true;
+    const settings = this.#settings;
+    return this.store.isCimdOff() &&
+      pinningObstacle({ settings, driver: "cli", cimdOff: false }) === undefined;
+  }
+
+  /** Why no client is stored after a refused document, and the way out. */
+  #documentRefusedReason(): string {
+    const where = this.#configFile === undefined ? "" : ` in ${this.#configFile}`;
+    return `is not logged in: the authorization server refused the client metadata document ` +
+      `${this.#settings.clientMetadataUrl} (invalid_client; recorded in ${
+        this.store.path("cimdOff")
+      }) and no OAuth client is stored. A new login tries the document again, then registers ` +
+      `the client dynamically (set mcp_servers.${this.#server}.oauth.cimd to false${where} to ` +
+      "register dynamically at once)";
   }
 
   saveClientInformation(client: StoredOAuthClientInformation): void {
