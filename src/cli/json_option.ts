@@ -31,6 +31,10 @@ import { UsageError } from "./io.ts";
  *   () => jsonObjectOption("[1]", "--args", instead),
  *   { message: `--args is not a JSON object (got an array); give ${instead}` },
  * );
+ * assert.throws(
+ *   () => jsonObjectOption("", "--args", instead),
+ *   { message: `--args is empty; give ${instead}` },
+ * );
  * ```
  */
 export function jsonObjectOption(
@@ -46,11 +50,15 @@ export function jsonObjectOption(
         `${option} "$(cat ${file.trim()})"`,
     );
   }
+  if (value.trim() === "") {
+    // Not parseJsonObject's "is empty; expected a JSON object": `instead` says what is expected.
+    const empty = value === "" ? "is empty" : "holds only whitespace";
+    throw new UsageError(`${option} ${empty}; give ${instead}`);
+  }
   const parsed = parseJsonObject(value, option);
   if (!parsed.ok) {
     // A key given twice or nesting too deep is said with its fix already.
-    const notAnObject = parsed.error.startsWith(`${option} is `) ||
-      parsed.error.startsWith(`${option} holds `);
+    const notAnObject = parsed.error.startsWith(`${option} is `);
     throw new UsageError(parsed.error + (notAnObject ? `; give ${instead}` : ""));
   }
   return { value: parsed.payload, json: parsed.json };

@@ -370,6 +370,9 @@ Deno.test("mcp call: bad --args and unknown tools exit 2; a tool error result ex
         `or }); ${example}`,
       ],
       ["sk-TOPSECRET", `--args is not valid JSON (line 1, column 1: expected a value); ${example}`],
+      // Said once what is expected (before: "is empty; expected a JSON object; give a JSON …").
+      ["", `--args is empty; ${example}`],
+      [" \n", `--args holds only whitespace; ${example}`],
       ["[1]", `--args is not a JSON object (got an array); ${example}`],
       ['"hi"', `--args is not a JSON object (got a string); ${example}`],
       ["null", `--args is not a JSON object (got null); ${example}`],

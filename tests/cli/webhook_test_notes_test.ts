@@ -224,6 +224,7 @@ Deno.test("test --payload that is not a JSON object says what is wrong and how t
         `--payload is not valid JSON (line 1, column 8: expected a property name in double quotes); ${example}`,
       ],
       ["[1]", `--payload is not a JSON object (got an array); ${example}`],
+      ["", `--payload is empty; ${example}`],
       // The gateway would answer 400: one key twice is ambiguous.
       [
         '{"a":1,"a":2}',
