@@ -26,6 +26,7 @@ import {
 import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
+import { jsonSyntaxProblem } from "../home/json_syntax.ts";
 import { ENDPOINT_KEY } from "../home/metrics_endpoint.ts";
 import {
   droppedUnsentWarning,
@@ -306,7 +307,7 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
         const read = file === "-" ? await readStdinPackage(io) : readPackageFile(file);
         results.push(
           "text" in read
-            ? { file, ...validateText(read.text) }
+            ? { file, ...validateText(read.text, file === "-" ? "stdin" : "the file") }
             : { file, valid: false, errors: [read.error], unreadable: read.unreadable },
         );
       }
@@ -1157,12 +1158,19 @@ function packageText(bytes: Uint8Array): PackageRead {
   return { text: new TextDecoder().decode(bytes) };
 }
 
-function validateText(text: string): { valid: boolean; errors: MetricsValidationError[] } {
+/** `text`, read from `source` ("the file", "stdin"), checked as a package. */
+function validateText(
+  text: string,
+  source: string,
+): { valid: boolean; errors: MetricsValidationError[] } {
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+  } catch {
+    // Where and what was expected, as for --args: V8's message quotes the text around the error.
+    const reason = text.trim() === ""
+      ? `${source} ${text === "" ? "is empty" : "holds only whitespace"}`
+      : jsonSyntaxProblem(text);
     return {
       valid: false,
       errors: [{

@@ -151,25 +151,46 @@ Deno.test("`-` reads the package from stdin", async () => {
   assert.ok(doc.results[0].errors.some((e) => e.pointer === "/hostname"));
 });
 
-Deno.test("a file that is not JSON is exit 2 'not valid JSON'", async () => {
+Deno.test("a file that is not JSON is exit 2 'not valid JSON' with the line, column and what was expected", async () => {
   await using h = await tempHome();
   const file = join(h.home, "notjson.json");
   Deno.writeTextFileSync(file, "schema_version: agent.shared_metrics.v2\n");
   const text = await cli(h.home, ["metrics", "validate", file]);
   assert.equal(text.code, 2);
-  assert.match(text.stdout, /not valid JSON/);
-  assert.match(text.stdout, new RegExp(`^${file}: invalid \\(1 error\\)$`, "m"));
+  // Before: V8's "Unexpected token 's', "schema_ver"... is not valid JSON".
+  assert.equal(
+    text.stdout,
+    `${file}: invalid (1 error)\n  /: not valid JSON: line 1, column 1: expected a value\n`,
+  );
 
   const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
-  assert.equal(doc.valid, false);
-  const { errors } = doc.results[0];
-  assert.equal(errors.length, 1);
-  assert.equal(errors[0].rule, "json");
-  assert.match(errors[0].message, /not valid JSON/);
+  assert.deepEqual(doc, {
+    valid: false,
+    results: [{
+      file,
+      valid: false,
+      errors: [{
+        pointer: "",
+        rule: "json",
+        message: "not valid JSON: line 1, column 1: expected a value",
+        value: null,
+      }],
+    }],
+    warnings: [],
+  });
 
+  // Before: "Unexpected end of JSON input".
   const empty = await cli(h.home, ["metrics", "validate", "-"], { stdin: "" });
   assert.equal(empty.code, 2);
-  assert.match(empty.stdout, /not valid JSON/);
+  assert.equal(empty.stdout, "-: invalid (1 error)\n  /: not valid JSON: stdin is empty\n");
+  const emptyFile = join(h.home, "empty.json");
+  Deno.writeTextFileSync(emptyFile, " \n");
+  const blank = await cli(h.home, ["metrics", "validate", emptyFile]);
+  assert.equal(blank.code, 2);
+  assert.equal(
+    blank.stdout,
+    `${emptyFile}: invalid (1 error)\n  /: not valid JSON: the file holds only whitespace\n`,
+  );
 });
 
 Deno.test("a UTF-16 package (Windows PowerShell's >) is named as such, exit 2; a UTF-8 BOM is fine", async () => {
@@ -246,13 +267,16 @@ Deno.test("e2e: validate reads a piped package from stdin; a missing file exits 
   assert.match(missing.stderr, /x\.json: no such file/);
 });
 
-Deno.test("validate: a JSON error quoting a line break stays on one line of the text output", async () => {
+Deno.test("validate: a JSON error quotes none of the text (a secret, a line break): line, column and what was expected", async () => {
   await using h = await tempHome();
   const file = join(h.home, "broken.json");
-  Deno.writeTextFileSync(file, '{"a":\n x}');
+  Deno.writeTextFileSync(file, '{"a":\n sk-TOPSECRET}');
   const result = await cli(h.home, ["metrics", "validate", file]);
   assert.equal(result.code, 2);
-  const lines = result.stdout.trimEnd().split("\n");
-  assert.equal(lines.length, 2, result.stdout);
-  assert.match(lines[1], /^ {2}\/: not valid JSON: .*\\n x/);
+  assert.equal(
+    result.stdout,
+    `${file}: invalid (1 error)\n  /: not valid JSON: line 2, column 2: expected a value\n`,
+  );
+  const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
+  assert.doesNotMatch(JSON.stringify(doc), /TOPSECRET/);
 });
