@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
+import { waitSeconds } from "../home/seconds.ts";
 import {
   loadMcpServers,
   type McpConfigIssue,
@@ -335,7 +336,7 @@ function logMcpEvent(event: McpEvent): void {
     case "failed": {
       const retry = event.retryInMs === undefined
         ? ""
-        : `; retrying in ${Math.max(1, Math.round(event.retryInMs / 1000))} s`;
+        : `; retrying in ${waitSeconds(event.retryInMs)} s`;
       mcpLog.warn(literalMessage(`${event.error}${retry}`), { ...event });
       return;
     }

@@ -217,7 +217,7 @@ Deno.test("a stdio MCP server that fails at start says why on the console, not o
   // Before: "warning: MCP server exits: failed", the reason only in gateway.log. The server's
   // stderr is quoted with its escape character escaped.
   assert.equal(
-    mcp[0].replace(/retrying in \d+ s/, "retrying in N s"),
+    mcp[0].replace(/retrying in [\d.]+ s/, "retrying in N s"),
     "warning: MCP server 'exits': the connection closed during the handshake: the process " +
       'exited with code 3; its last stderr lines: "bad\\u001b[2J key" (all of it in ' +
       `${join(h.home, "logs", "mcp-stderr.log")}); retrying in N s\n`,
