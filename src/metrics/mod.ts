@@ -26,6 +26,7 @@ import type { HomePaths } from "../home/paths.ts";
 import type { MetricsPackage, MetricsResource, SkillProvenance } from "./contract.ts";
 import { dirname } from "node:path";
 import { ensurePrivateDir } from "../home/files.ts";
+import { jsonSyntaxProblem } from "../home/json_syntax.ts";
 import {
   DROPPED_UNSENT_REASON,
   type DroppedUnsent,
@@ -417,8 +418,9 @@ function outboxFileProblem(body: string, packageId: string): string | undefined 
   let value: unknown;
   try {
     value = JSON.parse(body);
-  } catch (error) {
-    return `not valid JSON (${error instanceof Error ? error.message : String(error)})`;
+  } catch {
+    // V8's message quotes the text around the error: the place and what was expected only.
+    return `not valid JSON (${jsonSyntaxProblem(body)})`;
   }
   const result = validateMetricsPackage(value);
   if (!result.valid) {

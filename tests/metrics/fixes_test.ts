@@ -113,6 +113,26 @@ Deno.test("the background flusher warns about an outbox file it refused to send"
   }
 });
 
+Deno.test("an outbox file that is not JSON is refused saying where, never quoting its text", async () => {
+  const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
+  try {
+    const { clock, metrics } = openSending(home);
+    metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
+    clock.set("2026-11-21T09:00:00.000Z");
+    const [{ path }] = metrics.exportNow();
+    Deno.writeTextFileSync(path, '{"version": 2,\n "note": my private prompt text}');
+    const warnings = await flushWarnings(metrics);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.ok(
+      warnings[0].includes("not valid JSON (line 2, column 10: expected a value)"),
+      warnings[0],
+    );
+    assert.doesNotMatch(warnings[0], /private/);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
 Deno.test("a deleted outbox file is reported by sendDue and warned about by the flusher", async () => {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
