@@ -95,42 +95,47 @@ async function flushWarnings(metrics: UsageMetrics): Promise<string[]> {
   return warnings;
 }
 
-Deno.test("the background flusher warns about an outbox file it refused to send", async () => {
+/**
+ * Exports one package in a fresh home with sending on, overwrites its outbox file with `text`
+ * (edited or damaged on disk), flushes once and returns the file, the warnings and the home's
+ * outbox listing afterwards.
+ */
+async function flushDamagedOutboxFile(text: string) {
   const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
   try {
     const { clock, metrics } = openSending(home);
     metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
     clock.set("2026-11-21T09:00:00.000Z");
     const [{ path }] = metrics.exportNow();
-    Deno.writeTextFileSync(path, '{"prompt":"my private prompt text"}');
+    Deno.writeTextFileSync(path, text);
     const warnings = await flushWarnings(metrics);
-    assert.equal(warnings.length, 1, warnings.join("\n"));
-    assert.ok(warnings[0].includes(path), warnings[0]);
-    assert.match(warnings[0], /was not sent.*does not validate.*rejected/);
-    assert.deepEqual(listFiles(`${home}/telemetry/shared_metrics/outbox`), ["rejected"]);
+    return { path, warnings, outbox: listFiles(`${home}/telemetry/shared_metrics/outbox`) };
   } finally {
     await Deno.remove(home, { recursive: true });
   }
+}
+
+Deno.test("the background flusher warns about an outbox file it refused to send", async () => {
+  const { path, warnings, outbox } = await flushDamagedOutboxFile(
+    '{"prompt":"my private prompt text"}',
+  );
+  assert.equal(warnings.length, 1, warnings.join("\n"));
+  assert.ok(warnings[0].includes(path), warnings[0]);
+  assert.match(warnings[0], /was not sent.*does not validate.*rejected/);
+  assert.deepEqual(outbox, ["rejected"]);
 });
 
 Deno.test("an outbox file that is not JSON is refused saying where, never quoting its text", async () => {
-  const home = await Deno.makeTempDir({ prefix: "metrics-home-" });
-  try {
-    const { clock, metrics } = openSending(home);
-    metrics.recorder.record({ kind: "task_started", entrypoint: "interactive", surface: "cli" });
-    clock.set("2026-11-21T09:00:00.000Z");
-    const [{ path }] = metrics.exportNow();
-    Deno.writeTextFileSync(path, '{"version": 2,\n "note": my private prompt text}');
-    const warnings = await flushWarnings(metrics);
-    assert.equal(warnings.length, 1, warnings.join("\n"));
-    assert.ok(
-      warnings[0].includes("not valid JSON (line 2, column 10: expected a value)"),
-      warnings[0],
-    );
-    assert.doesNotMatch(warnings[0], /private/);
-  } finally {
-    await Deno.remove(home, { recursive: true });
-  }
+  const { warnings, outbox } = await flushDamagedOutboxFile(
+    '{"version": 2,\n "note": my private prompt text}',
+  );
+  assert.equal(warnings.length, 1, warnings.join("\n"));
+  assert.ok(
+    warnings[0].includes("not valid JSON (line 2, column 10: expected a value)"),
+    warnings[0],
+  );
+  assert.doesNotMatch(warnings[0], /private/);
+  assert.deepEqual(outbox, ["rejected"]);
 });
 
 Deno.test("a deleted outbox file is reported by sendDue and warned about by the flusher", async () => {
