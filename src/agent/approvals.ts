@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { visibleLines } from "../home/text.ts";
 import {
   describeField,
   type ElicitationForm,
@@ -109,9 +110,11 @@ export class PromptApprovals implements ApprovalSurface {
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(ask: AskLine, options: { timeoutMs: number; write: (text: string) => void }) {
-    this.#ask = ask;
+    // What is shown comes in part from the model (a call's arguments) and from MCP servers (a
+    // form's texts): escaped, so neither can hide or rewrite what the user is asked to approve.
+    this.#ask = (question, signal) => ask(visibleLines(question), signal);
     this.#timeoutMs = options.timeoutMs;
-    this.#write = options.write;
+    this.#write = (text) => options.write(visibleLines(text));
   }
 
   approve(

@@ -19,7 +19,7 @@ import {
 import { skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
-import { codePointCount, collapseWhitespace, cut } from "../home/text.ts";
+import { codePointCount, collapseWhitespace, cut, visible, visibleLines } from "../home/text.ts";
 import { formatIssue, type McpConfigIssue } from "../mcp/mod.ts";
 import {
   CliError,
@@ -95,7 +95,12 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
             ];
             return printJson(io, runJson(result, before, session.mcpIssues));
           }
-          if (result.answer) io.out(`${result.answer.replace(/\n*$/, "")}\n`);
+          if (result.answer) {
+            // At a terminal, what the model wrote cannot drive it (a prompt-injected page could
+            // make it clear or rewrite the screen); a file or pipe gets the answer as it is.
+            const answer = io.stdoutIsTerminal ? visibleLines(result.answer) : result.answer;
+            io.out(`${answer.replace(/\n*$/, "")}\n`);
+          }
           if (result.endReason !== "completed") io.err(`agent: ${endText(result)}\n`);
         } finally {
           await lines?.close();
@@ -239,7 +244,9 @@ async function chat(
       }
       history = result.messages;
       for (const warning of result.warnings) io.err(`warning: ${warning}\n`);
-      if (result.answer) io.out(`agent> ${result.answer.replace(/\n*$/, "")}\n`);
+      // A conversation is read by a person (also through `| tee`): the answer cannot drive the
+      // terminal.
+      if (result.answer) io.out(`agent> ${visibleLines(result.answer).replace(/\n*$/, "")}\n`);
       if (result.endReason !== "completed") io.err(`[${endText(result)}]\n`);
     }
   } finally {
@@ -558,11 +565,15 @@ function progress(
     onEvent: (event) => {
       stopWaiting();
       if (event.type === "model_call") startWaiting();
+      // The name and arguments are the model's: escaped, so they cannot drive the terminal.
       if (event.type === "tool_call") {
-        io.err(`  → ${event.name} ${cut(collapseWhitespace(event.arguments), 120)}\n`);
+        const args = cut(visible(collapseWhitespace(event.arguments)), 120);
+        io.err(`  → ${visible(event.name)} ${args}\n`);
       }
       if (event.type === "tool_result") {
-        io.err(`  ← ${event.name}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`);
+        io.err(
+          `  ← ${visible(event.name)}: ${event.outcome} (${Math.round(event.latencyMs)} ms)\n`,
+        );
       }
     },
     done: () => {

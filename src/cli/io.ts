@@ -21,6 +21,8 @@ export interface CliIo {
   env: EnvReader;
   /** Whether stdin is a terminal (prompts are allowed). */
   stdinIsTerminal: boolean;
+  /** Whether stdout is a terminal (text a terminal would act on is shown escaped). */
+  stdoutIsTerminal: boolean;
   /** Whether stderr is a terminal (progress is shown). */
   stderrIsTerminal: boolean;
   /** The terminal's width in columns, 0 when unknown: a progress line redrawn in place fits it. */
@@ -131,6 +133,7 @@ export function processIo(): CliIo {
     err: (text) => writeAll(Deno.stderr, encoder.encode(text)),
     env: (name) => Deno.env.get(name),
     stdinIsTerminal: Deno.stdin.isTerminal(),
+    stdoutIsTerminal: Deno.stdout.isTerminal(),
     stderrIsTerminal: Deno.stderr.isTerminal(),
     columns: () => consoleSize().columns,
     readStdin: () => new Response(Deno.stdin.readable).text(),

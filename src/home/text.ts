@@ -109,3 +109,36 @@ export function visible(text: string): string {
     (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`,
   );
 }
+
+/**
+ * The characters {@linkcode visible} escapes, and the sequences of them {@linkcode visibleLines}
+ * keeps whole: a `\r\n` line break, an emoji flag's tags (🏴 + tag letters + cancel tag).
+ */
+const HIDING_OR_KEPT = /\r\n|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+/** Line breaks, tabs, and the zero-width (non-)joiners of emoji and of scripts that need them. */
+const KEPT_AS_IS = new Set(["\r\n", "\n", "\t", "\u200C", "\u200D"]);
+
+/**
+ * `text` of several lines (a model's answer) as it may be written to a terminal: like
+ * {@linkcode visible}, every character that could hide, move or reorder text (escape sequences,
+ * `\r`, backspace, bidi controls) as a `\u{…}` escape, but line breaks (`\n`, `\r\n`) and tabs
+ * kept, and the zero-width joiners of emoji (👩‍💻) and of scripts that need them too.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { visibleLines } from "./text.ts";
+ * assert.equal(visibleLines("Done.\x1b[2J\rAll fine"), "Done.\\u{1b}[2J\\u{d}All fine");
+ * assert.equal(visibleLines("a\tb\nc 中文 👩‍💻"), "a\tb\nc 中文 👩‍💻");
+ * assert.equal(visibleLines("evil\u202Etxt.exe"), "evil\\u{202e}txt.exe");
+ * ```
+ */
+export function visibleLines(text: string): string {
+  return text.replace(
+    HIDING_OR_KEPT,
+    (match) =>
+      KEPT_AS_IS.has(match) || match.startsWith("\u{1F3F4}")
+        ? match
+        : `\\u{${match.codePointAt(0)!.toString(16)}}`,
+  );
+}

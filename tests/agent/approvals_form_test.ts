@@ -96,6 +96,26 @@ Deno.test("PromptApprovals.collectForm: asks each field, applies defaults, re-as
   );
 });
 
+Deno.test("PromptApprovals.collectForm: a server's texts are shown with control characters escaped", async () => {
+  const t = terminal(["n"]);
+  const form: ElicitationForm = {
+    server: "crm",
+    message: "Sign in\x1b[8m hidden \x1b[0m\tplease\nnow",
+    fields: formFields({
+      type: "object",
+      properties: { name: { type: "string", title: "Name\r\x1b[2KPassword" } },
+    }),
+    timeoutSeconds: 300,
+  };
+  assert.deepEqual(await t.surface.collectForm(form), { action: "decline" });
+  assert.equal(
+    t.output(),
+    "\nMCP server 'crm' asks for information:\n" +
+      "    Sign in\\u{1b}[8m hidden \\u{1b}[0m\tplease\n    now\n" +
+      "    Fields: Name\\u{d}\\u{1b}[2KPassword\nDeclined.\n",
+  );
+});
+
 Deno.test("PromptApprovals.collectForm: decline, cancel, and a form not sent", async () => {
   for (const [answers, action] of [[["n"], "decline"], [["no"], "decline"]] as const) {
     const t = terminal([...answers]);

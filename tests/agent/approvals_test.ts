@@ -133,6 +133,24 @@ Deno.test("PromptApprovals: without detail only the summary is written", async (
   assert.equal(writtenWhenAsked, `\nApproval needed: ${REQUEST.summary}\n`);
 });
 
+Deno.test("PromptApprovals: the model's arguments cannot hide or rewrite what is approved", async () => {
+  // A prompt-injected model sends arguments that, written raw, would erase the line above and
+  // show a harmless call instead.
+  const { surface, output } = prompt(() => Promise.resolve("n"));
+
+  await surface.approve({
+    ...REQUEST,
+    detail: 'arguments: {"path": "/etc/passwd"}\r\x1b[2K\x1b[1Aarguments: {"text": "hi"} \u202Eok',
+  });
+
+  assert.equal(
+    output(),
+    `\nApproval needed: ${REQUEST.summary}\n` +
+      '    arguments: {"path": "/etc/passwd"}\\u{d}\\u{1b}[2K\\u{1b}[1Aarguments: {"text": "hi"} ' +
+      "\\u{202e}ok\nNot approved.\n",
+  );
+});
+
 // --- PromptApprovals: timeout and cancellation ---------------------------------------------
 
 Deno.test("PromptApprovals: no answer within the timeout → timed_out, and the user is told", async () => {

@@ -54,6 +54,8 @@ export interface FakeIoOptions {
   env?: Record<string, string>;
   /** Whether stdin is a terminal (prompts allowed). Default false. */
   stdinIsTerminal?: boolean;
+  /** Whether stdout is a terminal (a model's answer shown escaped). Default false. */
+  stdoutIsTerminal?: boolean;
   /** Whether stderr is a terminal (progress shown). Default false. */
   stderrIsTerminal?: boolean;
   /** The terminal's width in columns. Default 0 (unknown). */
@@ -98,6 +100,7 @@ export function fakeIo(home: string, options: FakeIoOptions = {}): FakeIo {
     },
     env: (name) => env[name],
     stdinIsTerminal: options.stdinIsTerminal ?? false,
+    stdoutIsTerminal: options.stdoutIsTerminal ?? false,
     stderrIsTerminal: options.stderrIsTerminal ?? false,
     columns: () => options.columns ?? 0,
     readStdin: () => {

@@ -1,10 +1,17 @@
 /**
  * Cutting text for messages: counted in code points, at most `max` of them with the `…`, never
- * half of a surrogate pair (half an emoji reads as `\ud83d` in JSON, or as U+FFFD).
+ * half of a surrogate pair (half an emoji reads as `\ud83d` in JSON, or as U+FFFD). Text of
+ * several lines for a terminal: nothing in it can drive the terminal, and its text stays.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { codePointCount, collapseWhitespace, cut, firstCodePoints } from "../../src/home/text.ts";
+import {
+  codePointCount,
+  collapseWhitespace,
+  cut,
+  firstCodePoints,
+  visibleLines,
+} from "../../src/home/text.ts";
 
 /** Text mixing ASCII, accented letters and emoji, so cuts often fall next to a surrogate pair. */
 const mixedText = fc.string({
@@ -81,4 +88,38 @@ Deno.test("collapseWhitespace: runs of whitespace are one space, none at the end
   assert.equal(collapseWhitespace("  Bad\r\n\tGateway \n"), "Bad Gateway");
   assert.equal(collapseWhitespace(" \n "), "");
   assert.equal(collapseWhitespace("one line"), "one line");
+});
+
+Deno.test("visibleLines: nothing a terminal acts on is left; line breaks, tabs and text stay", () => {
+  // Line breaks, tabs, CJK, emoji (a ZWJ sequence, a skin tone, a subdivision flag's tags).
+  const plain = "a\tb\r\nc\n中文 👩‍💻 👍🏽 🏴󠁧󠁢󠁳󠁣󠁴󠁿 é";
+  assert.equal(visibleLines(plain), plain);
+  assert.equal(
+    visibleLines("x\x1b]0;title\x07\x9b2J\ry\u200Fz\u2066w\uFEFF\u{E0041}"),
+    "x\\u{1b}]0;title\\u{7}\\u{9b}2J\\u{d}y\\u{200f}z\\u{2066}w\\u{feff}\\u{e0041}",
+  );
+  const hostile = fc.string({
+    unit: fc.oneof(
+      fc.constantFrom("a", " ", "\n", "\r", "\t", "\x1b", "\b", "\u202E", "\u200D", "中", "😀"),
+      fc.string({ unit: "binary", minLength: 1, maxLength: 1 }),
+    ),
+    maxLength: 60,
+  });
+  // What is left of the characters visible() escapes: line breaks, tabs and the joiners only.
+  const left = (text: string) =>
+    text.replaceAll("\r\n", "\n").replace(/[\n\t\u200C\u200D]/g, "")
+      .match(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu) ?? [];
+  fc.assert(
+    fc.property(hostile, (text) => {
+      assert.deepEqual(left(visibleLines(text)), [], JSON.stringify(text));
+      // Only such characters change: the rest of the text is there, in order.
+      assert.equal(
+        visibleLines(text).replace(/\\u\{[0-9a-f]+\}/g, ""),
+        text.replace(/\r(?!\n)/g, "").replace(
+          /(?![\n\t\r\u200C\u200D])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+          "",
+        ),
+      );
+    }),
+  );
 });
