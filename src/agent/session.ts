@@ -30,7 +30,7 @@ import { type ChatMessage, ModelClient, type ModelClientOptions } from "./model.
 import { buildSystemPrompt } from "./prompt.ts";
 import { type RunEvent, runLoop, type RunResult } from "./run.ts";
 import { type AgentSettings, readAgentSettings } from "./settings.ts";
-import { loadSkills } from "./skills.ts";
+import { loadSkills, type SkillLoad } from "./skills.ts";
 
 /** How to open an {@linkcode AgentSession}. */
 export interface AgentSessionOptions {
@@ -78,6 +78,12 @@ export interface RunRequestOptions {
   signal?: AbortSignal;
   /** Progress of the run. */
   onEvent?: (event: RunEvent) => void;
+  /**
+   * Told which skills were loaded and which were not (with a warning each) before the run
+   * starts. Those warnings are then left out of the result's `warnings`: a conversation says them
+   * once, not at every turn.
+   */
+  onSkills?: (load: SkillLoad) => void;
 }
 
 /** What a reload of `mcp_servers` did. */
@@ -212,7 +218,8 @@ export class AgentSession {
   /** Runs one prompt. Never throws for model or tool failures: they are the result's end reason. */
   async run(prompt: string, options: RunRequestOptions = {}): Promise<RunResult> {
     if (this.#closed) throw new Error("the agent session is closed");
-    const { skills, warnings } = loadSkills(this.#config.paths.skills, options.skills ?? []);
+    const loaded = loadSkills(this.#config.paths.skills, options.skills ?? []);
+    const { skills } = loaded;
     for (const skill of skills) {
       try {
         this.metrics.recordSkillLoad(skill.name, skill.digest);
@@ -220,8 +227,12 @@ export class AgentSession {
         log.warn("could not count a skill load: {error}", { error: String(error) });
       }
     }
-    warnings.push(...this.#takeMetricsWarnings());
-    for (const warning of warnings) log.warn(literalMessage(warning));
+    options.onSkills?.(loaded);
+    const metricsWarnings = this.#takeMetricsWarnings();
+    for (const warning of [...loaded.warnings, ...metricsWarnings]) {
+      log.warn(literalMessage(warning));
+    }
+    const warnings = [...(options.onSkills ? [] : loaded.warnings), ...metricsWarnings];
     const before = warnings.length;
     const result = await runLoop({
       systemPrompt: buildSystemPrompt({ extra: this.settings.systemPrompt, skills }),

@@ -27,6 +27,8 @@ export interface Skill {
 export interface SkillLoad {
   skills: Skill[];
   warnings: string[];
+  /** The names of the skills not loaded, one per warning, in the same order. */
+  notLoaded: string[];
 }
 
 /** A skill's name: its folder under `<home>/skills/` (never a path: no `/`, no leading `.`). */
@@ -68,28 +70,28 @@ const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
  *   `${dir}/triage/SKILL.md`,
  *   "---\nname: triage\ndescription: Label new issues\n---\nRead the issue, then label it.\n",
  * );
- * const { skills, warnings } = loadSkills(dir, ["triage", "missing"]);
+ * const { skills, warnings, notLoaded } = loadSkills(dir, ["triage", "missing"]);
  * assert(skills[0].description === "Label new issues");
- * assert(warnings[0].includes("missing"));
+ * assert(warnings[0].includes("missing") && notLoaded[0] === "missing");
  * ```
  */
 export function loadSkills(skillsDir: string, names: readonly string[]): SkillLoad {
   const skills: Skill[] = [];
   const warnings: string[] = [];
+  const notLoaded: string[] = [];
   for (const name of new Set(names.map((n) => n.trim()).filter((n) => n !== ""))) {
-    if (!SKILL_NAME.test(name)) {
-      warnings.push(
-        `skill '${name}' was not loaded: a skill name is a folder name under ${skillsDir} ` +
-          "(letters, digits, '.', '_', '-')",
-      );
+    const loaded = SKILL_NAME.test(name)
+      ? readSkill(name, join(skillsDir, name, "SKILL.md"))
+      : `skill '${name}' was not loaded: a skill name is a folder name under ${skillsDir} ` +
+        "(letters, digits, '.', '_', '-')";
+    if (typeof loaded !== "string") {
+      skills.push(loaded);
       continue;
     }
-    const path = join(skillsDir, name, "SKILL.md");
-    const loaded = readSkill(name, path);
-    if (typeof loaded === "string") warnings.push(loaded);
-    else skills.push(loaded);
+    warnings.push(loaded);
+    notLoaded.push(name);
   }
-  return { skills, warnings };
+  return { skills, warnings, notLoaded };
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   type RunEvent,
   type RunResult,
 } from "../agent/mod.ts";
-import { skillNameProblem } from "../agent/skills.ts";
+import { loadSkills, type SkillLoad, skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
 import { codePointCount, collapseWhitespace, cut, visible, visibleLines } from "../home/text.ts";
@@ -166,6 +166,9 @@ async function chat(
       "Type /help for commands, /exit to leave.\n",
   );
   for (const { level, text } of mcpProblems(session, config)) io.err(`${level}: ${text}\n`);
+  // A skill that is missing is said now, once, not at every turn.
+  const skillNotes = skillNotices(io);
+  skillNotes(loadSkills(config.paths.skills, skills));
   let history: ChatMessage[] = [];
   let running: AbortController | undefined;
   let reading = false;
@@ -237,6 +240,7 @@ async function chat(
           history,
           signal: running.signal,
           onEvent: shown.onEvent,
+          onSkills: skillNotes,
         });
       } finally {
         shown.done();
@@ -253,6 +257,26 @@ async function chat(
     stopListening?.();
     stopTerminate?.();
   }
+}
+
+/**
+ * Says on stderr what the user should know of a chat's skills: each problem the first time it is
+ * seen (or when it changes), and a skill that was missing once it is loaded.
+ */
+function skillNotices(io: CliIo): (load: SkillLoad) => void {
+  let said = new Map<string, string>();
+  return (load) => {
+    const now = new Map(load.notLoaded.map((name, index) => [name, load.warnings[index]]));
+    for (const [name, warning] of now) {
+      if (said.get(name) !== warning) io.err(`warning: ${warning}\n`);
+    }
+    for (const skill of load.skills) {
+      if (said.has(skill.name)) {
+        io.err(`note: skill '${skill.name}' is loaded now (${skill.path})\n`);
+      }
+    }
+    said = now;
+  };
 }
 
 /**

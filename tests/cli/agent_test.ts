@@ -827,6 +827,44 @@ Deno.test("run --skills: a skill's body reaches the system prompt; a missing one
   });
 });
 
+Deno.test("chat --skills: a missing skill is said once at the start, then only what changes", async () => {
+  await using home = await tempHome();
+  const folder = join(home.home, "skills", "typo");
+  const file = join(folder, "SKILL.md");
+  const missing =
+    `warning: skill 'typo' was not found (expected ${file}); the run goes on without it\n`;
+  await using model = await fakeModel({
+    turns: [
+      { content: "one" },
+      // While the second turn runs, the skill appears; it is gone again during the fourth.
+      (request) => {
+        Deno.mkdirSync(folder, { recursive: true });
+        Deno.writeTextFileSync(file, "Answer in haiku. SKILL-MARKER-7\n");
+        return echoPrompt(request);
+      },
+      echoPrompt,
+      (request) => {
+        Deno.removeSync(folder, { recursive: true });
+        return echoPrompt(request);
+      },
+      echoPrompt,
+    ],
+  });
+  configure(home.home, { baseUrl: model.baseUrl });
+  const result = await cli(home.home, ["chat", "--skills", "typo"], {
+    stdin: "a\nb\nc\nd\ne\n",
+  });
+  expectCode(result, 0);
+  assert.equal(
+    result.stderr,
+    missing + `note: skill 'typo' is loaded now (${file})\n` + missing,
+  );
+  const loaded = model.requests.map((request) =>
+    String(request.messages[0].content).includes("SKILL-MARKER-7")
+  );
+  assert.deepEqual(loaded, [false, false, true, true, false]);
+});
+
 Deno.test("run: Ctrl-C (SIGINT) while the model is thinking cancels the run quickly (exit 1)", async (t) => {
   await using home = await tempHome();
   // Every request is held: the model never answers.
