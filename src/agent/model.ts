@@ -203,10 +203,11 @@ export class ModelClient {
       }
       return new RetryableFailure(
         "unreachable",
-        `cannot reach the model endpoint ${this.url} (${this.#redact(networkReason(error))}). ` +
-          `Fix: start the model server, or set model.base_url in ${this.#configFile}`,
+        `cannot reach the model endpoint ${this.url} (${this.#redact(networkReason(error))})`,
         undefined,
         error,
+        undefined,
+        `start the model server, or set model.base_url in ${this.#configFile}`,
       );
     }
     if (response.ok) return this.#parse(text, response.status, attempt);
@@ -360,15 +361,20 @@ export class ModelClient {
 class RetryableFailure {
   constructor(
     readonly kind: "rate_limited" | "server" | "unreachable" | "timeout",
+    /** What went wrong, one clause: the attempts are added to it, then the fix. */
     readonly message: string,
     readonly status: number | undefined,
     readonly cause?: unknown,
     readonly retryAfterMs?: number,
+    /** What to do, said after `Fix: `. */
+    readonly fix?: string,
   ) {}
 
+  /** "<message>, after N attempts. Fix: <fix>": one sentence, whatever brackets end the message. */
   toError(retries: number): ModelError {
-    const tries = retries === 0 ? "" : ` (after ${retries + 1} attempts)`;
-    return new ModelError(this.kind, `${this.message}${tries}`, {
+    const tries = retries === 0 ? "" : `, after ${retries + 1} attempts`;
+    const fix = this.fix ? `. Fix: ${this.fix}` : "";
+    return new ModelError(this.kind, `${this.message}${tries}${fix}`, {
       status: this.status,
       retries,
       cause: this.cause,

@@ -727,6 +727,55 @@ Deno.test("no answer within timeoutSeconds → timeout, retried, naming model.ti
   assert.equal(delays.length, 1);
 });
 
+Deno.test("after the retries, each message reads as one sentence: '…, after N attempts'", async () => {
+  // Not "(0.2 s) (after 2 attempts)", nor the attempts after the fix.
+  const hang = await setup(
+    { turns: [{ hang: true }, { hang: true }] },
+    { timeoutSeconds: 0.2, maxRetries: 1 },
+  );
+  await using _hang = hang.model;
+  const timeout = await modelError(hang.client.complete(HELLO, []), "timeout");
+  assert.equal(
+    timeout.message,
+    `the model endpoint ${hang.client.url} did not answer within model.timeout_seconds ` +
+      "(0.2 s), after 2 attempts",
+  );
+
+  const limited = await setup(
+    { fallback: { status: 429, body: { error: { message: "Slow down" } } } },
+    { maxRetries: 2 },
+  );
+  await using _limited = limited.model;
+  assert.equal(
+    (await modelError(limited.client.complete(HELLO, []), "rate_limited")).message,
+    "the model endpoint rate-limited the request (HTTP 429: Slow down), after 3 attempts",
+  );
+
+  const failing = await setup({ fallback: { status: 502 } }, { maxRetries: 1 });
+  await using _failing = failing.model;
+  assert.equal(
+    (await modelError(failing.client.complete(HELLO, []), "server")).message,
+    `the model endpoint ${failing.client.url} failed (HTTP 502: scripted 502), after 2 attempts`,
+  );
+
+  const port = closedPort();
+  const unreachable = await modelError(
+    new ModelClient(
+      settingsFor(`http://127.0.0.1:${port}/v1`, { maxRetries: 1 }),
+      instant({ configFile: "/h/config.yaml" }).options,
+    ).complete(HELLO, []),
+    "unreachable",
+  );
+  assert.match(
+    unreachable.message,
+    new RegExp(
+      `^cannot reach the model endpoint http://127\\.0\\.0\\.1:${port}/v1/chat/completions ` +
+        "\\(client error \\(Connect\\): [^)]*\\(os error \\d+\\)\\), after 2 attempts\\. " +
+        "Fix: start the model server, or set model\\.base_url in /h/config\\.yaml$",
+    ),
+  );
+});
+
 Deno.test("a timed-out attempt is retried and the next answer is used", async () => {
   const { model, client } = await setup(
     { turns: [{ hang: true }, { content: "second try" }] },
