@@ -114,10 +114,7 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
     .addHelpText(
       "after",
       "\nCommands inside the session:\n" +
-        "  /reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed\n" +
-        "  /tools       list the tools the agent can call\n" +
-        "  /new         forget the conversation so far\n" +
-        "  /exit        leave (Ctrl-D does too)\n" +
+        CHAT_COMMANDS.map((line) => `  ${line}\n`).join("") +
         "Ctrl-C cancels the current run (or what /reload-mcp has not connected yet) and keeps\n" +
         "the session; SIGTERM or SIGHUP stops the run and leaves.\n\n" +
         "Editing at a terminal: Left/Right, Home/End (Ctrl-A/E), Alt-B/F by word, Ctrl-W and\n" +
@@ -259,6 +256,15 @@ async function chat(
   }
 }
 
+/** The /commands of `agent chat`, one line each, for `/help` and `agent chat --help`. */
+const CHAT_COMMANDS = [
+  "/reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed",
+  "/tools       list the tools the agent can call",
+  "/new         forget the conversation so far",
+  "/help        list these commands",
+  "/exit        leave the session (or /quit, or Ctrl-D on an empty line)",
+];
+
 /**
  * Says on stderr what the user should know of a chat's skills: each problem the first time it is
  * seen (or when it changes), and a skill that was missing once it is loaded.
@@ -309,10 +315,9 @@ async function chatCommand(
       return false;
     case "/help":
       io.out(
-        "/reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed\n" +
-          "/tools       list the tools the agent can call\n" +
-          "/new         forget the conversation so far\n" +
-          "/exit        leave the session (Ctrl-D does too); Ctrl-C cancels a run or a reload\n",
+        CHAT_COMMANDS.map((line) => `${line}\n`).join("") +
+          "Ctrl-C cancels a run or a reload and keeps the session.\n" +
+          "Editing keys, history and signals: agent chat --help\n",
       );
       return true;
     case "/tools": {

@@ -1140,6 +1140,37 @@ Deno.test("chat: banner, answers with history, /tools, /help, unknown commands, 
   assert.equal(existsSync(join(home.home, "chat_history")), false);
 });
 
+Deno.test("chat: /help lists every command, /quit leaves as /exit does, --help lists the same", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, { baseUrl: model.baseUrl });
+  const commands = [
+    "/reload-mcp  re-read mcp_servers from config.yaml and reconnect what changed",
+    "/tools       list the tools the agent can call",
+    "/new         forget the conversation so far",
+    "/help        list these commands",
+    "/exit        leave the session (or /quit, or Ctrl-D on an empty line)",
+  ];
+  const result = await cli(home.home, ["chat"], { stdin: "/help\n/quit\nnot sent\n" });
+  expectCode(result, 0);
+  assert.equal(
+    result.stdout.replace(/^agent chat: .*\n/, ""),
+    commands.map((line) => `${line}\n`).join("") +
+      "Ctrl-C cancels a run or a reload and keeps the session.\n" +
+      "Editing keys, history and signals: agent chat --help\n",
+  );
+  assert.equal(model.requests.length, 0, "/quit ended the session");
+
+  const help = await cli(home.home, ["chat", "--help"]);
+  expectCode(help, 0);
+  assert.ok(
+    help.stdout.includes(
+      `Commands inside the session:\n${commands.map((line) => `  ${line}\n`).join("")}`,
+    ),
+    help.stdout,
+  );
+});
+
 Deno.test("chat: a message starting with a path goes to the model; /name is still a command", async () => {
   await using home = await tempHome();
   await using model = await fakeModel({ fallback: echoPrompt });
