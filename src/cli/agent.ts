@@ -527,7 +527,10 @@ async function readPrompt(io: CliIo, argument: string | undefined): Promise<stri
   return text.replace(/(?:\r?\n)+$/, "");
 }
 
-/** Writes `logs/gateway.log` at `logging.level` (or `AGENT_LOG_LEVEL`) while `work` runs. */
+/**
+ * Writes `logs/gateway.log` at `logging.level` (or `AGENT_LOG_LEVEL`) while `work` runs; the
+ * file, and `<home>` itself, are only created when there is a line to write.
+ */
 async function withLogging(
   io: CliIo,
   config: ResolvedConfig,
@@ -535,7 +538,7 @@ async function withLogging(
 ): Promise<void> {
   const level = configuredLogLevel(config.source, io.env);
   try {
-    await configureLogging(config.paths, { level });
+    await configureLogging(config.paths, { level, openOnFirstLine: true });
   } catch (error) {
     throw new CliError(
       `cannot write the log under ${config.paths.logs}: ${

@@ -93,6 +93,13 @@ export interface LoggingOptions extends LogRotation {
    * to show them on stderr. Default: the file only.
    */
   console?: (line: string) => void;
+  /**
+   * Create `logs/` and `gateway.log` with the first line written, not at once: a command that
+   * logs nothing (one that fails before doing anything, a run with nothing to report) leaves no
+   * empty log and no new folder behind. A `gateway.log` there already is opened at once, so one
+   * that cannot be written is still an error here. Default false.
+   */
+  openOnFirstLine?: boolean;
 }
 
 /**
@@ -121,10 +128,11 @@ export async function configureLogging(
   paths: HomePaths,
   options: LoggingOptions = {},
 ): Promise<void> {
-  ensurePrivateDir(paths.logs);
+  if (!options.openOnFirstLine) ensurePrivateDir(paths.logs);
   const file = new RotatingLogFile(paths.gatewayLog, {
     maxBytes: options.maxBytes ?? 10 * 1024 * 1024,
     maxFiles: options.maxFiles ?? 5,
+    openOnFirstLine: options.openOnFirstLine,
   });
   const format = getJsonLinesFormatter();
   const sink: Sink & Disposable = Object.assign(

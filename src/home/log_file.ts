@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { concatBytes, PRIVATE_FILE_MODE, restrictFileMode } from "./files.ts";
+import { dirname } from "node:path";
+import { concatBytes, ensurePrivateDir, PRIVATE_FILE_MODE, restrictFileMode } from "./files.ts";
 
 /** Options of {@linkcode RotatingLogFile}. */
 export interface RotatingLogFileOptions {
@@ -18,6 +19,13 @@ export interface RotatingLogFileOptions {
    * go on in the current file). Default: a note on stderr, at most one a minute.
    */
   onError?: (error: unknown) => void;
+  /**
+   * Create the file, and its folder (0700), when the first line is written, not before: a
+   * program that may log nothing leaves nothing behind. A file there already is opened at once
+   * (so what is in the way is an error now); one that cannot be created later is told to
+   * `onError`, and the lines are dropped. Default false: the file is created at once.
+   */
+  openOnFirstLine?: boolean;
 }
 
 /**
@@ -43,21 +51,20 @@ export class RotatingLogFile implements Disposable {
   readonly #options: RotatingLogFileOptions;
   readonly #encoder = new TextEncoder();
   #file: Deno.FsFile | undefined;
-  #size: number;
+  #size = 0;
   #pending: string[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
 
   constructor(path: string, options: RotatingLogFileOptions) {
     this.path = path;
     this.#options = options;
-    this.#file = openForAppend(path);
-    restrictFileMode(path);
-    this.#size = this.#file.statSync().size;
+    if (!options.openOnFirstLine || exists(path)) this.#open();
   }
 
   /** Queues one line (which should end with a newline); it is written on the next turn. */
   append(line: string): void {
-    if (!this.#file) return;
+    if (this.#closed) return;
     this.#pending.push(line);
     this.#timer ??= setTimeout(() => {
       this.#timer = undefined;
@@ -67,10 +74,14 @@ export class RotatingLogFile implements Disposable {
 
   /** Writes every queued line now. */
   flush(): void {
-    if (this.#pending.length === 0 || !this.#file) return;
+    if (this.#pending.length === 0 || this.#closed) return;
     const lines = this.#pending;
     this.#pending = [];
     try {
+      if (!this.#file) {
+        ensurePrivateDir(dirname(this.path));
+        this.#open();
+      }
       let chunk: Uint8Array[] = [];
       let chunkBytes = 0;
       let canRotate = true;
@@ -104,6 +115,7 @@ export class RotatingLogFile implements Disposable {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.flush();
+    this.#closed = true;
     this.#file?.close();
     this.#file = undefined;
   }
@@ -114,6 +126,12 @@ export class RotatingLogFile implements Disposable {
 
   #report(error: unknown): void {
     (this.#options.onError ?? reportToStderr)(error);
+  }
+
+  #open(): void {
+    this.#file = openForAppend(this.path);
+    restrictFileMode(this.path);
+    this.#size = this.#file.statSync().size;
   }
 
   #write(chunks: Uint8Array[], total: number): void {
@@ -147,6 +165,17 @@ export class RotatingLogFile implements Disposable {
       this.#file = openForAppend(this.path);
       this.#size = this.#file.statSync().size;
     }
+  }
+}
+
+/** Whether `path` exists; an error other than "not found" (a file where a folder should be) throws. */
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
   }
 }
 

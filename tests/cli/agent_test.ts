@@ -25,6 +25,7 @@ import {
   cli,
   cliJson,
   type CliResult,
+  filesIn,
   MAIN,
   parseOneJson,
   processesWithEnv,
@@ -825,6 +826,30 @@ Deno.test("run --skills: a skill's body reaches the system prompt; a missing one
     }
     assert.equal(model.requests.length, asked, "nothing was run");
   });
+});
+
+Deno.test("run and chat that fail before doing anything leave <home> as it was: empty, or absent", async () => {
+  await using home = await tempHome();
+  const absent = join(home.home, "absent");
+  for (const args of [["run", "hi"], ["chat"]]) {
+    for (const at of [home.home, absent]) {
+      const result = await cli(at, args, { stdin: "" });
+      expectCode(result, 2);
+      assert.match(result.stderr, /no model is configured/);
+    }
+  }
+  assert.deepEqual(filesIn(home.home), [], "no logs/, no <home>/absent");
+});
+
+Deno.test("run: logs/ is made for a line to write there, not for a run that logs nothing", async () => {
+  await using home = await tempHome();
+  await using model = await fakeModel({ fallback: echoPrompt });
+  configure(home.home, { baseUrl: model.baseUrl });
+  expectCode(await cli(home.home, ["run", "hi"]), 0);
+  assert.deepEqual(filesIn(home.home), ["config.yaml"]);
+  expectCode(await cli(home.home, ["run", "hi", "--skills", "nope"]), 0);
+  assert.deepEqual(filesIn(join(home.home, "logs")), ["gateway.log"]);
+  assert.match(Deno.readTextFileSync(join(home.home, "logs", "gateway.log")), /skill 'nope'/);
 });
 
 Deno.test("chat --skills: a missing skill is said once at the start, then only what changes", async () => {

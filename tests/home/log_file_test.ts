@@ -92,3 +92,63 @@ Deno.test("RotatingLogFile: a failed rotation is reported and the lines go on in
     assert.equal(Deno.readTextFileSync(path), "dddd\n");
   });
 });
+
+Deno.test("RotatingLogFile openOnFirstLine: nothing exists until a line is written", async () => {
+  await withTempDir((dir) => {
+    const folder = join(dir, "home", "logs");
+    const path = join(folder, "app.log");
+    const file = new RotatingLogFile(path, {
+      maxBytes: 1 << 20,
+      maxFiles: 2,
+      openOnFirstLine: true,
+    });
+    file.flush();
+    assert.deepEqual(namesIn(dir), [], "no folder, no file before the first line");
+    file.append("first\n");
+    file.flush();
+    assert.equal(Deno.readTextFileSync(path), "first\n");
+    assert.equal(modeOf(join(dir, "home")), 0o700);
+    assert.equal(modeOf(folder), 0o700);
+    assert.equal(modeOf(path), 0o600);
+    file.close();
+    const unused = new RotatingLogFile(join(dir, "other", "app.log"), {
+      maxBytes: 1 << 20,
+      maxFiles: 2,
+      openOnFirstLine: true,
+    });
+    unused.close();
+    assert.deepEqual(namesIn(dir), ["home"], "closed without a line: nothing was created");
+  });
+});
+
+Deno.test("RotatingLogFile openOnFirstLine: what is there already is opened, or fails, at once", async () => {
+  await withTempDir((dir) => {
+    const path = join(dir, "app.log");
+    Deno.writeTextFileSync(path, "old\n");
+    Deno.chmodSync(path, 0o644);
+    const options = { maxBytes: 1 << 20, maxFiles: 2, openOnFirstLine: true };
+    new RotatingLogFile(path, options).close();
+    assert.equal(modeOf(path), 0o600, "opened at once");
+    Deno.mkdirSync(join(dir, "folder.log"));
+    assert.throws(
+      () => new RotatingLogFile(join(dir, "folder.log"), options),
+      Deno.errors.IsADirectory,
+    );
+    // A file where the folder should be: the first line cannot be written, which is reported.
+    Deno.writeTextFileSync(join(dir, "not-a-folder"), "");
+    assert.throws(
+      () => new RotatingLogFile(join(dir, "not-a-folder", "app.log"), options),
+      Deno.errors.NotADirectory,
+    );
+    const errors: unknown[] = [];
+    const later = new RotatingLogFile(join(dir, "gone", "app.log"), {
+      ...options,
+      onError: (error) => errors.push(error),
+    });
+    Deno.writeTextFileSync(join(dir, "gone"), "");
+    later.append("dropped\n");
+    later.close();
+    assert.equal(errors.length, 1);
+    assert.equal(Deno.readTextFileSync(join(dir, "gone")), "");
+  });
+});

@@ -59,6 +59,30 @@ Deno.test("configureLogging: creates logs/ (0700) and writes JSON lines to logs/
   });
 });
 
+Deno.test("configureLogging openOnFirstLine: no <home>, no logs/ until a line is written", async () => {
+  await withTempDir(async (dir) => {
+    const paths = homePaths(join(dir, "home"));
+    await configureLogging(paths, { openOnFirstLine: true });
+    try {
+      logger("run").debug("below the level: not written");
+      await new Promise((resolve) => setTimeout(resolve, 0)); // the turn that would write it
+      assert.deepEqual(namesIn(dir), []);
+      logger("run").warn("skill {name} was not found", { name: "typo" });
+    } finally {
+      await closeLogging();
+    }
+    assert.equal(modeOf(paths.logs), 0o700);
+    assert.equal(modeOf(paths.gatewayLog), 0o600);
+    assert.deepEqual(readLines(paths.gatewayLog).map((line) => line.message), [
+      'skill "typo" was not found',
+    ]);
+    const quiet = homePaths(join(dir, "quiet"));
+    await configureLogging(quiet, { openOnFirstLine: true });
+    await closeLogging();
+    assert.deepEqual(namesIn(dir), ["home"]);
+  });
+});
+
 Deno.test("configureLogging: default level info; other categories are not written", async () => {
   await withTempDir(async (dir) => {
     const paths = homePaths(dir);
