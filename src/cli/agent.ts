@@ -229,6 +229,7 @@ async function chat(
         continue;
       }
       running = new AbortController();
+      lines.readAhead();
       const shown = progress(io, model.model, running.signal);
       let result: RunResult;
       try {

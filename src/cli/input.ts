@@ -34,6 +34,13 @@ export interface LineInput {
   ask(prompt: string, options: AskOptions): Promise<string | null>;
   /** Resolves once no line is being read. */
   idle(): Promise<void>;
+  /**
+   * Reads what is typed from now on (while the agent works) without waiting for it, when lines
+   * are read as a terminal delivers them: a line typed meanwhile, which the terminal echoed
+   * among the agent's output, is then shown again after the prompt that takes it. The editor
+   * leaves type-ahead in the terminal and draws it at the prompt itself: nothing to do there.
+   */
+  readAhead(): void;
   close(): Promise<void>;
 }
 
@@ -63,13 +70,25 @@ export function openInput(io: CliIo, options: { history?: HistoryStore } = {}): 
     );
   }
   const lines = new LineReader(stdinOf(io));
-  return oneAtATime(false, async (prompt, options) => {
-    if (!io.stdinIsTerminal) return await lines.readLine(options.signal);
-    io[options.to](prompt);
-    const line = await lines.readLine(options.signal);
-    // Arrows pressed at a terminal that cannot edit are not text of the message or answer.
-    return line === null ? null : typedLine(line);
-  }, () => lines.close());
+  return oneAtATime(
+    false,
+    async (prompt, options) => {
+      if (!io.stdinIsTerminal) return await lines.readLine(options.signal);
+      // A line typed before the prompt was echoed then, among other output: shown again after it.
+      const typedAhead = lines.hasLine;
+      io[options.to](prompt);
+      const line = await lines.readLine(options.signal);
+      if (line === null) return null;
+      // Arrows pressed at a terminal that cannot edit are not text of the message or answer.
+      const typed = typedLine(line);
+      if (typedAhead) io[options.to](`${typed}\n`);
+      return typed;
+    },
+    () => lines.close(),
+    () => {
+      if (io.stdinIsTerminal) lines.readAhead();
+    },
+  );
 }
 
 /** A {@linkcode LineInput} over `read`, which is never called while a call of it is under way. */
@@ -77,6 +96,7 @@ function oneAtATime(
   editing: boolean,
   read: (prompt: string, options: AskOptions) => Promise<string | null>,
   close: () => Promise<void>,
+  readAhead: () => void = () => {},
 ): LineInput {
   /** The read under way, which a new question stops. */
   let active: AbortController | undefined;
@@ -109,6 +129,7 @@ function oneAtATime(
       })();
     },
     idle,
+    readAhead,
     close,
   };
 }

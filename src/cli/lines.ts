@@ -23,6 +23,8 @@ export class LineReader {
   readonly #input: ChunkReader;
   #buffer = "";
   #done = false;
+  /** The read under way: what it brings goes to the buffer, whoever waits for it, if anyone. */
+  #filling: Promise<void> | undefined;
 
   constructor(stream: ReadableStream<Uint8Array>) {
     this.#input = new ChunkReader(stream);
@@ -31,22 +33,45 @@ export class LineReader {
   /** The next line without its line ending, or `null` at end of input. Rejects on abort. */
   async readLine(signal?: AbortSignal): Promise<string | null> {
     while (true) {
-      const end = this.#buffer.indexOf("\n");
-      if (end >= 0) {
-        const line = this.#buffer.slice(0, end).replace(/\r$/, "");
-        this.#buffer = this.#buffer.slice(end + 1);
-        return line;
-      }
-      if (this.#done) {
-        if (this.#buffer === "") return null;
-        const last = this.#buffer;
-        this.#buffer = "";
-        return last;
-      }
-      const chunk = await this.#input.read(signal);
+      const line = this.#take();
+      if (line !== undefined) return line;
+      const filling = this.#fill();
+      await (signal ? abortable(filling, signal) : filling);
+    }
+  }
+
+  /** Whether a whole line, or the end of input, has arrived and waits for {@linkcode readLine}. */
+  get hasLine(): boolean {
+    return this.#done || this.#buffer.includes("\n");
+  }
+
+  /**
+   * Reads what arrives from now on without waiting for it, so that {@linkcode hasLine} knows of a
+   * line that arrived before the next {@linkcode readLine}. Nothing is lost: that call gets it.
+   */
+  readAhead(): void {
+    this.#fill().catch(() => {}); // the next readLine gets the error
+  }
+
+  /** The next line from the buffer; `null` at the end of input; `undefined`: none yet. */
+  #take(): string | null | undefined {
+    const end = this.#buffer.indexOf("\n");
+    if (end >= 0) {
+      const line = this.#buffer.slice(0, end).replace(/\r$/, "");
+      this.#buffer = this.#buffer.slice(end + 1);
+      return line;
+    }
+    if (!this.#done) return undefined;
+    const last = this.#buffer;
+    this.#buffer = "";
+    return last === "" ? null : last;
+  }
+
+  #fill(): Promise<void> {
+    return this.#filling ??= this.#input.read().then((chunk) => {
       if (chunk === null) this.#done = true;
       else this.#buffer += chunk;
-    }
+    }).finally(() => this.#filling = undefined);
   }
 
   /** Stops reading. */

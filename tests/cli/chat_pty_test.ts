@@ -102,3 +102,38 @@ Deno.test("chat at a terminal: approval asked and answered, Ctrl-C cancels a run
     await terminal.exit().catch(() => {});
   }
 });
+
+Deno.test("chat at a dumb terminal: a line typed while the agent works is shown after the prompt that sends it", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  writeNotesChatConfig(h.home, model.baseUrl, { timeoutSeconds: 120 });
+  const terminal = new Terminal(h.home, ["chat"]); // TERM=dumb: lines as the terminal gives them
+  try {
+    let at = await terminal.waitFor(/you> /);
+    let release!: () => void;
+    const answered = new Promise<void>((resolve) => release = resolve);
+    model.push({ content: "first answer", after: answered }, { content: "second answer" });
+    await terminal.type("one\r");
+    await model.waitForRequests(1);
+    // Typed while the model thinks: the terminal echoes it among the output.
+    await terminal.type("two\r");
+    at = await terminal.waitFor(/two\r\n/, at);
+    release();
+    at = await terminal.waitFor(/agent> first answer\r\n/, at);
+    // Sent at the next prompt, and shown after it: not `you> agent> second answer`.
+    at = await terminal.waitFor(/you> two\r\nagent> second answer\r\n/, at);
+    assert.equal(lastUserOf(model.requests[1].messages), "two");
+    // A line typed at the prompt is echoed by the terminal only, once.
+    await terminal.type("/help\r");
+    at = await terminal.waitFor(/you> \/help\r\n\/reload-mcp /, at);
+    await terminal.type("/exit\r");
+    assert.equal((await terminal.exit()).code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
+
+function lastUserOf(messages: Array<Record<string, unknown>>): string {
+  return String(messages.findLast((message) => message.role === "user")?.content);
+}

@@ -617,6 +617,27 @@ Deno.test("input: without the editor, keys a terminal sends as escape sequences 
   await piped.close();
 });
 
+Deno.test("input: without the editor, a line typed while the agent works is shown after its prompt", async () => {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+  const type = (text: string) => controller.enqueue(new TextEncoder().encode(text));
+  const fake = fakeIo("/nonexistent", { stdinIsTerminal: true });
+  const input = openInput({ ...fake.io, stdin: () => stream });
+  const first = input.ask("you> ", { to: "out" });
+  type("one\n"); // typed at the prompt: the terminal echoed it there
+  assert.equal(await first, "one");
+  input.readAhead(); // the agent works on "one"
+  type("two\n"); // the terminal echoed it among the agent's output
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(await input.ask("you> ", { to: "out" }), "two");
+  const third = input.ask("you> ", { to: "out" });
+  type("three\n");
+  assert.equal(await third, "three");
+  assert.equal(fake.stdout(), "you> you> two\nyou> ");
+  controller.close();
+  await input.close();
+});
+
 Deno.test("layout: zero-width spaces and joiners take no column", () => {
   assert.deepEqual(layout("> ", "ab\u200bcd\u200bef", 5, 80).cursor, { row: 0, column: 6 });
 });

@@ -255,3 +255,33 @@ Deno.test({
     assert.equal(await reader.readLine(), null);
   },
 });
+
+/** The turn after the current one: whatever the input brought by now has been taken in. */
+const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+Deno.test("LineReader: readAhead takes in what arrives meanwhile; hasLine says a whole line is there", async () => {
+  const input = liveStream();
+  const reader = new LineReader(input.stream);
+
+  input.write("typed ahead\n");
+  await nextTurn();
+  assert.equal(reader.hasLine, false, "nothing is read unless asked for");
+  reader.readAhead();
+  await nextTurn();
+  assert.equal(reader.hasLine, true);
+  reader.readAhead(); // a read is started only when none is under way
+  input.write("par");
+  assert.equal(await reader.readLine(), "typed ahead", "the line read ahead is not lost");
+  await nextTurn();
+  assert.equal(reader.hasLine, false, "part of a line is not a line");
+  input.write("tial\n");
+  await nextTurn();
+  assert.equal(reader.hasLine, false, "nothing was reading");
+  const next = reader.readLine();
+  assert.equal(await next, "partial");
+  input.end();
+  reader.readAhead();
+  await nextTurn();
+  assert.equal(reader.hasLine, true, "the end of input is there too");
+  assert.equal(await reader.readLine(), null);
+});
