@@ -175,6 +175,8 @@ async function sendOne(pkg: OutgoingPackage, pass: Pass): Promise<PackageResult>
   for (let tryNumber = 1;; tryNumber++) {
     const answer = await attempt(request, pass);
     let transient: string;
+    /** What follows the reason and its tries: why a 4xx other than 400, 413, 422 is retried. */
+    let note = "";
     switch (answer.kind) {
       case "aborted":
         return aborted(packageId, pass);
@@ -210,10 +212,11 @@ async function sendOne(pkg: OutgoingPackage, pass: Pass): Promise<PackageResult>
         if (PERMANENT_STATUSES.has(status)) {
           return { outcome: { packageId, status: "rejected", httpStatus: status } };
         }
-        transient = status >= 400 && status < 500
-          ? `HTTP ${status}, retried like a server error (only 400, 413 and 422 are permanent; ` +
-            `check ${ENDPOINT_KEY} if it persists)`
-          : `HTTP ${status}`;
+        transient = `HTTP ${status}`;
+        if (status >= 400 && status < 500) {
+          note = `; retried like a server error (only 400, 413 and 422 are permanent; check ` +
+            `${ENDPOINT_KEY} if it persists)`;
+        }
       }
     }
     if (tryNumber >= MAX_TRIES) {
@@ -221,7 +224,7 @@ async function sendOne(pkg: OutgoingPackage, pass: Pass): Promise<PackageResult>
         outcome: deferred(
           packageId,
           pass.now() + jittered(BACKOFF_MS[MAX_TRIES - 1], pass.random),
-          `${transient} (after ${MAX_TRIES} tries)`,
+          `${transient} (after ${MAX_TRIES} tries)${note}`,
         ),
         stopReason: `the endpoint is unavailable (${transient})`,
       };

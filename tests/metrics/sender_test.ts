@@ -235,7 +235,10 @@ for (const status of [401, 403, 404, 408, 418]) {
     assert.deepEqual(outcomes.map((o) => o.status), ["deferred", "deferred"]);
     assert.equal(outcomes[0].status === "deferred" && outcomes[0].retryAt, NOW + 25_000);
     const reason = outcomes[0].status === "deferred" ? outcomes[0].reason : "";
-    assert.match(reason, new RegExp(`^HTTP ${status}, retried like a server error`));
+    assert.match(
+      reason,
+      new RegExp(`^HTTP ${status} \\(after 3 tries\\); retried like a server error \\(only`),
+    );
     assert.match(reason, /only 400, 413 and 422 are permanent/);
     assert.equal(collector.received.length, 3, "three tries, then the pass stops");
     assert.deepEqual(sleeps, [1_000, 5_000]);
