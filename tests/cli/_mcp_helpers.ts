@@ -29,6 +29,22 @@ export function freePort(): number {
   return port;
 }
 
+/**
+ * Whether nothing listens on `port` right now, on any interface (where the gateway listens by
+ * default). A test of the default port's behaviour depends on it: a gateway the developer runs on
+ * 8644 would add a "port in use" warning to what it checks.
+ */
+export function portIsFree(port: number): boolean {
+  for (const hostname of ["0.0.0.0", "::"]) {
+    try {
+      Deno.listen({ hostname, port }).close();
+    } catch (error) {
+      if (error instanceof Deno.errors.AddrInUse) return false;
+    }
+  }
+  return true;
+}
+
 /** A running reference server in one of its HTTP modes. */
 export interface EverythingServer extends AsyncDisposable {
   /** `http://127.0.0.1:<port>/mcp` (Streamable HTTP) or `.../sse` (SSE). */

@@ -123,9 +123,10 @@ Deno.test("chat at a dumb terminal: a line typed while the agent works is shown 
     // Sent at the next prompt, and shown after it: not `you> agent> second answer`.
     at = await terminal.waitFor(/you> two\r\nagent> second answer\r\n/, at);
     assert.equal(lastUserOf(model.requests[1].messages), "two");
-    // A line typed at the prompt is echoed by the terminal only, once.
+    // A line typed at the prompt (once it is shown) is echoed by the terminal only, once.
+    at = await terminal.waitFor(/^you> /, at);
     await terminal.type("/help\r");
-    at = await terminal.waitFor(/you> \/help\r\n\/reload-mcp /, at);
+    at = await terminal.waitFor(/^\/help\r\n\/reload-mcp /, at);
     await terminal.type("/exit\r");
     assert.equal((await terminal.exit()).code, 0, terminal.screen);
   } finally {
