@@ -178,11 +178,48 @@ export function denoEnv(extra: Record<string, string> = {}): Record<string, stri
   return { ...env, ...extra };
 }
 
-/** Writes `<home>/config.yaml`. */
-export function writeConfig(home: string, text: string): string {
+/** Writes `<home>/config.yaml`: `text`, or `lines` (see {@linkcode configText}). */
+export function writeConfig(home: string, text: string | string[]): string {
   const file = join(home, "config.yaml");
-  Deno.writeTextFileSync(file, text);
+  Deno.writeTextFileSync(file, typeof text === "string" ? text : configText(text));
   return file;
+}
+
+/** The text of config lines, each ending in a line break. */
+export function configText(lines: string[]): string {
+  return lines.map((line) => `${line}\n`).join("");
+}
+
+/** The `model:` section of a config for a (fake) model at `baseUrl`, `name` by default. */
+export function modelLines(baseUrl: string, name = "gpt-4.1-mini"): string[] {
+  return ["model:", `  default: ${name}`, `  base_url: ${baseUrl}`];
+}
+
+/**
+ * One stdio entry under `mcp_servers:`: `name`, the `command` and `args` of `server` (as
+ * `stdioCommand` of tests/fixtures/mcp/spawn.ts gives them), then the entry's further `lines`
+ * (`trust: untrusted`, `env: {…}`).
+ *
+ * @example
+ * ```ts ignore
+ * writeConfig(home, [
+ *   ...modelLines(model.baseUrl),
+ *   "mcp_servers:",
+ *   ...stdioServerLines("notes", stdioCommand(["--tools", "echo"]), ["trust: untrusted"]),
+ * ]);
+ * ```
+ */
+export function stdioServerLines(
+  name: string,
+  server: { command: string; args: string[] },
+  lines: string[] = [],
+): string[] {
+  return [
+    `  ${name}:`,
+    `    command: ${yamlValue(server.command)}`,
+    `    args: ${yamlValue(server.args)}`,
+    ...lines.map((line) => `    ${line}`),
+  ];
 }
 
 /**

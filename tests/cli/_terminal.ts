@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { join } from "node:path";
 import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { childEnv, MAIN, REPO } from "./_helpers.ts";
+import { modelLines, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 
 /**
  * Writes `<home>/config.yaml` for a chat at a terminal: the model at `baseUrl`, approvals that
@@ -18,24 +18,16 @@ export function writeNotesChatConfig(
   baseUrl: string,
   options: { timeoutSeconds: number; serverLines?: string[] },
 ): void {
-  const notes = stdioCommand(["--tools", "echo,write_note"]);
-  Deno.writeTextFileSync(
-    join(home, "config.yaml"),
-    [
-      "model:",
-      "  default: gpt-4.1-mini",
-      `  base_url: ${baseUrl}`,
-      "approvals:",
-      `  timeout_seconds: ${options.timeoutSeconds}`,
-      "mcp_servers:",
-      "  notes:",
-      `    command: ${JSON.stringify(notes.command)}`,
-      `    args: ${JSON.stringify(notes.args)}`,
-      "    trust: untrusted",
-      ...(options.serverLines ?? []).map((line) => `    ${line}`),
-      "",
-    ].join("\n"),
-  );
+  writeConfig(home, [
+    ...modelLines(baseUrl),
+    "approvals:",
+    `  timeout_seconds: ${options.timeoutSeconds}`,
+    "mcp_servers:",
+    ...stdioServerLines("notes", stdioCommand(["--tools", "echo,write_note"]), [
+      "trust: untrusted",
+      ...options.serverLines ?? [],
+    ]),
+  ]);
 }
 
 /** A terminal session: what the screen showed so far, and keystrokes. */

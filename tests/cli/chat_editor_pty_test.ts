@@ -8,6 +8,7 @@ import { type ChatRequest, startFakeModel } from "../fixtures/fake_model.ts";
 import { SILENT_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { requestsServerYaml } from "../mcp/_client_requests.ts";
 import { processesWithEnv, tempHome } from "./_helpers.ts";
+import { configText, modelLines, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 import { Screen } from "./_screen.ts";
 import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
@@ -30,10 +31,7 @@ async function echoModel(home: string) {
   const model = await startFakeModel({
     fallback: (request) => ({ content: `heard ${lastUserText(request)}` }),
   });
-  Deno.writeTextFileSync(
-    join(home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
-  );
+  writeConfig(home, modelLines(model.baseUrl));
   return model;
 }
 
@@ -55,10 +53,7 @@ Deno.test("chat line editor: editing keys, history, one-turn paste, long lines, 
   await using model = await startFakeModel({
     fallback: (request) => ({ content: `heard ${lastUserText(request).length} chars` }),
   });
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
-  );
+  writeConfig(h.home, modelLines(model.baseUrl));
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
   const said = async (keys: string, from: number): Promise<[string, number]> => {
     const before = model.requests.length;
@@ -271,20 +266,11 @@ Deno.test("chat: Ctrl-C while the MCP servers connect replaces the echoed ^C wit
   // A server that never answers: the chat stays connecting.
   const mute = stdioCommand([], SILENT_STDIO_FIXTURE);
   const marker = `pty-${crypto.randomUUID()}`;
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    [
-      "model:",
-      "  default: gpt-4.1-mini",
-      `  base_url: ${model.baseUrl}`,
-      "mcp_servers:",
-      "  mute:",
-      `    command: ${JSON.stringify(mute.command)}`,
-      `    args: ${JSON.stringify(mute.args)}`,
-      `    env: {AGENT_TEST_MARKER: ${marker}}`,
-      "",
-    ].join("\n"),
-  );
+  writeConfig(h.home, [
+    ...modelLines(model.baseUrl),
+    "mcp_servers:",
+    ...stdioServerLines("mute", mute, [`env: {AGENT_TEST_MARKER: ${marker}}`]),
+  ]);
   const chat = new Terminal(h.home, ["chat"], { term: "xterm-256color", columns: 80 });
   try {
     await chat.waitFor(/Connecting to MCP servers …/);
@@ -310,18 +296,17 @@ Deno.test("chat: Ctrl-C while the MCP servers connect replaces the echoed ^C wit
 Deno.test("chat: Ctrl-C during /reload-mcp stops the servers still connecting; the session stays", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel({ fallback: { content: "still here" } });
-  const config = `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`;
-  Deno.writeTextFileSync(join(h.home, "config.yaml"), config);
+  writeConfig(h.home, modelLines(model.baseUrl));
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
   try {
     let at = await terminal.waitFor(/you> /);
     // A server that never answers `initialize`: without Ctrl-C, the reload would wait for its
     // connect_timeout (far longer than this test waits).
-    Deno.writeTextFileSync(
-      join(h.home, "config.yaml"),
-      `${config}mcp_servers:\n  mute:\n    command: sleep\n    args: ["300"]\n` +
-        "    connect_timeout: 300\n",
-    );
+    writeConfig(h.home, [
+      ...modelLines(model.baseUrl),
+      "mcp_servers:",
+      ...stdioServerLines("mute", { command: "sleep", args: ["300"] }, ["connect_timeout: 300"]),
+    ]);
     await terminal.type("/reload-mcp\r");
     at = await terminal.waitFor(/Reloading MCP servers …/, at);
     await terminal.type("\x03");
@@ -341,10 +326,9 @@ Deno.test("chat: Ctrl-C during /reload-mcp stops the servers still connecting; t
 Deno.test("chat: a form left open by a cancelled run does not read along with the next prompt", async () => {
   await using h = await tempHome();
   await using model = await startFakeModel();
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\nmcp_servers:\n` +
-      requestsServerYaml("cr"),
+  writeConfig(
+    h.home,
+    configText([...modelLines(model.baseUrl), "mcp_servers:"]) + requestsServerYaml("cr"),
   );
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
   try {
@@ -433,10 +417,7 @@ Deno.test("chat: lines pasted while the agent works come back at the prompt as o
     turns: [{ content: "first done", after: gate }],
     fallback: (request) => ({ content: `heard ${JSON.stringify(lastUserText(request))}` }),
   });
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    `model:\n  default: gpt-4.1-mini\n  base_url: ${model.baseUrl}\n`,
-  );
+  writeConfig(h.home, modelLines(model.baseUrl));
   const terminal = new Terminal(h.home, ["chat"], { term: "xterm-256color" });
   try {
     let at = await terminal.waitFor(/you> /);

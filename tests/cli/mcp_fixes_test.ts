@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GARBAGE_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { cli, cliJson, type CliResult, parseOneJson, tempHome } from "./_helpers.ts";
-import { denoEnv, writeConfig, yamlValue } from "./_mcp_helpers.ts";
+import { denoEnv, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 
 function expectCode(result: CliResult, code: number): void {
   assert.equal(result.code, code, `exit code\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
@@ -119,18 +119,13 @@ Deno.test("mcp add: options of the other server kind exit 2 naming them; nothing
 
 /** A stdio fixture entry with a `header:` typo and an unset `${MCP_TOKEN}`. */
 function warnedConfig(home: string, command: { command: string; args: string[] }): string {
-  return writeConfig(
-    home,
-    [
-      "mcp_servers:",
-      "  warned:",
-      `    command: ${yamlValue(command.command)}`,
-      `    args: ${yamlValue(command.args)}`,
-      "    env: { TOKEN: '${MCP_TOKEN}' }",
-      "    header: { X: '1' }",
-      "",
-    ].join("\n"),
-  );
+  return writeConfig(home, [
+    "mcp_servers:",
+    ...stdioServerLines("warned", command, [
+      "env: { TOKEN: '${MCP_TOKEN}' }",
+      "header: { X: '1' }",
+    ]),
+  ]);
 }
 
 Deno.test("mcp test and mcp call show the entry's config warnings, also when they fail", async () => {
@@ -162,20 +157,14 @@ Deno.test("mcp test and mcp call show the entry's config warnings, also when the
 
 Deno.test("mcp test, tools and list --json: each warning once on stderr, as without --json, and in warnings", async () => {
   await using home = await tempHome();
-  const server = stdioCommand(["--tools", "echo"]);
-  writeConfig(
-    home.home,
-    [
-      "modle: x",
-      "mcp_servers:",
-      "  warned:",
-      `    command: ${yamlValue(server.command)}`,
-      `    args: ${yamlValue(server.args)}`,
-      "    header: { X: '1' }",
-      "    tools: { include: [echo, nosuch] }",
-      "",
-    ].join("\n"),
-  );
+  writeConfig(home.home, [
+    "modle: x",
+    "mcp_servers:",
+    ...stdioServerLines("warned", stdioCommand(["--tools", "echo"]), [
+      "header: { X: '1' }",
+      "tools: { include: [echo, nosuch] }",
+    ]),
+  ]);
   const env = denoEnv();
   const lines = (warnings: string[]) => warnings.map((warning) => `warning: ${warning}\n`).join("");
   for (
@@ -228,21 +217,11 @@ Deno.test("a stdio server printing junk or crashing at start says so: first junk
     crasher,
     'console.error("starting up");\nconsole.error("Error: cannot open /nowhere/db");\nDeno.exit(3);\n',
   );
-  const junk = stdioCommand([], GARBAGE_STDIO_FIXTURE);
-  writeConfig(
-    home.home,
-    [
-      "mcp_servers:",
-      "  junk:",
-      `    command: ${yamlValue(junk.command)}`,
-      `    args: ${yamlValue(junk.args)}`,
-      "    connect_timeout: 2",
-      "  crash:",
-      `    command: ${yamlValue(Deno.execPath())}`,
-      `    args: ${yamlValue(["run", "--quiet", crasher])}`,
-      "",
-    ].join("\n"),
-  );
+  writeConfig(home.home, [
+    "mcp_servers:",
+    ...stdioServerLines("junk", stdioCommand([], GARBAGE_STDIO_FIXTURE), ["connect_timeout: 2"]),
+    ...stdioServerLines("crash", { command: Deno.execPath(), args: ["run", "--quiet", crasher] }),
+  ]);
   const env = denoEnv();
   const junkTest = await cli(home.home, ["mcp", "test", "junk"], { env });
   expectCode(junkTest, 1);
@@ -274,19 +253,12 @@ function camelKeys(value: unknown, path = ""): string[] {
 
 Deno.test("mcp list --json and mcp test --json use snake_case keys, like every other command", async () => {
   await using home = await tempHome();
-  const server = stdioCommand(["--tools", "echo"]);
-  writeConfig(
-    home.home,
-    [
-      "mcp_servers:",
-      "  fx:",
-      `    command: ${yamlValue(server.command)}`,
-      `    args: ${yamlValue(server.args)}`,
-      "  bad:",
-      "    comand: echo",
-      "",
-    ].join("\n"),
-  );
+  writeConfig(home.home, [
+    "mcp_servers:",
+    ...stdioServerLines("fx", stdioCommand(["--tools", "echo"])),
+    "  bad:",
+    "    comand: echo",
+  ]);
   const env = denoEnv();
   const listed = await cliJson(home.home, ["mcp", "list", "--json"], 0, { env });
   assert.deepEqual(camelKeys(listed), []);

@@ -3,30 +3,21 @@
  * second, erased before the next output; nothing of it on a dumb terminal or without a terminal.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { cli, tempHome } from "./_helpers.ts";
+import { modelLines, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 
 const ERASE = "\r\x1b[K";
 
 async function slowModelHome(turns: Parameters<typeof startFakeModel>[0]) {
   const h = await tempHome();
   const model = await startFakeModel(turns);
-  const notes = stdioCommand(["--tools", "echo"]);
-  Deno.writeTextFileSync(
-    join(h.home, "config.yaml"),
-    [
-      "model:",
-      "  default: gpt-4.1-mini",
-      `  base_url: ${model.baseUrl}`,
-      "mcp_servers:",
-      "  notes:",
-      `    command: ${JSON.stringify(notes.command)}`,
-      `    args: ${JSON.stringify(notes.args)}`,
-      "",
-    ].join("\n"),
-  );
+  writeConfig(h.home, [
+    ...modelLines(model.baseUrl),
+    "mcp_servers:",
+    ...stdioServerLines("notes", stdioCommand(["--tools", "echo"])),
+  ]);
   return {
     home: h.home,
     [Symbol.asyncDispose]: async () => {

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
 import { McpManager, type McpManagerOptions } from "../../src/mcp/manager.ts";
+import { configText, stdioServerLines } from "../cli/_mcp_helpers.ts";
 import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { isAlive, serverEntry } from "./_helpers.ts";
 
@@ -38,15 +39,10 @@ export function requestsServer(
 
 /** The same entry as `config.yaml` lines under `mcp_servers:` (for session tests). */
 export function requestsServerYaml(name: string, lines: string[] = []): string {
-  const { command, args } = stdioCommand([], CLIENT_REQUESTS_FIXTURE);
-  return [
-    `  ${name}:`,
-    `    command: ${JSON.stringify(command)}`,
-    `    args: ${JSON.stringify(args)}`,
-    `    env: ${JSON.stringify(childEnv())}`,
-    ...lines.map((line) => `    ${line}`),
-    "",
-  ].join("\n");
+  const server = stdioCommand([], CLIENT_REQUESTS_FIXTURE);
+  return configText(
+    stdioServerLines(name, server, [`env: ${JSON.stringify(childEnv())}`, ...lines]),
+  );
 }
 
 /** A manager over `servers` that checks on disposal that no child survived. */
