@@ -19,7 +19,14 @@ import {
   startCollector,
   tempHome,
 } from "../cli/_helpers.ts";
-import { DENO_CONFIG, denoEnv, freePort } from "../cli/_mcp_helpers.ts";
+import {
+  configText,
+  DENO_CONFIG,
+  denoEnv,
+  freePort,
+  modelLines,
+  stdioServerLines,
+} from "../cli/_mcp_helpers.ts";
 import { postGithub } from "../e2e/_gateway.ts";
 import { startFakePlatform } from "../fixtures/fake_platforms.ts";
 
@@ -56,6 +63,45 @@ async function consoleOfGateway(
     await closeLogging();
   }
   return shown;
+}
+
+/** A gateway (see {@linkcode gatewayYaml}) whose model nothing answers, with `servers`. */
+function mcpGatewayYaml(servers: string[]): string {
+  return gatewayYaml(
+    configText([...modelLines("http://127.0.0.1:9/v1", "m"), "mcp_servers:", ...servers]),
+  );
+}
+
+/** The secret of route `alert` (see {@linkcode alertRouteYaml}). */
+const ALERT_SECRET = "route-secret-0123456789abcdef";
+
+/** A gateway whose route `alert` delivers straight to Slack channel C0123456789, then `more`. */
+function alertRouteYaml(more = ""): string {
+  return gatewayYaml() +
+    `      routes:\n        alert:\n          secret: ${ALERT_SECRET}\n          deliver: slack\n` +
+    "          deliver_only: true\n          prompt: 'Build {status}'\n" +
+    "          deliver_extra:\n            chat_id: C0123456789\n" + more;
+}
+
+/**
+ * Runs a gateway on `home` (environment `env`), posts a push to route `alert` that fails to be
+ * delivered (HTTP 502), and returns the console lines about the direct delivery.
+ */
+async function failedAlertDelivery(
+  home: string,
+  env?: (name: string) => string | undefined,
+): Promise<string[]> {
+  const shown = await consoleOfGateway(home, async (gateway) => {
+    const answer = await postGithub(
+      { url: (path) => `${gateway.addresses[0]}${path}` },
+      { name: "alert", secret: ALERT_SECRET },
+      "push",
+      "d-1",
+      { status: "passed" },
+    );
+    assert.equal(answer.status, 502);
+  }, env);
+  return shown.filter((line) => line.includes("direct delivery"));
 }
 
 Deno.test("a quiet gateway packages finished days and sends them at start (send: true)", async () => {
@@ -168,15 +214,14 @@ Deno.test("a second gateway on the same home is refused before it starts any MCP
   const server = new URL("../fixtures/mcp/server.ts", import.meta.url).pathname;
   const launch =
     `echo started >> '${starts}'; exec deno run -A --config '${DENO_CONFIG}' '${server}'`;
-  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
-    `mcp_servers:\n  notes:\n    command: sh\n    args: ["-c", ${JSON.stringify(launch)}]\n`;
-  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const notes = stdioServerLines("notes", { command: "sh", args: ["-c", launch] });
+  Deno.writeTextFileSync(h.config, mcpGatewayYaml(notes));
   const vars = denoEnv({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" });
   const env = (name: string) => vars[name];
   const first = await Gateway.start({ config: loadConfig({ env }), env });
   try {
     assert.equal(Deno.readTextFileSync(starts), "started\n", "the first gateway started it");
-    Deno.writeTextFileSync(h.config, gatewayYaml(yaml)); // another port: only the home is shared
+    Deno.writeTextFileSync(h.config, mcpGatewayYaml(notes)); // another port: only the home is shared
     await assert.rejects(Gateway.start({ config: loadConfig({ env }), env }), GatewayBusyError);
     assert.equal(Deno.readTextFileSync(starts), "started\n", "the second one started nothing");
   } finally {
@@ -186,9 +231,8 @@ Deno.test("a second gateway on the same home is refused before it starts any MCP
 
 Deno.test("a stdio MCP server that exits at start is logged naming this home's mcp-stderr.log", async () => {
   await using h = await tempHome();
-  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
-    'mcp_servers:\n  exits:\n    command: sh\n    args: ["-c", "echo boom >&2; exit 3"]\n';
-  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const exits = { command: "sh", args: ["-c", "echo boom >&2; exit 3"] };
+  Deno.writeTextFileSync(h.config, mcpGatewayYaml(stdioServerLines("exits", exits)));
   await consoleOfGateway(h.home);
   const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
   const errors = log.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
@@ -207,10 +251,8 @@ Deno.test("a stdio MCP server that exits at start is logged naming this home's m
 
 Deno.test("a stdio MCP server that fails at start says why on the console, not only in the log", async () => {
   await using h = await tempHome();
-  const script = "printf 'bad\\033[2J key\\n' >&2; exit 3";
-  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
-    `mcp_servers:\n  exits:\n    command: sh\n    args: ["-c", ${JSON.stringify(script)}]\n`;
-  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const exits = { command: "sh", args: ["-c", "printf 'bad\\033[2J key\\n' >&2; exit 3"] };
+  Deno.writeTextFileSync(h.config, mcpGatewayYaml(stdioServerLines("exits", exits)));
   const shown = await consoleOfGateway(h.home);
   const mcp = shown.filter((line) => line.includes("exits"));
   assert.ok(mcp.length > 0, shown.join(""));
@@ -227,11 +269,11 @@ Deno.test("a stdio MCP server that fails at start says why on the console, not o
 Deno.test("an MCP server's warnings are said on the gateway's console", async () => {
   await using h = await tempHome();
   const server = new URL("../fixtures/mcp/server.ts", import.meta.url).pathname;
-  const yaml = "model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n" +
-    `mcp_servers:\n  notes:\n    command: deno\n    args: ["run", "-A", "--config", ` +
-    `${JSON.stringify(DENO_CONFIG)}, ${JSON.stringify(server)}]\n` +
-    "    tools:\n      include: [nope]\n";
-  Deno.writeTextFileSync(h.config, gatewayYaml(yaml));
+  const notes = { command: "deno", args: ["run", "-A", "--config", DENO_CONFIG, server] };
+  Deno.writeTextFileSync(
+    h.config,
+    mcpGatewayYaml(stdioServerLines("notes", notes, ["tools:", "  include: [nope]"])),
+  );
   const vars = denoEnv({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" });
   const shown = await consoleOfGateway(h.home, undefined, (name) => vars[name]);
   // Before: logged at info as "MCP server notes: warning", the warning itself not said.
@@ -259,25 +301,8 @@ Deno.test("a gateway whose model lacks its API key warns about that, not that no
 
 Deno.test("a delivery that fails for a token not set names this home's .env file, not <home>/.env", async () => {
   await using h = await tempHome();
-  const secret = "route-secret-0123456789abcdef";
-  Deno.writeTextFileSync(
-    h.config,
-    gatewayYaml() +
-      `      routes:\n        alert:\n          secret: ${secret}\n          deliver: slack\n` +
-      "          deliver_only: true\n          prompt: 'Build {status}'\n" +
-      "          deliver_extra:\n            chat_id: C0123456789\n",
-  );
-  const shown = await consoleOfGateway(h.home, async (gateway) => {
-    const answer = await postGithub(
-      { url: (path) => `${gateway.addresses[0]}${path}` },
-      { name: "alert", secret },
-      "push",
-      "d-1",
-      { status: "passed" },
-    );
-    assert.equal(answer.status, 502);
-  });
-  assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
+  Deno.writeTextFileSync(h.config, alertRouteYaml());
+  assert.deepEqual(await failedAlertDelivery(h.home), [
     "warning: route alert: direct delivery d-1 to slack failed: slack: SLACK_BOT_TOKEN is not " +
     `set. Fix: add SLACK_BOT_TOKEN=<token> to ${join(h.home, ".env")}, then restart the gateway\n`,
   ]);
@@ -286,31 +311,16 @@ Deno.test("a delivery that fails for a token not set names this home's .env file
 Deno.test("a delivery whose token from the process environment is refused names the environment variable, not .env", async () => {
   await using h = await tempHome();
   await using slack = await startFakePlatform("slack");
-  const secret = "route-secret-0123456789abcdef";
   Deno.writeTextFileSync(
     h.config,
-    gatewayYaml() +
-      `      routes:\n        alert:\n          secret: ${secret}\n          deliver: slack\n` +
-      "          deliver_only: true\n          prompt: 'Build {status}'\n" +
-      "          deliver_extra:\n            chat_id: C0123456789\n" +
-      `  slack:\n    extra:\n      api_base_url: ${slack.baseUrl}\n`,
+    alertRouteYaml(`  slack:\n    extra:\n      api_base_url: ${slack.baseUrl}\n`),
   );
   const vars: Record<string, string> = {
     AGENT_HOME: h.home,
     WEBHOOK_SECRET: "s",
     SLACK_BOT_TOKEN: "xoxb-1111111111-2222222222-revokedToken0000",
   };
-  const shown = await consoleOfGateway(h.home, async (gateway) => {
-    const answer = await postGithub(
-      { url: (path) => `${gateway.addresses[0]}${path}` },
-      { name: "alert", secret },
-      "push",
-      "d-1",
-      { status: "passed" },
-    );
-    assert.equal(answer.status, 502);
-  }, (name) => vars[name]);
-  assert.deepEqual(shown.filter((line) => line.includes("direct delivery")), [
+  assert.deepEqual(await failedAlertDelivery(h.home, (name) => vars[name]), [
     `warning: route alert: direct delivery d-1 to slack failed: slack: channel C0123456789: ` +
     `the Slack Web API at ${slack.baseUrl} refused the message (ok: false, error: invalid_auth). ` +
     "Fix: check the environment variable SLACK_BOT_TOKEN (a bot token with the chat:write " +
