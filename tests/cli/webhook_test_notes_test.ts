@@ -8,6 +8,17 @@ import { join } from "node:path";
 import { cli, parseOneJson, tempHome } from "./_helpers.ts";
 import { listeningHome } from "./_listener.ts";
 
+/** Runs `agent webhook subscribe <name> <args>` with `env`; it must succeed. */
+async function subscribe(
+  home: string,
+  name: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<void> {
+  const subscribed = await cli(home, ["webhook", "subscribe", name, ...args], { env });
+  assert.equal(subscribed.code, 0, subscribed.stderr);
+}
+
 /**
  * Subscribes `direct`: its events (default: issues only; `[]`: every event) delivered straight to
  * a Slack channel (deliver-only).
@@ -17,18 +28,11 @@ async function subscribeDirectSlack(
   env: Record<string, string>,
   events = ["--events", "issues"],
 ): Promise<void> {
-  const subscribed = await cli(home, [
-    "webhook",
-    "subscribe",
-    "direct",
-    ...events,
-    "--deliver",
-    "slack",
-    "--deliver-chat-id",
-    "C0123456789",
-    "--deliver-only",
-  ], { env: { ...env, SLACK_BOT_TOKEN: "xoxb-test" } });
-  assert.equal(subscribed.code, 0, subscribed.stderr);
+  const deliver = ["--deliver", "slack", "--deliver-chat-id", "C0123456789", "--deliver-only"];
+  await subscribe(home, "direct", [...events, ...deliver], {
+    ...env,
+    SLACK_BOT_TOKEN: "xoxb-test",
+  });
 }
 
 Deno.test("test of a deliver-only route: the real-message note only when the route takes the event (any case)", async () => {
@@ -102,16 +106,7 @@ Deno.test("subscribe --deliver-only --skills warns that the skills are never loa
 Deno.test("test of an agent-run route whose template renders blank: the 202's warning, a note on what to change, the default prompt", async () => {
   await using h = await listeningHome();
   const { env } = h;
-  const subscribed = await cli(h.home, [
-    "webhook",
-    "subscribe",
-    "triage",
-    "--prompt",
-    "{comment.body}",
-  ], {
-    env,
-  });
-  assert.equal(subscribed.code, 0, subscribed.stderr);
+  await subscribe(h.home, "triage", ["--prompt", "{comment.body}"], env);
   const payload = '{"comment":{"body":" "}}';
   const blank = await cli(h.home, ["webhook", "test", "triage", "--payload", payload], { env });
   assert.equal(blank.code, 0, blank.stderr);
@@ -189,10 +184,7 @@ Deno.test("test answered 502 or 503 while the log level leaves out the line with
   );
 
   // A script that cannot run is logged as an error: only fatal leaves it out.
-  const scripted = await cli(h.home, ["webhook", "subscribe", "scripted", "--script", "x.sh"], {
-    env,
-  });
-  assert.equal(scripted.code, 0, scripted.stderr);
+  await subscribe(h.home, "scripted", ["--script", "x.sh"], env);
   Deno.removeSync(h.config);
   const blocked = await cli(h.home, ["webhook", "test", "scripted"], {
     env: { ...env, AGENT_LOG_LEVEL: "error" },
@@ -210,7 +202,7 @@ Deno.test("test answered 502 or 503 while the log level leaves out the line with
 
 Deno.test("test --payload that is not a JSON object says what is wrong and how to send a file", async () => {
   await using h = await tempHome();
-  assert.equal((await cli(h.home, ["webhook", "subscribe", "ci"])).code, 0);
+  await subscribe(h.home, "ci");
   const example = `give a JSON object such as --payload '{"action":"opened"}', or an event saved ` +
     `from the sender with --payload "$(cat event.json)"`;
   for (
@@ -241,14 +233,10 @@ Deno.test("test --payload that is not a JSON object says what is wrong and how t
 Deno.test("test says which fields of the prompt template the payload does not have (they are sent as written)", async () => {
   await using h = await listeningHome();
   const { env } = h;
-  const subscribed = await cli(h.home, [
-    "webhook",
-    "subscribe",
-    "triage",
+  await subscribe(h.home, "triage", [
     "--prompt",
     "Triage issue #{issue.number}: {issue.title} ({event_type}, {issue.number})",
-  ], { env });
-  assert.equal(subscribed.code, 0, subscribed.stderr);
+  ], env);
   const bare = await cli(h.home, ["webhook", "test", "triage", "--event", "issues"], { env });
   assert.equal(bare.code, 0, bare.stderr);
   assert.match(bare.stdout, /HTTP 202/);
