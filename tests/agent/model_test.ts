@@ -91,6 +91,31 @@ function closedPort(): number {
   return port;
 }
 
+/**
+ * A call to `http://127.0.0.1:<port>/v1` where nothing listens (settings and client options as
+ * given): the port and the `unreachable` error.
+ */
+async function refusedCall(
+  overrides: Partial<ModelSettings> = {},
+  extra: ModelClientOptions = {},
+): Promise<{ port: number; error: ModelError }> {
+  const port = closedPort();
+  const client = new ModelClient(
+    settingsFor(`http://127.0.0.1:${port}/v1`, overrides),
+    instant(extra).options,
+  );
+  return { port, error: await modelError(client.complete(HELLO, []), "unreachable") };
+}
+
+/** The message of {@linkcode refusedCall} as a pattern: the refused connection, then `rest`. */
+function refusedMessage(port: number, rest: string): RegExp {
+  return new RegExp(
+    `^cannot reach the model endpoint http://127\\.0\\.0\\.1:${port}/v1/chat/completions ` +
+      "\\(client error \\(Connect\\): tcp connect error: Connection refused \\(os error \\d+\\)\\)" +
+      rest,
+  );
+}
+
 /** A tiny real HTTP server on 127.0.0.1 answering every request with `handler`. */
 function serve(handler: (request: Request) => Response | Promise<Response>) {
   const hits: Array<{ method: string; url: string; headers: Headers }> = [];
@@ -694,21 +719,9 @@ Deno.test("unreachable endpoint → unreachable after the retries, naming model.
 });
 
 Deno.test("unreachable endpoint: the message says why (connection refused), not 'fetch failed'", async () => {
-  const port = closedPort();
-  const refused = await modelError(
-    new ModelClient(settingsFor(`http://127.0.0.1:${port}/v1`), instant().options)
-      .complete(HELLO, []),
-    "unreachable",
-  );
-  assert.match(
-    refused.message,
-    new RegExp(
-      `^cannot reach the model endpoint http://127\\.0\\.0\\.1:${port}/v1/chat/completions ` +
-        "\\(client error \\(Connect\\): tcp connect error: Connection refused \\(os error \\d+\\)\\)\\. " +
-        "Fix: start the model server",
-    ),
-  );
-  assert.doesNotMatch(refused.message, /fetch failed|error sending request/);
+  const { port, error } = await refusedCall();
+  assert.match(error.message, refusedMessage(port, "\\. Fix: start the model server"));
+  assert.doesNotMatch(error.message, /fetch failed|error sending request/);
 });
 
 Deno.test("no answer within timeoutSeconds → timeout, retried, naming model.timeout_seconds", async () => {
@@ -758,20 +771,12 @@ Deno.test("after the retries, each message reads as one sentence: '…, after N 
     `the model endpoint ${failing.client.url} failed (HTTP 502: scripted 502), after 2 attempts`,
   );
 
-  const port = closedPort();
-  const unreachable = await modelError(
-    new ModelClient(
-      settingsFor(`http://127.0.0.1:${port}/v1`, { maxRetries: 1 }),
-      instant({ configFile: "/h/config.yaml" }).options,
-    ).complete(HELLO, []),
-    "unreachable",
-  );
+  const refused = await refusedCall({ maxRetries: 1 }, { configFile: "/h/config.yaml" });
   assert.match(
-    unreachable.message,
-    new RegExp(
-      `^cannot reach the model endpoint http://127\\.0\\.0\\.1:${port}/v1/chat/completions ` +
-        "\\(client error \\(Connect\\): [^)]*\\(os error \\d+\\)\\), after 2 attempts\\. " +
-        "Fix: start the model server, or set model\\.base_url in /h/config\\.yaml$",
+    refused.error.message,
+    refusedMessage(
+      refused.port,
+      ", after 2 attempts\\. Fix: start the model server, or set model\\.base_url in /h/config\\.yaml$",
     ),
   );
 });
