@@ -19,6 +19,21 @@ function writeJson(dir: string, name: string, value: unknown): string {
   return path;
 }
 
+/**
+ * Runs `metrics validate` on `file` (`-`: `stdin`): exit 2, and one error under the file's name,
+ * `not valid JSON: <reason>`.
+ */
+async function assertNotJson(
+  home: string,
+  file: string,
+  reason: string,
+  stdin?: string,
+): Promise<void> {
+  const result = await cli(home, ["metrics", "validate", file], { stdin });
+  assert.equal(result.code, 2, result.stderr);
+  assert.equal(result.stdout, `${file}: invalid (1 error)\n  /: not valid JSON: ${reason}\n`);
+}
+
 /** A package with an extra top-level property and a bad enum value. */
 function invalidPackage(): Record<string, unknown> {
   const pkg = validPackage() as unknown as Record<string, unknown>;
@@ -155,13 +170,8 @@ Deno.test("a file that is not JSON is exit 2 'not valid JSON' with the line, col
   await using h = await tempHome();
   const file = join(h.home, "notjson.json");
   Deno.writeTextFileSync(file, "schema_version: agent.shared_metrics.v2\n");
-  const text = await cli(h.home, ["metrics", "validate", file]);
-  assert.equal(text.code, 2);
   // Before: V8's "Unexpected token 's', "schema_ver"... is not valid JSON".
-  assert.equal(
-    text.stdout,
-    `${file}: invalid (1 error)\n  /: not valid JSON: line 1, column 1: expected a value\n`,
-  );
+  await assertNotJson(h.home, file, "line 1, column 1: expected a value");
 
   const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
   assert.deepEqual(doc, {
@@ -180,17 +190,10 @@ Deno.test("a file that is not JSON is exit 2 'not valid JSON' with the line, col
   });
 
   // Before: "Unexpected end of JSON input".
-  const empty = await cli(h.home, ["metrics", "validate", "-"], { stdin: "" });
-  assert.equal(empty.code, 2);
-  assert.equal(empty.stdout, "-: invalid (1 error)\n  /: not valid JSON: stdin is empty\n");
+  await assertNotJson(h.home, "-", "stdin is empty", "");
   const emptyFile = join(h.home, "empty.json");
   Deno.writeTextFileSync(emptyFile, " \n");
-  const blank = await cli(h.home, ["metrics", "validate", emptyFile]);
-  assert.equal(blank.code, 2);
-  assert.equal(
-    blank.stdout,
-    `${emptyFile}: invalid (1 error)\n  /: not valid JSON: the file holds only whitespace\n`,
-  );
+  await assertNotJson(h.home, emptyFile, "the file holds only whitespace");
 });
 
 Deno.test("a UTF-16 package (Windows PowerShell's >) is named as such, exit 2; a UTF-8 BOM is fine", async () => {
@@ -199,13 +202,11 @@ Deno.test("a UTF-16 package (Windows PowerShell's >) is named as such, exit 2; a
   const utf16 = join(h.home, "utf16.json");
   const units = new Uint16Array([0xfeff, ...[...json].map((c) => c.charCodeAt(0))]);
   Deno.writeFileSync(utf16, new Uint8Array(units.buffer)); // little-endian: FF FE first
-  const text = await cli(h.home, ["metrics", "validate", utf16]);
-  assert.equal(text.code, 2, text.stderr);
-  assert.equal(
-    text.stdout,
-    `${utf16}: invalid (1 error)\n  /: not valid JSON: the text is UTF-16, and a package is ` +
-      "UTF-8 JSON; save it as UTF-8 (in Windows PowerShell, `| Out-File -Encoding utf8` " +
-      "instead of `>`)\n",
+  await assertNotJson(
+    h.home,
+    utf16,
+    "the text is UTF-16, and a package is UTF-8 JSON; save it as UTF-8 (in Windows PowerShell, " +
+      "`| Out-File -Encoding utf8` instead of `>`)",
   );
   const doc = await cliJson(h.home, ["metrics", "validate", utf16, "--json"], 2);
   assert.equal(doc.results[0].errors[0].rule, "json");
@@ -271,12 +272,7 @@ Deno.test("validate: a JSON error quotes none of the text (a secret, a line brea
   await using h = await tempHome();
   const file = join(h.home, "broken.json");
   Deno.writeTextFileSync(file, '{"a":\n sk-TOPSECRET}');
-  const result = await cli(h.home, ["metrics", "validate", file]);
-  assert.equal(result.code, 2);
-  assert.equal(
-    result.stdout,
-    `${file}: invalid (1 error)\n  /: not valid JSON: line 2, column 2: expected a value\n`,
-  );
+  await assertNotJson(h.home, file, "line 2, column 2: expected a value");
   const doc = await cliJson(h.home, ["metrics", "validate", file, "--json"], 2);
   assert.doesNotMatch(JSON.stringify(doc), /TOPSECRET/);
 });
