@@ -297,6 +297,8 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Text piped to stdin; without it stdin is closed. */
   stdin?: string;
+  /** The directory it runs in; default the repository. */
+  cwd?: string;
 }
 
 /** The environment of a subprocess: only what Deno needs plus the test's home. */
@@ -326,7 +328,7 @@ export async function spawnDeno(
 ): Promise<CliResult> {
   const command = new Deno.Command(Deno.execPath(), {
     args,
-    cwd: REPO,
+    cwd: options.cwd ?? REPO,
     clearEnv: true,
     env: childEnv(home, options.env),
     stdin: options.stdin === undefined ? "null" : "piped",

@@ -3,7 +3,17 @@
  */
 import assert from "node:assert/strict";
 import manifest from "../../deno.json" with { type: "json" };
-import { cli, filesIn, parseOneJson, spawnCli, spawnDeno, tempHome } from "./_helpers.ts";
+import { join } from "node:path";
+import {
+  cli,
+  filesIn,
+  parseOneJson,
+  REPO,
+  spawnCli,
+  spawnDeno,
+  tempHome,
+  validPackage,
+} from "./_helpers.ts";
 
 Deno.test("--help lists every command group and the exit codes, exit 0", async () => {
   await using h = await tempHome();
@@ -188,6 +198,28 @@ Deno.test("the README's `deno task agent -- <command> --option` form works: the 
   const help = await cli(h.home, ["--", "mcp", "--help"]);
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /Usage: agent mcp/);
+});
+
+Deno.test("under `deno task`, relative paths are taken from the folder the task was started in", async () => {
+  await using h = await tempHome();
+  const elsewhere = Deno.makeTempDirSync({ dir: h.home, prefix: "work-" });
+  Deno.writeTextFileSync(join(elsewhere, "metrics-package.json"), JSON.stringify(validPackage()));
+  const result = await spawnDeno(
+    [
+      "task",
+      "--config",
+      join(REPO, "deno.json"),
+      "agent",
+      "metrics",
+      "validate",
+      "--json",
+      "metrics-package.json",
+    ],
+    h.home,
+    { cwd: elsewhere },
+  );
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  assert.equal(JSON.parse(result.stdout).valid, true);
 });
 
 Deno.test("help of a repeatable option shows no `(default: [])`; webhook subscribe names --deliver's default", async () => {
