@@ -122,7 +122,7 @@ Deno.test("agent mcp login clears a recorded cimd-off, so the document is tried 
   assert.equal(result.stderr.split(typo).length - 1, 1, result.stderr);
 });
 
-Deno.test("agent mcp login: a refused document is recorded, reported, and DCR finishes the login", async () => {
+Deno.test("agent mcp login: a refused document is recorded, reported, and DCR finishes the login; the next login presents it again", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true, rejectDocument: true });
   const browser = testBrowser();
@@ -153,6 +153,42 @@ Deno.test("agent mcp login: a refused document is recorded, reported, and DCR fi
     assert.equal(result.stderr.split(`warning: ${warning}\n`).length - 1, 1, result.stderr);
   }
   Deno.statSync(join(tokens, "api.cimd-off"));
+
+  // Once the document is fixed, the next login presents it again, on a pinned port.
+  server.options.rejectDocument = false;
+  const again = await cliJson(h.home, ["mcp", "login", "api", "--json"], 0, {
+    openBrowser: browser.open,
+  });
+  await browser.settled();
+  assert.equal(again.client, "cimd");
+  assert.equal(again.pinned_port, true);
+  assert.match(again.redirect_uri, /^http:\/\/127\.0\.0\.1:2789[0-4]\/callback$/);
+  assert.equal(again.cimd_rejected, false);
+  assert.equal(server.authorizations.at(-1)?.clientId, DEFAULT_CLIENT_METADATA_URL);
+  assert.throws(() => Deno.statSync(join(tokens, "api.cimd-off")), Deno.errors.NotFound);
+});
+
+Deno.test("agent mcp login again, to a server without client metadata documents: a random port, not 27890-27894", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: false });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const login = () =>
+    cliJson(h.home, ["mcp", "login", "api", "--json"], 0, { openBrowser: browser.open });
+  const first = await login();
+  await browser.settled();
+  assert.equal(first.client, "dcr");
+  const again = await login();
+  await browser.settled();
+  assert.equal(again.client, "dcr");
+  assert.equal(again.pinned_port, false);
+  assert.equal(
+    again.pinning_obstacle,
+    "the cached authorization-server metadata does not advertise client metadata documents",
+  );
+  const port = Number(new URL(again.redirect_uri).port);
+  assert.ok(port < 27890 || port > 27894, again.redirect_uri);
+  assert.deepEqual(server.registrations.at(-1)?.redirectUris, [again.redirect_uri]);
 });
 
 Deno.test("agent mcp test of an OAuth server that is not logged in names agent mcp login", async () => {

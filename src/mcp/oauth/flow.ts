@@ -18,6 +18,7 @@ import { CALLBACK_PATH } from "./metadata_url.ts";
 import {
   type CallbackPortPool,
   type LoginDriver,
+  type PinningFacts,
   pinningObstacle,
   processCallbackPorts,
 } from "./ports.ts";
@@ -151,10 +152,16 @@ export async function openAuthorizedSession(
   }
   const settings = config.oauth;
   const store = new OAuthStore(options.tokenDir, config.name, options.now);
-  if (options.clear ?? true) store.clear();
+  // The first round's port follows what the records said before they were cleared (SPEC 5).
+  let records: StoredFacts | undefined;
+  if (options.clear ?? true) {
+    records = { ...storedFacts(store), cleared: true };
+    store.clear();
+  }
   let cimdRejected = false;
   for (let attempt = 1;; attempt++) {
-    const session = LoginSession.open(config, settings, store, options);
+    const session = LoginSession.open(config, settings, store, options, records);
+    records = undefined;
     let connection: McpConnection | undefined;
     try {
       connection = await session.authorized(() =>
@@ -340,14 +347,19 @@ class LoginSession implements AuthorizationDriver {
     });
   }
 
-  /** Chooses and binds the callback port now, before the server's capabilities are known. */
+  /**
+   * Chooses and binds the callback port now, before the server's capabilities are known, from
+   * `records` (what the records said before the login cleared them) or else the store.
+   */
   static open(
     config: McpServerConfig,
     settings: OAuthSettings,
     store: OAuthStore,
     options: LoginOptions,
+    records?: StoredFacts,
   ): LoginSession {
-    return new LoginSession(config, store, options, choosePort(config, settings, store, options));
+    const choice = choosePort(config, settings, store, options, records ?? storedFacts(store));
+    return new LoginSession(config, store, options, choice);
   }
 
   state(): string {
@@ -497,6 +509,17 @@ interface PortChoice {
   obstacle?: string;
 }
 
+/** What the server's records tell the port choice. */
+type StoredFacts = Pick<PinningFacts, "storedClientId" | "cimdOff" | "cachedMetadata" | "cleared">;
+
+function storedFacts(store: OAuthStore): StoredFacts {
+  return {
+    storedClientId: store.readClient()?.client_id,
+    cimdOff: store.isCimdOff(),
+    cachedMetadata: store.readDiscovery()?.authorizationServerMetadata,
+  };
+}
+
 /**
  * Pinned when nothing rules it out and a pinned port is free; otherwise the configured port
  * (`redirect_uri` / `redirect_port`), the port of a stored registration, or a random one.
@@ -506,20 +529,14 @@ function choosePort(
   settings: OAuthSettings,
   store: OAuthStore,
   options: LoginOptions,
+  records: StoredFacts,
 ): PortChoice {
   const pool = options.ports ?? processCallbackPorts;
   const expected: { state: string | undefined } = { state: undefined };
   const path = settings.redirectUri ? new URL(settings.redirectUri).pathname : CALLBACK_PATH;
   const bind = (port: number) =>
     startCallbackListener({ port, path, expectedState: () => expected.state });
-  const stored = store.readClient();
-  let obstacle = pinningObstacle({
-    settings,
-    driver: options.driver ?? "cli",
-    storedClientId: stored?.client_id,
-    cimdOff: store.isCimdOff(),
-    cachedMetadata: store.readDiscovery()?.authorizationServerMetadata,
-  });
+  let obstacle = pinningObstacle({ settings, driver: options.driver ?? "cli", ...records });
   if (obstacle === undefined) {
     const listener = pool.claim(bind);
     if (listener) return { listener, bind, expected, pinned: true };
@@ -540,7 +557,7 @@ function choosePort(
       );
     }
   }
-  const registered = registeredPort(stored);
+  const registered = registeredPort(store.readClient());
   if (registered !== undefined) {
     try {
       const listener = pool.ports.includes(registered)

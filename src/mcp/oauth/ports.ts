@@ -33,6 +33,11 @@ export interface PinningFacts {
   cimdOff: boolean;
   /** The authorization-server metadata cached in `<server>.meta.json`, when any. */
   cachedMetadata?: { client_id_metadata_document_supported?: unknown };
+  /**
+   * Whether these are the records as they were before the login cleared them (`agent mcp login`
+   * does): its registration is then not reused, and a refusal record gets another try.
+   */
+  cleared?: boolean;
 }
 
 /**
@@ -40,6 +45,11 @@ export interface PinningFacts {
  * port), or `undefined` when it may. The pin is chosen before the server's capabilities are
  * known: a server never reached before gets one; one whose cached metadata does not advertise
  * client metadata documents does not.
+ *
+ * Records a login cleared (`facts.cleared`) count only for what they tell about the server: a
+ * refusal record does not rule out the pin (the document gets another try), and a dynamic
+ * registration rules it out only when neither the cached metadata nor a refusal record shows
+ * that the server takes client metadata documents.
  *
  * @param facts The settings and what is stored for the server.
  * @returns The reason, in words, or `undefined`.
@@ -73,20 +83,28 @@ export function pinningObstacle(facts: PinningFacts): string | undefined {
   if (settings.redirectUri !== undefined) return "oauth.redirect_uri overrides the callback";
   if (settings.redirectPort !== undefined) return "oauth.redirect_port overrides the callback";
   if (facts.driver !== "cli") return `the login is driven by the ${facts.driver}`;
-  if (facts.storedClientId !== undefined && facts.storedClientId !== settings.clientMetadataUrl) {
-    return "a client registration is stored for this server";
+  const registered = facts.storedClientId !== undefined &&
+    facts.storedClientId !== settings.clientMetadataUrl;
+  const metadata = facts.cachedMetadata;
+  const advertised = metadata?.client_id_metadata_document_supported === true;
+  if (facts.cleared) {
+    if (metadata !== undefined && !advertised) return NO_DOCUMENTS_IN_METADATA;
+    if (registered && !advertised && !facts.cimdOff) {
+      return "a dynamically registered client was stored for this server, and no cached " +
+        "metadata shows whether its authorization server takes client metadata documents";
+    }
+    return undefined;
   }
+  if (registered) return "a client registration is stored for this server";
   if (facts.cimdOff) {
     return "the authorization server refused the client metadata document before (cimd-off record)";
   }
-  if (
-    facts.cachedMetadata !== undefined &&
-    facts.cachedMetadata.client_id_metadata_document_supported !== true
-  ) {
-    return "the cached authorization-server metadata does not advertise client metadata documents";
-  }
+  if (metadata !== undefined && !advertised) return NO_DOCUMENTS_IN_METADATA;
   return undefined;
 }
+
+const NO_DOCUMENTS_IN_METADATA =
+  "the cached authorization-server metadata does not advertise client metadata documents";
 
 /**
  * The pinned ports this process holds. A port is bound when a login claims it and stays held

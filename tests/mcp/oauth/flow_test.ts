@@ -195,6 +195,78 @@ Deno.test("DCR when the server does not advertise documents; the pinned port is 
   assert.match(later.pinningObstacle ?? "", /does not advertise client metadata documents/);
 });
 
+Deno.test("agent mcp login again, server without documents: the cleared metadata still gives a random port", async () => {
+  await using t = await setup({ cimdSupported: false });
+  const config = oauthServer("api", t.server.mcpUrl);
+  const first = await loginMcpServer(config, t.options());
+  assert.equal(first.pinned, true, "never reached before");
+  const again = await loginMcpServer(config, t.options()); // clears the records, as the CLI does
+  assert.equal(again.pinned, false);
+  assert.equal(
+    again.pinningObstacle,
+    "the cached authorization-server metadata does not advertise client metadata documents",
+  );
+  assert.ok(!t.pins.ports.includes(portOf(again.redirectUri)), again.redirectUri);
+  assert.equal(again.client, "dcr");
+  assert.deepEqual(t.server.registrations.map((r) => r.redirectUris), [
+    [first.redirectUri],
+    [again.redirectUri],
+  ]);
+});
+
+Deno.test("agent mcp login again, server that takes documents: pinned port and the document, even after a registration", async () => {
+  await using t = await setup({ cimdSupported: true });
+  const config = oauthServer("api", t.server.mcpUrl);
+  // The first login found every pinned port busy, so it registered dynamically.
+  const others = t.pins.ports.map((port) => Deno.listen({ hostname: "127.0.0.1", port }));
+  try {
+    assert.equal((await loginMcpServer(config, t.options())).client, "dcr");
+  } finally {
+    for (const other of others) other.close();
+  }
+  for (const round of ["after the registration", "after the document"]) {
+    const again = await loginMcpServer(config, t.options());
+    assert.equal(again.pinned, true, round);
+    assert.equal(again.redirectUri, `http://127.0.0.1:${t.pins.ports[0]}/callback`, round);
+    assert.equal(again.client, "cimd", round);
+    assert.equal(t.server.authorizations.at(-1)?.clientId, DEFAULT_CLIENT_METADATA_URL, round);
+  }
+  assert.equal(t.server.registrations.length, 1, "only the first login registered");
+});
+
+Deno.test("agent mcp login after a refusal: the document is tried again on a pinned port", async () => {
+  await using t = await setup({ cimdSupported: true, rejectDocument: true });
+  const config = oauthServer("api", t.server.mcpUrl);
+  const refused = await loginMcpServer(config, t.options());
+  assert.equal(refused.client, "dcr");
+  assert.equal(t.store().isCimdOff(), true);
+  t.server.options.rejectDocument = false; // the document was fixed
+  const again = await loginMcpServer(config, t.options());
+  assert.equal(again.pinned, true);
+  assert.equal(again.redirectUri, `http://127.0.0.1:${t.pins.ports[0]}/callback`);
+  assert.equal(again.client, "cimd");
+  assert.equal(again.cimdRejected, false);
+  assert.equal(t.store().isCimdOff(), false);
+  assert.deepEqual(t.server.tokenRequests.map((r) => [r.clientId, r.status]), [
+    [DEFAULT_CLIENT_METADATA_URL, 400],
+    [t.server.registrations[0].clientId, 200],
+    [DEFAULT_CLIENT_METADATA_URL, 200],
+  ]);
+});
+
+Deno.test("agent mcp login with a dynamic registration but no cached metadata: random port", async () => {
+  await using t = await setup({ cimdSupported: true });
+  t.store().writeClient(
+    { client_id: "dcr-old", redirect_uris: ["http://127.0.0.1:1/callback"] } as never,
+  );
+  const outcome = await loginMcpServer(oauthServer("api", t.server.mcpUrl), t.options());
+  assert.equal(outcome.pinned, false);
+  assert.match(outcome.pinningObstacle ?? "", /dynamically registered client was stored/);
+  assert.ok(!t.pins.ports.includes(portOf(outcome.redirectUri)), outcome.redirectUri);
+  assert.equal(outcome.client, "dcr");
+  assert.notEqual(t.store().readClient()?.client_id, "dcr-old", "a new registration");
+});
+
 Deno.test("all five pinned ports held by other sockets: random port and DCR", async () => {
   await using t = await setup({ cimdSupported: true });
   const others = t.pins.ports.map((port) => Deno.listen({ hostname: "127.0.0.1", port }));

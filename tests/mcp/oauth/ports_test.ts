@@ -92,6 +92,48 @@ Deno.test("every ineligibility condition rules out the pin, with its reason", ()
   }
 });
 
+Deno.test("records a login cleared count for what they tell about the server only", () => {
+  const cleared: PinningFacts = { ...FACTS, cleared: true };
+  const takesDocuments = { client_id_metadata_document_supported: true };
+  const pinned: [string, PinningFacts][] = [
+    ["a refusal record (the document gets another try)", { ...cleared, cimdOff: true }],
+    ["the document identity", { ...cleared, storedClientId: URL_OF_DOCUMENT }],
+    [
+      "a registration, with metadata that advertises documents",
+      { ...cleared, storedClientId: "dcr-1", cachedMetadata: takesDocuments },
+    ],
+    [
+      "a registration, with a refusal record (it advertised documents)",
+      { ...cleared, storedClientId: "dcr-1", cimdOff: true },
+    ],
+  ];
+  for (const [condition, facts] of pinned) {
+    assert.equal(pinningObstacle(facts), undefined, condition);
+  }
+  const random: [string, PinningFacts, RegExp][] = [
+    ["metadata without documents", { ...cleared, cachedMetadata: {} }, /does not advertise/],
+    [
+      "metadata without documents, with a refusal record",
+      {
+        ...cleared,
+        storedClientId: "dcr-1",
+        cimdOff: true,
+        cachedMetadata: { client_id_metadata_document_supported: false },
+      },
+      /does not advertise/,
+    ],
+    [
+      "a registration and nothing else",
+      { ...cleared, storedClientId: "dcr-1" },
+      /dynamically registered client was stored/,
+    ],
+    ["cimd: false", { ...cleared, settings: { ...SETTINGS, cimd: false } }, /cimd: false/],
+  ];
+  for (const [condition, facts, reason] of random) {
+    assert.match(pinningObstacle(facts) ?? "", reason, condition);
+  }
+});
+
 const bind = (port: number) => startCallbackListener({ port, expectedState: () => undefined });
 
 Deno.test("the pool binds the first free port at choice and holds it until released", async () => {
