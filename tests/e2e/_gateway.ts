@@ -261,6 +261,30 @@ export async function startFakeStack(
   };
 }
 
+/** A {@linkcode FakeStack} with a gateway running on it. */
+export interface GatewayStack extends FakeStack {
+  gateway: GatewayProcess;
+}
+
+/**
+ * A home, the five fake platforms, the fake model and a gateway using them, with `webhook` as
+ * `platforms.webhook.extra`. Disposed in reverse: the gateway stops (and must exit 0) before the
+ * fakes it calls close.
+ */
+export async function startGatewayStack(
+  webhook: GatewayConfig["webhook"] = {},
+): Promise<GatewayStack> {
+  await using stack = new AsyncDisposableStack();
+  const fakes = stack.use(await startFakeStack({ webhook }));
+  const gateway = await startGateway(fakes.home, fakes.env);
+  stack.defer(async () => {
+    const exit = await gateway.stop();
+    assert.equal(exit.code, 0, `the gateway did not stop cleanly:\n${exit.stderr}`);
+  });
+  const owned = stack.move();
+  return { ...fakes, gateway, [Symbol.asyncDispose]: () => owned.disposeAsync() };
+}
+
 /** A subscription as `agent webhook subscribe --json` prints it. */
 export interface Subscription {
   name: string;

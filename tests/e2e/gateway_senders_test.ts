@@ -11,9 +11,6 @@ import {
   assertResentOnce,
   digestRoute,
   discordTexts,
-  type FakeStack,
-  type GatewayConfig,
-  type GatewayProcess,
   inboxEvents,
   ISSUES_PAYLOAD,
   nowSeconds,
@@ -24,19 +21,14 @@ import {
   signGenericV2,
   signGithub,
   signStandard,
-  startFakeStack,
   startGateway,
+  startGatewayStack,
   subscribe,
   type Subscription,
   waitUntil,
   within,
   writeGatewayConfig,
 } from "./_gateway.ts";
-
-/** A home, the five fake platforms, the fake model and a gateway using them; stopped in order. */
-interface Stack extends FakeStack {
-  gateway: GatewayProcess;
-}
 
 /** The reason a direct delivery of `deliveryId` failed, from the gateway's log ("" if none). */
 function directFailure(gateway: { log(): string }, deliveryId: string): string {
@@ -45,19 +37,6 @@ function directFailure(gateway: { log(): string }, deliveryId: string): string {
     /direct delivery/.test(entry.message) && entry.properties?.delivery_id === deliveryId
   );
   return String(entry?.properties?.error ?? "");
-}
-
-async function startStack(webhook: GatewayConfig["webhook"] = {}): Promise<Stack> {
-  // Disposed in reverse: the gateway stops before the fakes it calls close.
-  await using stack = new AsyncDisposableStack();
-  const fakes = stack.use(await startFakeStack({ webhook }));
-  const gateway = await startGateway(fakes.home, fakes.env);
-  stack.defer(async () => {
-    const exit = await gateway.stop();
-    assert.equal(exit.code, 0, `the gateway did not stop cleanly:\n${exit.stderr}`);
-  });
-  const owned = stack.move();
-  return { ...fakes, gateway, [Symbol.asyncDispose]: () => owned.disposeAsync() };
 }
 
 /** A GitLab "Issue Hook" event as GitLab documents it, trimmed. */
@@ -87,7 +66,7 @@ const GITLAB_ISSUE = {
 };
 
 Deno.test("gateway e2e: GitLab token sender → agent run → note on the issue named by the payload; wrong token 401", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const sub = await subscribe(s.home, s.env, "gitlab-issues", [
     "--events",
     "Issue Hook",
@@ -144,7 +123,7 @@ Deno.test("gateway e2e: GitLab token sender → agent run → note on the issue 
 });
 
 Deno.test("gateway e2e: Standard Webhooks / Svix sender → Slack; stale timestamp and another route's secret 401", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const billingSecret = `whsec_${btoa("0123456789abcdef0123456789abcdef")}`;
   const billing = await subscribe(s.home, s.env, "billing", [
     "--secret",
@@ -266,7 +245,7 @@ Deno.test("gateway e2e: Standard Webhooks / Svix sender → Slack; stale timesta
 });
 
 Deno.test("gateway e2e: generic X-Webhook-Signature(-V2) sender → Discord; downgrades to a weaker family refused", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const sub = await subscribe(s.home, s.env, "alerts", [
     "--prompt",
     "Alert {alert.name} is {alert.status}",
@@ -360,7 +339,7 @@ const ISSUE_COMMENT = {
 };
 
 Deno.test("gateway e2e: GitHub issue_comment → agent run → comment on the issue named by the payload", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const sub = await subscribe(s.home, s.env, "gh-comments", [
     "--events",
     "issue_comment",
@@ -399,7 +378,7 @@ Deno.test("gateway e2e: GitHub issue_comment → agent run → comment on the is
 });
 
 Deno.test("gateway e2e: route scripts rewrite the payload, add their output, or skip the event", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const scripts = join(s.home, "scripts");
   Deno.mkdirSync(scripts, { recursive: true });
   // A permissionless Deno script: the JSON object it prints replaces the payload.
@@ -577,7 +556,7 @@ Deno.test("gateway e2e: route scripts out of reach (../x, absolute, symlink out,
 });
 
 Deno.test("gateway e2e: a target answering 500 is tried delivery_attempts times, then logged; a deliver-only 502 releases the claim", async () => {
-  await using s = await startStack({ delivery_attempts: 3, delivery_retry_seconds: 0.1 });
+  await using s = await startGatewayStack({ delivery_attempts: 3, delivery_retry_seconds: 0.1 });
   s.platforms.slack.setFallback("server_error");
   const slack = ["--deliver", "slack", "--deliver-chat-id", "C0123456789"];
   const run = await subscribe(s.home, s.env, "flaky", [...slack, "--prompt", "Summarise {id}"]);
@@ -637,7 +616,7 @@ Deno.test("gateway e2e: a target answering 500 is tried delivery_attempts times,
 });
 
 Deno.test("gateway e2e: `webhook test` answered 502 or 503 shows the reason the gateway logged", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   s.platforms.slack.setFallback("server_error");
   await subscribe(s.home, s.env, "direct", [
     "--deliver",
@@ -693,7 +672,7 @@ Deno.test("gateway e2e: `webhook test` answered 502 or 503 shows the reason the 
 });
 
 Deno.test("gateway e2e: a hanging target times out at 8 s with 502 while /health and other routes keep answering", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   s.platforms.telegram.push("hang");
   const slow = await subscribe(s.home, s.env, "slow", [
     "--deliver",
@@ -744,7 +723,7 @@ Deno.test("gateway e2e: a hanging target times out at 8 s with 502 while /health
 });
 
 Deno.test("gateway e2e: a split answer whose third part fails is resumed at that part; nothing is sent twice", async () => {
-  await using s = await startStack({ delivery_attempts: 3, delivery_retry_seconds: 0.1 });
+  await using s = await startGatewayStack({ delivery_attempts: 3, delivery_retry_seconds: 0.1 });
   const sub = await subscribe(s.home, s.env, "long", [
     "--deliver",
     "discord",
@@ -769,7 +748,7 @@ Deno.test("gateway e2e: a split answer whose third part fails is resumed at that
 });
 
 Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502; the sender's retry sends the rest only", async () => {
-  await using s = await startStack();
+  await using s = await startGatewayStack();
   const { sub, summary } = await digestRoute(s);
   const send = () => postGithub(s.gateway, sub, "digest", "d-digest", { summary });
   s.platforms.discord.push("ok", "server_error");
@@ -795,7 +774,7 @@ Deno.test("gateway e2e: deliver-only, a split message failing at part 2 → 502;
 });
 
 Deno.test("gateway e2e: `agent webhook redeliver` sends a failed event again through the running gateway", async () => {
-  await using s = await startStack({ delivery_attempts: 1 });
+  await using s = await startGatewayStack({ delivery_attempts: 1 });
   s.platforms.slack.setFallback("server_error");
   const sub = await subscribe(s.home, s.env, "flaky", [
     "--deliver",
