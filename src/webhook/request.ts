@@ -175,11 +175,14 @@ export function eventName(
 
 /**
  * The delivery id, for deduplication: `signedId` when the signature covers one (Standard
- * Webhooks), else `X-GitHub-Delivery`, `X-Gitlab-Event-UUID`, `Idempotency-Key`, `webhook-id`,
+ * Webhooks), else `X-GitHub-Delivery`, `Idempotency-Key`, `X-Gitlab-Event-UUID`, `webhook-id`,
  * `svix-id`, `X-Request-ID`, else the sha256 (hex) of the body, so that a redelivered body keeps
  * its id (a timestamp would not). A signed id goes first because the others are not signed: with
  * them first, a captured request sent again with a new `Idempotency-Key` would be a new event.
  * A signed id too long to store is stored as its sha256.
+ *
+ * `Idempotency-Key` goes before `X-Gitlab-Event-UUID` because GitLab (17.4 and later) sends both
+ * and only the key stays the same when a delivery is resent; the event UUID is new on each send.
  *
  * @example
  * ```ts
@@ -204,8 +207,8 @@ export function deliveryId(headers: Headers, body: Uint8Array, signedId?: string
   for (
     const name of [
       "x-github-delivery",
-      "x-gitlab-event-uuid",
       "idempotency-key",
+      "x-gitlab-event-uuid",
       "webhook-id",
       "svix-id",
       "x-request-id",

@@ -466,8 +466,9 @@ Deno.test("eventName: payload values that are not usable strings are skipped", (
 
 const DELIVERY_HEADERS = [
   "X-GitHub-Delivery",
-  "X-Gitlab-Event-UUID",
+  // GitLab sends both; only the key stays the same when a delivery is resent.
   "Idempotency-Key",
+  "X-Gitlab-Event-UUID",
   "webhook-id",
   "svix-id",
   "X-Request-ID",
