@@ -255,7 +255,7 @@ export class AgentSession {
     const late = this.#takeMetricsWarnings();
     result.warnings.push(...late);
     // The loop's own (an answer cut off or empty) and the late ones: the gateway has only the log.
-    for (const warning of result.warnings.slice(before)) log.warn(warning);
+    for (const warning of result.warnings.slice(before)) log.warn(literalMessage(warning));
     return result;
   }
 
@@ -298,7 +298,7 @@ export class AgentSession {
       this.#flusher.packageDue();
       this.metrics.close();
     }
-    for (const warning of this.#takeMetricsWarnings()) log.warn(warning);
+    for (const warning of this.#takeMetricsWarnings()) log.warn(literalMessage(warning));
   }
 
   /** After a task: automatic packaging (at most once per UTC day) and sending what is due. */

@@ -251,6 +251,35 @@ Deno.test("AgentSession: open, run with skills, reload MCP servers, close", asyn
     );
 
     await t.step(
+      "the loop's own warning (an empty answer) is logged as written too: the model's braces stay",
+      async () => {
+        const shown: string[] = [];
+        await configureLogging(homePaths(home), { console: (line) => shown.push(line) });
+        try {
+          fake.push({
+            status: 200,
+            body: {
+              id: "chatcmpl-braces",
+              object: "chat.completion",
+              created: 0,
+              model: "gpt-4.1-mini",
+              choices: [{
+                index: 0,
+                message: { role: "assistant", content: "" },
+                finish_reason: "{stop}",
+              }],
+            },
+          });
+          const result = await s.run("Do it");
+          assert.match(result.warnings[0], /finish_reason "\{stop\}"/);
+          assert.deepEqual(shown, [`warning: ${result.warnings[0]}\n`]);
+        } finally {
+          await closeLogging();
+        }
+      },
+    );
+
+    await t.step(
       "reloadMcp applies an edited config.yaml; the next run offers the new tools",
       async () => {
         const oldPid = s.manager.servers()[0].pid!;
