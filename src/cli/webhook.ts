@@ -537,7 +537,9 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       const hint = reply &&
         answerHint(response.status, reply, { config, settings, route, event });
       if (hint) after.push(hint);
-      const rendered = response.status === 202 || reply?.status === "delivered";
+      // A route's script replaces the payload before the prompt is rendered, and may add the
+      // fields: what this payload lacks then says nothing of the prompt.
+      const rendered = (response.status === 202 || reply?.status === "delivered") && !route.script;
       const unfilled = rendered ? unfilledPlaceholders(route.prompt, payload) : [];
       if (unfilled.length > 0) {
         // The default test event has none of a code host's fields: the prompt went out with

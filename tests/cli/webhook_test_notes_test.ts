@@ -264,3 +264,31 @@ Deno.test("test says which fields of the prompt template the payload does not ha
   assert.equal(filled.stderr, "");
   assert.equal(h.listener.inbox.take(Date.now())?.prompt, "Triage issue #7: Crash (issues, 7)");
 });
+
+Deno.test("test of a route with a script: no note on the template's fields, which the script may add", async () => {
+  // The listener's script step replaces the payload, as the gateway's does with a script's output.
+  await using h = await listeningHome({
+    runScript: (_route, payload) =>
+      Promise.resolve({
+        kind: "payload",
+        payload: { ...payload, issue: { number: 7, title: "added by the script" } },
+      }),
+  });
+  const { env } = h;
+  Deno.mkdirSync(join(h.home, "scripts"));
+  Deno.writeTextFileSync(join(h.home, "scripts", "enrich.sh"), "#!/bin/sh\ncat\n");
+  await subscribe(h.home, "triage", [
+    "--script",
+    "enrich.sh",
+    "--prompt",
+    "Triage issue #{issue.number}: {issue.title}",
+  ], env);
+  const result = await cli(h.home, ["webhook", "test", "triage", "--event", "issues"], { env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /HTTP 202/);
+  assert.equal(result.stderr, "");
+  assert.equal(
+    h.listener.inbox.take(Date.now())?.prompt,
+    "Triage issue #7: added by the script",
+  );
+});
