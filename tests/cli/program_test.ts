@@ -222,6 +222,21 @@ Deno.test("under `deno task`, relative paths are taken from the folder the task 
   assert.equal(JSON.parse(result.stdout).valid, true);
 });
 
+Deno.test("an INIT_CWD inherited by a process started in another folder is not followed: its relative paths are its own folder's", async () => {
+  // An npm script or a task of another project sets INIT_CWD for everything it starts; `agent`
+  // started by it in a folder of its own (not `deno task` in the checkout) stays there.
+  await using h = await tempHome();
+  const started = Deno.makeTempDirSync({ dir: h.home, prefix: "started-" });
+  const inherited = Deno.makeTempDirSync({ dir: h.home, prefix: "inherited-" });
+  Deno.writeTextFileSync(join(started, "metrics-package.json"), JSON.stringify(validPackage()));
+  const result = await spawnCli(h.home, ["metrics", "validate", "--json", "metrics-package.json"], {
+    cwd: started,
+    env: { INIT_CWD: inherited },
+  });
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  assert.equal(JSON.parse(result.stdout).valid, true);
+});
+
 Deno.test("help of a repeatable option shows no `(default: [])`; webhook subscribe names --deliver's default", async () => {
   await using h = await tempHome();
   for (const command of [["webhook", "subscribe"], ["mcp", "add"]]) {
