@@ -80,7 +80,8 @@ function apiKeyMessage(key: string, configFile: string): string {
  * For a key written at the wrong level (`platforms.webhook.port` for `...extra.port`, a platform
  * under `model`), where it is read: the known paths ending in `key` that share the most leading
  * sections with where it was written, when at most two do. `undefined` when there is none, or
- * when a sibling is a likely misspelling (that guess is better).
+ * when a sibling is a likely misspelling (that guess is better). A section the key is written in
+ * (`model` of `model: {model: …}`) is no such place: the key is inside it already.
  */
 function misplacedKeyMessage(
   key: string,
@@ -91,8 +92,11 @@ function misplacedKeyMessage(
   const found: string[][] = [];
   const walk = (tree: KeyTree, at: string[]) => {
     for (const [name, child] of Object.entries(tree)) {
-      if (name === key) found.push([...at, name]);
-      if (typeof child === "object") walk(child, [...at, name]);
+      const candidate = [...at, name];
+      const enclosing = candidate.length <= path.length &&
+        candidate.every((section, index) => section === path[index]);
+      if (name === key && !enclosing) found.push(candidate);
+      if (typeof child === "object") walk(child, candidate);
     }
   };
   walk(KNOWN_KEYS, []);

@@ -103,6 +103,36 @@ Deno.test("unknownConfigKeys: a key read at another level names where it is read
   );
 });
 
+Deno.test("unknownConfigKeys: a key named as a section it is written in is not sent to that section", () => {
+  // `model: {model: gpt-4o}` is written inside `model` already: "did you mean `model`?" says
+  // nothing; the sibling guess or the plain message does.
+  const text = [
+    "model:",
+    "  model: gpt-4o",
+    "platforms:",
+    "  webhook:",
+    "    extra:",
+    "      webhook: {}",
+    "telemetry:",
+    "  shared_metrics:",
+    "    telemetry: true",
+  ].join("\n");
+  assert.deepEqual(
+    unknownConfigKeys(ConfigSource.parse(FILE, text)).map(({ key, message }) => [key, message]),
+    [
+      ["model.model", "unknown key `model` is ignored; remove it or check its spelling"],
+      [
+        "platforms.webhook.extra.webhook",
+        "unknown key `webhook` is ignored; remove it or check its spelling",
+      ],
+      [
+        "telemetry.shared_metrics.telemetry",
+        "unknown key `telemetry` is ignored; remove it or check its spelling",
+      ],
+    ],
+  );
+});
+
 Deno.test("unknownConfigKeys: an API key written in the model section says to move it to .env", () => {
   for (const key of ["api_key", "apiKey", "api-key", "key"]) {
     const found = unknownConfigKeys(
