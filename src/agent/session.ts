@@ -15,6 +15,7 @@ import {
   type McpConfigIssue,
   type McpEvent,
   McpManager,
+  PARKED_RETRY_TEXT,
   type ReloadReport,
   StderrLog,
 } from "../mcp/mod.ts";
@@ -354,14 +355,14 @@ function logMcpEvent(event: McpEvent): void {
     case "parked":
       mcpLog.warn(
         literalMessage(
-          `${event.error}; its tools are withdrawn and it is retried every 5 minutes`,
+          `${event.error}; its tools are withdrawn and it is retried ${PARKED_RETRY_TEXT}`,
         ),
         { ...event },
       );
       return;
     case "lost":
       mcpLog.warn(
-        `MCP server {server}: the connection was lost (${literalMessage(event.reason)})`,
+        literalMessage(`MCP server '${event.server}': the connection was lost (${event.reason})`),
         { ...event },
       );
       return;

@@ -121,6 +121,8 @@ type ResolvedOptions =
 
 const INITIAL_TRIES = 3;
 const PARKED_RETRY_MS = 300_000;
+/** How often a parked server is tried again, in words: "every 5 minutes". */
+export const PARKED_RETRY_TEXT = `every ${PARKED_RETRY_MS / 60_000} minutes`;
 const MAX_BACKOFF_MS = 60_000;
 
 /**
@@ -435,7 +437,7 @@ class ServerSlot {
     const reason = this.#error
       ? `: ${this.#error.message.replace(/^MCP server '[^']*': /, "")}`
       : "";
-    const retry = this.status === "parked" ? " (it is retried every 5 minutes)" : "";
+    const retry = this.status === "parked" ? ` (it is retried ${PARKED_RETRY_TEXT})` : "";
     return new McpServerError(this.config.name, "closed", `is ${this.status}${reason}${retry}`);
   }
 

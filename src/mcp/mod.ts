@@ -32,6 +32,7 @@ export {
   type McpEvent,
   McpManager,
   type McpManagerOptions,
+  PARKED_RETRY_TEXT,
   type ReloadReport,
   type ServerState,
   type ServerStatus,

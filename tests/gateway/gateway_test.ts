@@ -65,6 +65,15 @@ async function consoleOfGateway(
   return shown;
 }
 
+/** The text of `file`, or "" while it does not exist. */
+function readIfAny(file: string): string {
+  try {
+    return Deno.readTextFileSync(file);
+  } catch {
+    return "";
+  }
+}
+
 /** A gateway (see {@linkcode gatewayYaml}) whose model nothing answers, with `servers`. */
 function mcpGatewayYaml(servers: string[]): string {
   return gatewayYaml(
@@ -264,6 +273,30 @@ Deno.test("a stdio MCP server that fails at start says why on the console, not o
       'exited with code 3; its last stderr lines: "bad\\u001b[2J key" (all of it in ' +
       `${join(h.home, "logs", "mcp-stderr.log")}); retrying in N s\n`,
   );
+});
+
+Deno.test("an MCP server whose connection is lost is said on the console as the failures are", async () => {
+  await using h = await tempHome();
+  const server = new URL("../fixtures/mcp/server.ts", import.meta.url).pathname;
+  const trigger = join(h.home, "lose-it");
+  // The server runs until the test creates the trigger file, then its process is killed.
+  // (A job sh starts in the background reads /dev/null unless given its stdin explicitly.)
+  const launch = `exec 3<&0; deno run -A --config '${DENO_CONFIG}' '${server}' <&3 & ` +
+    `while [ ! -e '${trigger}' ]; do sleep 0.05; done; kill $!; wait`;
+  const notes = stdioServerLines("notes", { command: "sh", args: ["-c", launch] });
+  Deno.writeTextFileSync(h.config, mcpGatewayYaml(notes));
+  const vars = denoEnv({ AGENT_HOME: h.home, WEBHOOK_SECRET: "s" });
+  const log = join(h.home, "logs", "gateway.log");
+  const shown = await consoleOfGateway(h.home, async () => {
+    Deno.writeTextFileSync(trigger, "");
+    for (const deadline = Date.now() + 30_000; !readIfAny(log).includes("was lost");) {
+      if (Date.now() > deadline) throw new Error(`no "lost" line in ${readIfAny(log)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }, (name) => vars[name]);
+  const lost = shown.filter((line) => line.includes("lost"));
+  // Before: "MCP server notes: the connection was lost (…)", unlike "MCP server 'notes': …".
+  assert.match(lost[0], /^warning: MCP server 'notes': the connection was lost \(.+\)\n$/);
 });
 
 Deno.test("an MCP server's warnings are said on the gateway's console", async () => {
