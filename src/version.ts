@@ -9,7 +9,7 @@ import manifest from "../deno.json" with { type: "json" };
 export const AGENT_VERSION: string = manifest.version;
 
 /**
- * The `User-Agent` of this service's own HTTP requests (deliveries, usage-metrics packages):
+ * The `User-Agent` of this service's own HTTP requests (model calls, deliveries, usage-metrics packages):
  * `agent-service/<version>`. The runtime's default, `Deno/<version>`, would tell a platform or a
  * collector nothing about the sender.
  */

@@ -7,6 +7,7 @@
  */
 import type { ModelSettings } from "./settings.ts";
 import { bodySummary, causeChainText } from "../mcp/errors.ts";
+import { USER_AGENT } from "../version.ts";
 
 /** A function call the model asked for (the wire shape). */
 export interface ToolCallRequest {
@@ -177,6 +178,7 @@ export class ModelClient {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "application/json",
+      "user-agent": USER_AGENT,
     };
     if (settings.apiKey) headers.authorization = `Bearer ${settings.apiKey}`;
     let response: Response;

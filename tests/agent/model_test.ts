@@ -9,6 +9,7 @@ import {
 } from "../../src/agent/model.ts";
 import type { ModelSettings } from "../../src/agent/settings.ts";
 import { type FakeModelOptions, startFakeModel } from "../fixtures/fake_model.ts";
+import { USER_AGENT } from "../../src/version.ts";
 
 // The client promises no leaked timers, bodies or connections.
 Deno.test.sanitizer({ ops: true, resources: true });
@@ -300,6 +301,14 @@ Deno.test("request: Authorization: Bearer <key> only when an API key is set", as
 
   assert.equal(keyed.model.requests[0].authorization, `Bearer ${KEY}`);
   assert.equal(keyless.model.requests[0].authorization, null);
+});
+
+Deno.test("request: the service's own User-Agent, as deliveries and metrics packages send it", async () => {
+  const { client, model } = await setup({ turns: [{ content: "ok" }] });
+  await using _model = model;
+  await client.complete(HELLO, []);
+  assert.equal(model.requests[0].userAgent, USER_AGENT);
+  assert.match(USER_AGENT, /^agent-service\/\d+\.\d+\.\d+/);
 });
 
 Deno.test("request: JSON content type and accept headers, POST to <base_url>/chat/completions", async () => {
