@@ -9,8 +9,8 @@ import manifest from "../deno.json" with { type: "json" };
 export const AGENT_VERSION: string = manifest.version;
 
 /**
- * The `User-Agent` of this service's own HTTP requests (model calls, deliveries, usage-metrics packages):
- * `agent-service/<version>`. The runtime's default, `Deno/<version>`, would tell a platform or a
- * collector nothing about the sender.
+ * The `User-Agent` of this service's own HTTP requests (model calls, deliveries, usage-metrics
+ * packages): `agent-service/<version>`. The runtime's default, `Deno/<version>`, would tell a
+ * model provider, a platform or a collector nothing about the sender.
  */
 export const USER_AGENT: string = `agent-service/${AGENT_VERSION}`;
