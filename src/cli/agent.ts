@@ -19,7 +19,8 @@ import {
 import { loadSkills, type SkillLoad, skillNameProblem } from "../agent/skills.ts";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { closeLogging, configuredLogLevel, configureLogging } from "../home/log.ts";
-import { codePointCount, collapseWhitespace, cut, visible, visibleLines } from "../home/text.ts";
+import stringWidth from "fast-string-width";
+import { collapseWhitespace, cut, visible, visibleLines } from "../home/text.ts";
 import { formatIssue, type McpConfigIssue } from "../mcp/mod.ts";
 import {
   CliError,
@@ -625,9 +626,27 @@ function waitingLine(model: string, seconds: number, columns: number): string {
   const line = (name: string) => `  … waiting for ${name} (${seconds} s)`;
   // The last column stays free: a character written there leaves some terminals wrapping.
   const room = columns - 1;
-  if (columns <= 0 || codePointCount(line(model)) <= room) return line(model);
-  const forName = room - codePointCount(line(""));
-  return forName >= 2 ? line(cut(model, forName)) : cut(line(model), Math.max(room, 1));
+  if (columns <= 0 || stringWidth(line(model)) <= room) return line(model);
+  const forName = room - stringWidth(line(""));
+  return forName >= 2
+    ? line(fitColumns(model, forName))
+    : fitColumns(line(model), Math.max(room, 1));
+}
+
+/**
+ * `text` cut to take at most `columns` columns of a terminal (wide characters count two), the
+ * last one `…` when it is cut; whole characters only.
+ */
+function fitColumns(text: string, columns: number): string {
+  if (stringWidth(text) <= columns) return text;
+  let kept = "";
+  let used = 0;
+  for (const { segment } of new Intl.Segmenter().segment(text)) {
+    used += stringWidth(segment);
+    if (used > columns - 1) break;
+    kept += segment;
+  }
+  return `${kept}…`;
 }
 
 /**

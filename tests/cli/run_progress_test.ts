@@ -3,6 +3,7 @@
  * second, erased before the next output; nothing of it on a dumb terminal or without a terminal.
  */
 import assert from "node:assert/strict";
+import stringWidth from "fast-string-width";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { stdioCommand } from "../fixtures/mcp/spawn.ts";
 import { cli, tempHome } from "./_helpers.ts";
@@ -10,11 +11,11 @@ import { modelLines, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 
 const ERASE = "\r\x1b[K";
 
-async function slowModelHome(turns: Parameters<typeof startFakeModel>[0]) {
+async function slowModelHome(turns: Parameters<typeof startFakeModel>[0], modelName?: string) {
   const h = await tempHome();
   const model = await startFakeModel(turns);
   writeConfig(h.home, [
-    ...modelLines(model.baseUrl),
+    ...modelLines(model.baseUrl, modelName),
     "mcp_servers:",
     ...stdioServerLines("notes", stdioCommand(["--tools", "echo"])),
   ]);
@@ -70,6 +71,27 @@ Deno.test("run at a narrow terminal: the waiting line fits one row, so erasing i
     // The model's name is cut first, so the seconds stay in view.
     if (columns === 30) assert.ok(drawn.includes("  … waiting for gpt-4.… (1 s)"), result.stderr);
   }
+});
+
+Deno.test("run at a narrow terminal: a model name of wide characters is cut by the columns it takes", async () => {
+  // Each of these characters takes two columns: counted as one, the line would wrap.
+  await using h = await slowModelHome(
+    { fallback: { content: "slow", delayMs: 1300 } },
+    "通义千问模型长名字",
+  );
+  const columns = 30;
+  const result = await cli(h.home, ["run", "q"], {
+    stderrIsTerminal: true,
+    columns,
+    env: { TERM: "xterm-256color" },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  const drawn = result.stderr.split(ERASE).slice(1).filter((line) => line !== "");
+  assert.ok(drawn.length > 0, result.stderr);
+  for (const line of drawn) {
+    assert.ok(stringWidth(line) < columns, `${JSON.stringify(line)} at ${columns} columns`);
+  }
+  assert.ok(drawn.includes("  … waiting for 通义千… (1 s)"), JSON.stringify(drawn));
 });
 
 Deno.test("run: no waiting line on a dumb terminal, without a terminal, or with --json", async () => {
