@@ -869,7 +869,9 @@ function printableLines(lines: string[]): string {
 function droppedByResubscribe(previous: unknown): string[] {
   if (!isPlainObject(previous)) return [];
   return [
-    ...(previous.filters !== undefined && previous.filters !== null
+    // `[]` (all of no condition) takes every event already: nothing changes without it.
+    ...(previous.filters !== undefined && previous.filters !== null &&
+        !(Array.isArray(previous.filters) && previous.filters.length === 0)
       ? ["its `filters` are not kept (it now takes every event --events allows)"]
       : []),
     ...(parseBoolish(previous.enabled) === false

@@ -522,6 +522,14 @@ Deno.test("subscribe again warns that hand-written filters and enabled: false ar
   const third = await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues"]);
   assert.equal(third.code, 0, third.stderr);
   assert.doesNotMatch(third.stderr, /re-subscribing/);
+
+  // Nor for `filters: []`, which takes every event already: nothing changes.
+  const empty = subscriptions(h.home);
+  empty.ci.filters = [];
+  Deno.writeTextFileSync(file, JSON.stringify(empty, null, 2));
+  const fourth = await cli(h.home, ["webhook", "subscribe", "ci", "--events", "issues"]);
+  assert.equal(fourth.code, 0, fourth.stderr);
+  assert.doesNotMatch(fourth.stderr, /re-subscribing/);
 });
 
 Deno.test("list shows a route's filters (text and --json), so a filtered route does not look like it takes every event", async () => {
