@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { blankness } from "../home/text.ts";
 import { parseJsonObject } from "../webhook/request.ts";
 import { UsageError } from "./io.ts";
 
@@ -50,11 +51,9 @@ export function jsonObjectOption(
         `${option} "$(cat ${file.trim()})"`,
     );
   }
-  if (value.trim() === "") {
-    // Not parseJsonObject's "is empty; expected a JSON object": `instead` says what is expected.
-    const empty = value === "" ? "is empty" : "holds only whitespace";
-    throw new UsageError(`${option} ${empty}; give ${instead}`);
-  }
+  // Not parseJsonObject's "is empty; expected a JSON object": `instead` says what is expected.
+  const blank = blankness(value);
+  if (blank) throw new UsageError(`${option} ${blank}; give ${instead}`);
   const parsed = parseJsonObject(value, option);
   if (!parsed.ok) {
     // A key given twice or nesting too deep is said with its fix already.

@@ -27,6 +27,7 @@ import { ConfigError } from "../home/errors.ts";
 import { homePaths, resolveHome } from "../home/paths.ts";
 import { ensurePrivateDir, writeFileAtomic } from "../home/files.ts";
 import { jsonSyntaxProblem } from "../home/json_syntax.ts";
+import { blankness } from "../home/text.ts";
 import { ENDPOINT_KEY } from "../home/metrics_endpoint.ts";
 import {
   droppedUnsentWarning,
@@ -1168,9 +1169,8 @@ function validateText(
     value = JSON.parse(text);
   } catch {
     // Where and what was expected, as for --args: V8's message quotes the text around the error.
-    const reason = text.trim() === ""
-      ? `${source} ${text === "" ? "is empty" : "holds only whitespace"}`
-      : jsonSyntaxProblem(text);
+    const blank = blankness(text);
+    const reason = blank ? `${source} ${blank}` : jsonSyntaxProblem(text);
     return {
       valid: false,
       errors: [{

@@ -27,7 +27,7 @@ import { configuredLogLevel, type LogLevel, logWrites } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import type { SecretScope } from "../home/secrets.ts";
 import { closestKey } from "../home/suggest.ts";
-import { cut } from "../home/text.ts";
+import { cut, listInWords } from "../home/text.ts";
 import { gatewayRunning } from "../gateway/home_lock.ts";
 import { escapeControls } from "../metrics/mod.ts";
 import { parseFilters } from "../webhook/filters.ts";
@@ -544,9 +544,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       if (unfilled.length > 0) {
         // The default test event has none of a code host's fields: the prompt went out with
         // `{issue.number}` in it, which the answer alone does not show.
-        const names = unfilled.length === 1
-          ? unfilled[0]
-          : `${unfilled.slice(0, -1).join(", ")} and ${unfilled.at(-1)}`;
+        const names = listInWords(unfilled);
         after.push(
           `the route's prompt template names ${names}, which this payload does not have, so ` +
             `the prompt holds ${unfilled.length === 1 ? "it" : "them"} as written ` +

@@ -19,6 +19,7 @@ import type { ConfigSource } from "./config.ts";
 import { ensurePrivateDir } from "./files.ts";
 import { RotatingLogFile } from "./log_file.ts";
 import type { HomePaths } from "./paths.ts";
+import { listInWords } from "./text.ts";
 
 /** A level of a log line, as LogTape names it: one of {@linkcode LOG_LEVELS}. */
 export type { LogLevel };
@@ -209,9 +210,7 @@ function quoted(value: unknown): string {
 
 /** A list in words, each item written by `item`: `a`, `a and b`, `a, b and c`; `(none)`. */
 function listed(items: readonly unknown[], item: (value: unknown) => string): string {
-  const words = items.map(item);
-  if (words.length <= 1) return words[0] ?? "(none)";
-  return `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`;
+  return items.length === 0 ? "(none)" : listInWords(items.map(item));
 }
 
 /** Line breaks and other control characters as escapes (`\n`, `\u001b`). */

@@ -1,7 +1,8 @@
 /**
- * Cutting text for a message, a log line or a prompt: counted in characters (code points), so a
+ * Text for a message, a log line or a prompt. Cuts are counted in characters (code points), so a
  * cut never falls inside a surrogate pair (half an emoji prints as a lone surrogate, `\ud83d` in
- * JSON, and some consumers reject it).
+ * JSON, and some consumers reject it). Lists and blank values are worded the same way in every
+ * message.
  *
  * @module
  */
@@ -141,4 +142,41 @@ export function visibleLines(text: string): string {
         ? match
         : `\\u{${match.codePointAt(0)!.toString(16)}}`,
   );
+}
+
+/**
+ * A list in words: `a`, `a and b`, `a, b and c`; `""` for none (say what none means where it is
+ * used).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listInWords } from "./text.ts";
+ * assert.equal(listInWords(["{issue.number}"]), "{issue.number}");
+ * assert.equal(listInWords(["a", "b", "c"]), "a, b and c");
+ * assert.equal(listInWords([]), "");
+ * ```
+ */
+export function listInWords(words: readonly string[]): string {
+  if (words.length <= 1) return words[0] ?? "";
+  return `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`;
+}
+
+/**
+ * What is wrong with a value that has nothing in it: `is empty`, or `holds only whitespace`
+ * (spaces, tabs, line breaks); `undefined` when it has something. Put after the value's name:
+ * `--payload is empty`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { blankness } from "./text.ts";
+ * assert.equal(blankness(""), "is empty");
+ * assert.equal(blankness(" \n"), "holds only whitespace");
+ * assert.equal(blankness("{}"), undefined);
+ * ```
+ */
+export function blankness(text: string): "is empty" | "holds only whitespace" | undefined {
+  if (text.trim() !== "") return undefined;
+  return text === "" ? "is empty" : "holds only whitespace";
 }

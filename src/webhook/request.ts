@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { parseJsonExact } from "../home/exact_json.ts";
 import { jsonSyntaxProblem } from "../home/json_syntax.ts";
-import { cut } from "../home/text.ts";
+import { blankness, cut } from "../home/text.ts";
 
 /** The payload of a request, or why it is refused. */
 export type PayloadResult =
@@ -249,10 +249,8 @@ function mediaType(contentType: string | null): string {
  * ```
  */
 export function parseJsonObject(text: string, what: string): PayloadResult {
-  if (text.trim() === "") {
-    const empty = text === "" ? "is empty" : "holds only whitespace";
-    return { ok: false, error: `${what} ${empty}; expected a JSON object` };
-  }
+  const blank = blankness(text);
+  if (blank) return { ok: false, error: `${what} ${blank}; expected a JSON object` };
   let value: unknown;
   try {
     value = parseJsonExact(text); // a Discord id of 19 digits stays exact

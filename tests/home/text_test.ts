@@ -1,15 +1,18 @@
 /**
  * Cutting text for messages: counted in code points, at most `max` of them with the `…`, never
  * half of a surrogate pair (half an emoji reads as `\ud83d` in JSON, or as U+FFFD). Text of
- * several lines for a terminal: nothing in it can drive the terminal, and its text stays.
+ * several lines for a terminal: nothing in it can drive the terminal, and its text stays. Lists
+ * and blank values in words, as every message says them.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  blankness,
   codePointCount,
   collapseWhitespace,
   cut,
   firstCodePoints,
+  listInWords,
   visibleLines,
 } from "../../src/home/text.ts";
 
@@ -122,4 +125,20 @@ Deno.test("visibleLines: nothing a terminal acts on is left; line breaks, tabs a
       );
     }),
   );
+});
+
+Deno.test("listInWords: one item as it is, the last two joined by and, the others by commas", () => {
+  assert.equal(listInWords([]), "");
+  assert.equal(listInWords(["a"]), "a");
+  assert.equal(listInWords(["a", "b"]), "a and b");
+  assert.equal(listInWords(["a", "b", "c", "d"]), "a, b, c and d");
+  assert.equal(listInWords(["", "b"]), " and b", "items are written as given");
+});
+
+Deno.test("blankness: empty, only whitespace (line breaks and Unicode spaces too), or nothing to say", () => {
+  assert.equal(blankness(""), "is empty");
+  for (const text of [" ", "\t", "\r\n", "\u00a0\u2003", "\ufeff"]) {
+    assert.equal(blankness(text), "holds only whitespace", JSON.stringify(text));
+  }
+  for (const text of ["0", " x ", "\u200b"]) assert.equal(blankness(text), undefined, text);
 });
