@@ -64,6 +64,23 @@ const KNOWN_KEYS: KeyTree = {
 };
 
 /**
+ * Keys other tools use for what a section of ours calls otherwise, which no spelling distance
+ * finds: `model: {model: gpt-4o}` or `model.name` means `model.default`, `model.api_base` (as
+ * LiteLLM names it) or `model.url` means `model.base_url`.
+ */
+const WELL_KNOWN_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  model: {
+    model: "default",
+    name: "default",
+    model_name: "default",
+    api_base: "base_url",
+    api_base_url: "base_url",
+    url: "base_url",
+    endpoint: "base_url",
+  },
+};
+
+/**
  * Unknown keys whose "did you mean" would mislead: an API key written into `config.yaml` is not
  * what `model.api_key_env` takes (that names a variable), and it belongs in `.env`.
  */
@@ -156,11 +173,17 @@ export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
       const expected = Object.hasOwn(known, key) ? known[key] : undefined;
       if (expected === undefined) {
         if (holdsUsedAnchor(keyPath)) continue;
+        const section = path.join(".");
+        const alias = Object.hasOwn(WELL_KNOWN_ALIASES, section)
+          ? WELL_KNOWN_ALIASES[section][key.toLowerCase()]
+          : undefined;
         found.push({
           key: keyPath,
           line: source.lineOf(keyPath),
-          message: path.join(".") === "model" && API_KEY_IN_CONFIG.test(key)
+          message: section === "model" && API_KEY_IN_CONFIG.test(key)
             ? apiKeyMessage(key, source.file)
+            : alias !== undefined
+            ? unknownKeyMessage(key, Object.keys(known), alias)
             : misplacedKeyMessage(key, path, Object.keys(known)) ??
               unknownKeyMessage(key, Object.keys(known)),
         });

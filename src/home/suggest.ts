@@ -8,8 +8,8 @@
 const MAX_SUGGESTION_DISTANCE = 3;
 
 /**
- * The message for a key that is not one of `valid`: it is ignored, and the closest valid key is
- * suggested when there is one ({@linkcode closestKey}).
+ * The message for a key that is not one of `valid`: it is ignored, and `meant` is suggested, by
+ * default the closest valid key when there is one ({@linkcode closestKey}).
  *
  * @example
  * ```ts
@@ -21,11 +21,14 @@ const MAX_SUGGESTION_DISTANCE = 3;
  * );
  * ```
  */
-export function unknownKeyMessage(key: string, valid: readonly string[]): string {
-  const suggestion = closestKey(key, valid);
-  return suggestion === undefined
+export function unknownKeyMessage(
+  key: string,
+  valid: readonly string[],
+  meant: string | undefined = closestKey(key, valid),
+): string {
+  return meant === undefined
     ? `unknown key \`${key}\` is ignored; remove it or check its spelling`
-    : `unknown key \`${key}\` is ignored; did you mean \`${suggestion}\`?`;
+    : `unknown key \`${key}\` is ignored; did you mean \`${meant}\`?`;
 }
 
 /**

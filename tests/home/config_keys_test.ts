@@ -104,8 +104,8 @@ Deno.test("unknownConfigKeys: a key read at another level names where it is read
 });
 
 Deno.test("unknownConfigKeys: a key named as a section it is written in is not sent to that section", () => {
-  // `model: {model: gpt-4o}` is written inside `model` already: "did you mean `model`?" says
-  // nothing; the sibling guess or the plain message does.
+  // `extra: {webhook: …}` is written inside `webhook` already: "did you mean
+  // `platforms.webhook`?" says nothing; the sibling guess or the plain message does.
   const text = [
     "model:",
     "  model: gpt-4o",
@@ -120,7 +120,8 @@ Deno.test("unknownConfigKeys: a key named as a section it is written in is not s
   assert.deepEqual(
     unknownConfigKeys(ConfigSource.parse(FILE, text)).map(({ key, message }) => [key, message]),
     [
-      ["model.model", "unknown key `model` is ignored; remove it or check its spelling"],
+      // `model.model` is a well-known alias (below): the model's name.
+      ["model.model", "unknown key `model` is ignored; did you mean `default`?"],
       [
         "platforms.webhook.extra.webhook",
         "unknown key `webhook` is ignored; remove it or check its spelling",
@@ -129,6 +130,35 @@ Deno.test("unknownConfigKeys: a key named as a section it is written in is not s
         "telemetry.shared_metrics.telemetry",
         "unknown key `telemetry` is ignored; remove it or check its spelling",
       ],
+    ],
+  );
+});
+
+Deno.test("unknownConfigKeys: what other tools call model.default and model.base_url is suggested as those", () => {
+  const text = [
+    "model:",
+    "  model: gpt-4o", //           before: remove it or check its spelling
+    "  Name: gpt-4o",
+    "  api_base: http://localhost:11434/v1",
+    "  api_base_url: http://x", //  before: remove it or check its spelling (read in 5 places)
+    "  url: http://x",
+    "  endpoint: http://x", //      before: did you mean `telemetry.shared_metrics.endpoint`?
+    "agent:",
+    "  url: http://x", //           an alias only in its section
+  ].join("\n");
+  assert.deepEqual(
+    unknownConfigKeyWarnings(ConfigSource.parse(FILE, text)),
+    [
+      "/h/config.yaml:2: model.model: unknown key `model` is ignored; did you mean `default`?",
+      "/h/config.yaml:3: model.Name: unknown key `Name` is ignored; did you mean `default`?",
+      "/h/config.yaml:4: model.api_base: unknown key `api_base` is ignored; did you mean " +
+      "`base_url`?",
+      "/h/config.yaml:5: model.api_base_url: unknown key `api_base_url` is ignored; did you " +
+      "mean `base_url`?",
+      "/h/config.yaml:6: model.url: unknown key `url` is ignored; did you mean `base_url`?",
+      "/h/config.yaml:7: model.endpoint: unknown key `endpoint` is ignored; did you mean " +
+      "`base_url`?",
+      "/h/config.yaml:9: agent.url: unknown key `url` is ignored; remove it or check its spelling",
     ],
   );
 });
