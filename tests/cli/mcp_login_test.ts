@@ -286,6 +286,10 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
 
   // A later run knows it from the record (before: "is not logged in (no OAuth client is stored)").
   const later = await cli(h.home, ["mcp", "test", "api"]);
+  console.log(
+    [...Deno.readDirSync(join(h.home, "mcp-tokens"))].map((e) => e.name),
+    server.requests.map((r) => r.path),
+  );
   assert.equal(later.code, 1);
   assert.equal(later.stderr, `${error}\n`);
   const json = await cliJson(h.home, ["mcp", "test", "api", "--json"], 1);
@@ -298,4 +302,50 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
     dcr.stderr,
     "MCP server 'api': is not logged in (no OAuth client is stored); run `agent mcp login api`\n",
   );
+});
+
+Deno.test("mcp test after a recorded refusal, once the authorization server no longer advertises documents: a new login registers dynamically, and the error says so", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, oauthConfig(server));
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+  server.options.rejectDocument = true;
+  server.expireAccessTokens();
+  assert.equal((await cli(h.home, ["mcp", "test", "api"])).code, 1); // the refresh is refused
+  const record = join(h.home, "mcp-tokens", "api.cimd-off");
+  Deno.statSync(record);
+
+  // The authorization server stops advertising client metadata documents; the next run discovers
+  // its metadata anew (no cache) and caches that.
+  server.options.cimdSupported = false;
+  Deno.removeSync(join(h.home, "mcp-tokens", "api.meta.json"));
+  const later = await cli(h.home, ["mcp", "test", "api"]);
+  assert.equal(later.code, 1);
+  // Before: "A new login tries the document again, then registers the client dynamically …".
+  assert.equal(
+    later.stderr,
+    "MCP server 'api': is not logged in: the authorization server refused the client metadata " +
+      `document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client; recorded in ${record}) and no ` +
+      "OAuth client is stored. A new login registers the client dynamically, as the cached " +
+      "authorization-server metadata does not advertise client metadata documents; run " +
+      "`agent mcp login api`\n",
+  );
+  assert.equal(
+    JSON.parse(Deno.readTextFileSync(join(h.home, "mcp-tokens", "api.meta.json")))
+      .authorizationServerMetadata.client_id_metadata_document_supported,
+    false,
+  );
+
+  // And so it does.
+  const again = await cli(h.home, ["mcp", "login", "api", "--json"], {
+    openBrowser: browser.open,
+  });
+  await browser.settled();
+  assert.equal(again.code, 0, again.stderr);
+  const answer = JSON.parse(again.stdout);
+  assert.deepEqual([answer.client, answer.pinned_port], ["dcr", false]);
+  assert.equal(server.registrations.length, 1);
 });

@@ -194,15 +194,27 @@ export class McpOAuthProvider implements OAuthClientProvider {
       pinningObstacle({ settings, driver: "cli", cimdOff: false }) === undefined;
   }
 
-  /** Why no client is stored after a refused document, and the way out. */
+  /** Why no client is stored after a refused document, and what a new login will do. */
   #documentRefusedReason(): string {
-    const where = this.#configFile === undefined ? "" : ` in ${this.#configFile}`;
-    return `is not logged in: the authorization server refused the client metadata document ` +
-      `${this.#settings.clientMetadataUrl} (invalid_client; recorded in ${
+    const refused = `is not logged in: the authorization server refused the client metadata ` +
+      `document ${this.#settings.clientMetadataUrl} (invalid_client; recorded in ${
         this.store.path("cimdOff")
-      }) and no OAuth client is stored. A new login tries the document again, then registers ` +
-      `the client dynamically (set mcp_servers.${this.#server}.oauth.cimd to false${where} to ` +
-      "register dynamically at once)";
+      }) and no OAuth client is stored. `;
+    // What `agent mcp login` decides from these records once it has cleared them.
+    const obstacle = pinningObstacle({
+      settings: this.#settings,
+      driver: "cli",
+      cimdOff: true,
+      cachedMetadata: this.store.readDiscovery()?.authorizationServerMetadata,
+      cleared: true,
+    });
+    if (obstacle !== undefined) {
+      return `${refused}A new login registers the client dynamically, as ${obstacle}`;
+    }
+    const where = this.#configFile === undefined ? "" : ` in ${this.#configFile}`;
+    return `${refused}A new login tries the document again, then registers the client ` +
+      `dynamically (set mcp_servers.${this.#server}.oauth.cimd to false${where} to register ` +
+      "dynamically at once)";
   }
 
   saveClientInformation(client: StoredOAuthClientInformation): void {
