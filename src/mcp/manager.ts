@@ -729,7 +729,7 @@ class ServerSlot {
       await connection?.close();
       // Connected, then discovery failed: what the connection had to say (an SSE fallback) is
       // still said with the failure, once (not again on each retry).
-      if (connection) this.#keepWarnings(this.#warningsOf(connection, []), { onlyNew: true });
+      if (connection) this.#keepWarnings(this.#warningsOf(connection, []));
       const oversized = connection?.diagnosis()?.startsWith(OVERSIZED_MESSAGE)
         ? connection.diagnosis()
         : undefined;
@@ -829,7 +829,7 @@ class ServerSlot {
       connection.client.getServerCapabilities(),
       connection.invalidTools(),
     );
-    this.#keepWarnings(this.#warningsOf(connection, toolset.warnings), { onlyNew: true });
+    this.#keepWarnings(this.#warningsOf(connection, toolset.warnings));
     this.#tools = toolset.tools;
     this.#dropped = toolset.dropped;
     this.#refreshWarning = undefined;
@@ -850,9 +850,13 @@ class ServerSlot {
     this.#emit({ type: "warning", server: this.config.name, message });
   }
 
-  /** Makes `warnings` the server's warnings and emits each (with `onlyNew`, those not known). */
-  #keepWarnings(warnings: string[], options: { onlyNew?: boolean } = {}): void {
-    const known = new Set(options.onlyNew ? this.#warnings : []);
+  /**
+   * Makes `warnings` the server's warnings and emits those it did not have: a warning is said
+   * once, not again at each connect (a retry after a failed discovery, a reconnect), unless it
+   * went away in between or changed.
+   */
+  #keepWarnings(warnings: string[]): void {
+    const known = new Set(this.#warnings);
     this.#warnings = warnings;
     for (const message of warnings.filter((message) => !known.has(message))) {
       this.#emit({ type: "warning", server: this.config.name, message });

@@ -1,26 +1,31 @@
 /**
  * A server that connects but whose tool discovery (`tools/list`) then fails: the connection's
  * warnings (here the SSE fallback notice) are still said, in text and in --json, as when
- * discovery works.
+ * discovery works, and not said again when a retry then connects.
  */
 import assert from "node:assert/strict";
 import { ProtocolError, Server } from "@modelcontextprotocol/server";
 import { SseEndpoint } from "../fixtures/mcp/_sse.ts";
+import { type McpEvent, McpManager } from "../../src/mcp/manager.ts";
+import { serverEntry } from "../mcp/_helpers.ts";
 import { cli, cliJson, tempHome } from "./_helpers.ts";
 import { writeConfig, yamlValue } from "./_mcp_helpers.ts";
 
 /**
  * An SSE-only server at `/mcp` (a Streamable HTTP POST gets 405, so the client falls back to
- * SSE) whose `tools/list` answers a JSON-RPC error.
+ * SSE) whose `tools/list` answers a JSON-RPC error, the first `failures` times (default: always)
+ * and then lists the tool `echo`.
  */
-function sseServerFailingDiscovery() {
+function sseServerFailingDiscovery(failures = Infinity) {
+  let listed = 0;
   const sse = new SseEndpoint(
     async (transport) => {
       const server = new Server({ name: "broken-list", version: "1.0.0" }, {
         capabilities: { tools: {} },
       });
       server.setRequestHandler("tools/list", () => {
-        throw new ProtocolError(-32603, "the tool index is down");
+        if (listed++ < failures) throw new ProtocolError(-32603, "the tool index is down");
+        return { tools: [{ name: "echo", inputSchema: { type: "object" } }] };
       });
       await server.connect(transport);
     },
@@ -79,4 +84,34 @@ Deno.test("mcp test, list and tools: when tools/list fails after an SSE fallback
   assert.equal(tools.stderr, `warning: ${fallback}\nerror: ${error}\n`);
   const toolsJson = await cliJson(home.home, ["mcp", "tools", "--json"]);
   assert.deepEqual(toolsJson.warnings, [fallback]);
+});
+
+Deno.test("a retry that connects after a failed discovery does not say the SSE fallback's warning again", async () => {
+  await using server = sseServerFailingDiscovery(1);
+  const events: McpEvent[] = [];
+  let connected!: () => void;
+  const reconnected = new Promise<void>((resolve) => connected = resolve);
+  const manager = new McpManager({
+    random: () => 0, // the first retry after 0.8 s
+    onEvent: (event) => {
+      events.push(event);
+      if (event.type === "connected") connected();
+    },
+  });
+  try {
+    await manager.start([serverEntry("remote", { url: server.url, connect_timeout: 10 })]);
+    assert.deepEqual(events.map((event) => event.type), ["warning", "failed"]);
+    await reconnected;
+    assert.equal(manager.servers()[0].status, "connected");
+    assert.deepEqual(manager.tools().map((tool) => tool.name), ["mcp__remote__echo"]);
+    // Before: warning, failed, warning (the same fallback notice again), connected.
+    assert.deepEqual(events.map((event) => event.type), ["warning", "failed", "connected"]);
+    assert.match(
+      (events[0] as { message: string }).message,
+      /^MCP server 'remote': Streamable HTTP was refused \(HTTP 405\); connected over SSE instead/,
+    );
+    assert.deepEqual(manager.servers()[0].warnings, [(events[0] as { message: string }).message]);
+  } finally {
+    await manager.shutdown();
+  }
 });
