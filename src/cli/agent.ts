@@ -137,13 +137,16 @@ export function addAgentCommands(program: Command, io: CliIo, state: CommandStat
           (problem) => io.err(`warning: ${problem}\n`),
         );
         const lines = openInput(io, { history });
-        // The session ends as SIGTERM ends it once open (exit 0).
-        const session = await openSession(io, config, approvalsFor(io, config, lines), 0);
+        let session: AgentSession | undefined;
         try {
+          // A line typed while the servers connect is shown again after the first prompt.
+          lines.readAhead();
+          // The session ends as SIGTERM ends it once open (exit 0).
+          session = await openSession(io, config, approvalsFor(io, config, lines), 0);
           await chat(io, session, config, lines, skills);
         } finally {
           await lines.close();
-          await session.close();
+          await session?.close();
         }
       });
     });
@@ -221,6 +224,7 @@ async function chat(
           keepGoing = await chatCommand(io, session, text, {
             clearHistory: () => history = [],
             configFile: config.paths.config,
+            readAhead: () => lines.readAhead(),
             signal: command.signal,
           });
         } finally {
@@ -299,6 +303,8 @@ function isChatCommand(text: string): boolean {
 interface CommandContext {
   clearHistory: () => void;
   configFile: string;
+  /** For a command that waits: a line typed meanwhile is shown again after the next prompt. */
+  readAhead: () => void;
   /** Aborts on Ctrl-C. */
   signal: AbortSignal;
 }
@@ -308,7 +314,7 @@ async function chatCommand(
   io: CliIo,
   session: AgentSession,
   text: string,
-  { clearHistory, configFile, signal }: CommandContext,
+  { clearHistory, configFile, readAhead, signal }: CommandContext,
 ): Promise<boolean> {
   const [command] = text.split(/\s+/);
   switch (command) {
@@ -341,6 +347,7 @@ async function chatCommand(
       return true;
     case "/reload-mcp": {
       io.out("Reloading MCP servers …\n");
+      readAhead();
       let reload;
       try {
         reload = await session.reloadMcp({ signal });

@@ -35,10 +35,11 @@ export interface LineInput {
   /** Resolves once no line is being read. */
   idle(): Promise<void>;
   /**
-   * Reads what is typed from now on (while the agent works) without waiting for it, when lines
-   * are read as a terminal delivers them: a line typed meanwhile, which the terminal echoed
-   * among the agent's output, is then shown again after the prompt that takes it. The editor
-   * leaves type-ahead in the terminal and draws it at the prompt itself: nothing to do there.
+   * Reads what is typed from now on (while the agent works, or the MCP servers connect) without
+   * waiting for it, when lines are read as a terminal delivers them: a line typed meanwhile,
+   * which the terminal echoed among other output, is then shown again after the prompt that
+   * takes it. The editor leaves type-ahead in the terminal and draws it at the prompt itself:
+   * nothing to do there.
    */
   readAhead(): void;
   close(): Promise<void>;

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { startFakeModel } from "../fixtures/fake_model.ts";
 import { tempHome } from "./_helpers.ts";
+import { modelLines, writeConfig } from "./_mcp_helpers.ts";
 import { Terminal, writeNotesChatConfig } from "./_terminal.ts";
 
 /** Processes whose environment holds `marker` (Linux /proc). */
@@ -127,6 +128,72 @@ Deno.test("chat at a dumb terminal: a line typed while the agent works is shown 
     at = await terminal.waitFor(/^you> /, at);
     await terminal.type("/help\r");
     at = await terminal.waitFor(/^\/help\r\n\/reload-mcp /, at);
+    await terminal.type("/exit\r");
+    assert.equal((await terminal.exit()).code, 0, terminal.screen);
+  } finally {
+    terminal.kill();
+    await terminal.exit().catch(() => {});
+  }
+});
+
+/**
+ * An HTTP "MCP server" on 127.0.0.1 that answers nothing until `release()`, then 404 to every
+ * request: a connect to it waits for the test, then fails at once.
+ */
+function heldServer() {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+    await released;
+    return new Response("Not Found", { status: 404 });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/mcp`,
+    release,
+    [Symbol.asyncDispose]: async () => {
+      release();
+      await server.shutdown();
+    },
+  };
+}
+
+Deno.test("chat at a dumb terminal: a line typed while the MCP servers connect, at the start or at /reload-mcp, is shown after the prompt that sends it", async () => {
+  await using h = await tempHome();
+  await using model = await startFakeModel();
+  await using atStart = heldServer();
+  await using atReload = heldServer();
+  const config = (...servers: string[]) =>
+    writeConfig(h.home, [
+      ...modelLines(model.baseUrl),
+      "mcp_servers:",
+      ...servers.flatMap((url, index) => [`  held${index + 1}:`, `    url: ${url}`]),
+    ]);
+  config(atStart.url);
+  model.push({ content: "first answer" }, { content: "second answer" });
+  const terminal = new Terminal(h.home, ["chat"]); // TERM=dumb: lines as the terminal gives them
+  try {
+    let at = await terminal.waitFor(/Connecting to MCP servers …\r\n/);
+    await terminal.type("one\r");
+    at = await terminal.waitFor(/one\r\n/, at); // the terminal's echo, before any prompt
+    atStart.release();
+    at = await terminal.waitFor(/agent> first answer\r\n/, at);
+    // Before: `you> agent> first answer`.
+    assert.match(terminal.screen.slice(0, at), /\nyou> one\r\nagent> first answer\r\n$/);
+    assert.equal(lastUserOf(model.requests[0].messages), "one");
+
+    at = await terminal.waitFor(/^you> /m, at);
+    config(atStart.url, atReload.url);
+    await terminal.type("/reload-mcp\r");
+    at = await terminal.waitFor(/Reloading MCP servers …\r\n/, at);
+    await terminal.type("two\r");
+    at = await terminal.waitFor(/two\r\n/, at);
+    atReload.release();
+    at = await terminal.waitFor(/agent> second answer\r\n/, at);
+    assert.match(
+      terminal.screen.slice(0, at),
+      /\ntools: 0\r\nyou> two\r\nagent> second answer\r\n$/,
+    );
+    assert.equal(lastUserOf(model.requests[1].messages), "two");
     await terminal.type("/exit\r");
     assert.equal((await terminal.exit()).code, 0, terminal.screen);
   } finally {
