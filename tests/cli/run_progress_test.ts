@@ -53,34 +53,12 @@ Deno.test("run at a terminal: a slow model call shows a waiting line, counted in
   assert.equal(err.split("… waiting").length - 1, 2, err);
 });
 
-Deno.test("run at a narrow terminal: the waiting line fits one row, so erasing it leaves nothing", async () => {
-  await using h = await slowModelHome({ fallback: { content: "slow", delayMs: 1300 } });
-  for (const columns of [30, 12]) {
-    const result = await cli(h.home, ["run", "q"], {
-      stderrIsTerminal: true,
-      columns,
-      env: { TERM: "xterm-256color" },
-    });
-    assert.equal(result.code, 0, result.stderr);
-    const drawn = result.stderr.split(ERASE).slice(1).filter((line) => line !== "");
-    assert.ok(drawn.length > 0, result.stderr);
-    for (const line of drawn) {
-      // Shorter than the row: a line that wraps leaves its first row at every redraw.
-      assert.ok([...line].length < columns, `${JSON.stringify(line)} at ${columns} columns`);
-    }
-    // The model's name is cut first, so the seconds stay in view.
-    if (columns === 30) assert.ok(drawn.includes("  … waiting for gpt-4.… (1 s)"), result.stderr);
-  }
-});
-
-Deno.test("run at a narrow terminal: a model name of wide characters is cut by the columns it takes", async () => {
-  // Each of these characters takes two columns: counted as one, the line would wrap.
-  await using h = await slowModelHome(
-    { fallback: { content: "slow", delayMs: 1300 } },
-    "通义千问模型长名字",
-  );
-  const columns = 30;
-  const result = await cli(h.home, ["run", "q"], {
+/**
+ * The waiting lines `agent run` draws at a terminal `columns` wide, each checked to take fewer
+ * columns than the row (a line that wraps leaves its first row behind at every redraw).
+ */
+async function waitingLinesAt(home: string, columns: number): Promise<string[]> {
+  const result = await cli(home, ["run", "q"], {
     stderrIsTerminal: true,
     columns,
     env: { TERM: "xterm-256color" },
@@ -91,6 +69,24 @@ Deno.test("run at a narrow terminal: a model name of wide characters is cut by t
   for (const line of drawn) {
     assert.ok(stringWidth(line) < columns, `${JSON.stringify(line)} at ${columns} columns`);
   }
+  return drawn;
+}
+
+Deno.test("run at a narrow terminal: the waiting line fits one row, so erasing it leaves nothing", async () => {
+  await using h = await slowModelHome({ fallback: { content: "slow", delayMs: 1300 } });
+  // The model's name is cut first, so the seconds stay in view.
+  const drawn = await waitingLinesAt(h.home, 30);
+  assert.ok(drawn.includes("  … waiting for gpt-4.… (1 s)"), JSON.stringify(drawn));
+  await waitingLinesAt(h.home, 12);
+});
+
+Deno.test("run at a narrow terminal: a model name of wide characters is cut by the columns it takes", async () => {
+  // Each of these characters takes two columns: counted as one, the line would wrap.
+  await using h = await slowModelHome(
+    { fallback: { content: "slow", delayMs: 1300 } },
+    "通义千问模型长名字",
+  );
+  const drawn = await waitingLinesAt(h.home, 30);
   assert.ok(drawn.includes("  … waiting for 通义千… (1 s)"), JSON.stringify(drawn));
 });
 
