@@ -16,6 +16,27 @@ function oauthConfig(server: OAuthServer, oauth = ""): string {
 
 const mode = (path: string) => Deno.statSync(path).mode! & 0o777;
 
+/** `agent mcp login api` in `home`, the browser following the redirect; it must succeed. */
+async function logIn(home: string, browser: ReturnType<typeof testBrowser>): Promise<void> {
+  const login = await cli(home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+}
+
+/**
+ * After a login with the document, the authorization server refuses it at the next token
+ * refresh, which `agent mcp test api` meets (exit 1) and records; returns that run and the record.
+ */
+async function refusedAtRefresh(home: string, server: OAuthServer) {
+  server.options.rejectDocument = true;
+  server.expireAccessTokens();
+  const refusing = await cli(home, ["mcp", "test", "api"]);
+  assert.equal(refusing.code, 1, refusing.stderr);
+  const record = join(home, "mcp-tokens", "api.cimd-off");
+  Deno.statSync(record);
+  return { refusing, record };
+}
+
 Deno.test("agent mcp login --json: authorizes in the browser, stores 0600 tokens, connects once", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
@@ -236,9 +257,7 @@ Deno.test("mcp list, test and tools --json: a document refused at refresh is in 
   await using server = startOAuthServer({ cimdSupported: true });
   const browser = testBrowser();
   writeConfig(h.home, oauthConfig(server));
-  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(login.code, 0, login.stderr);
+  await logIn(h.home, browser);
   // Each command starts from the logged-in records: the refusal discards them.
   const tokens = join(h.home, "mcp-tokens");
   const records = ["api.json", "api.client.json", "api.meta.json"].map((file) => {
@@ -268,15 +287,8 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
   await using server = startOAuthServer({ cimdSupported: true });
   const browser = testBrowser();
   const config = writeConfig(h.home, oauthConfig(server));
-  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(login.code, 0, login.stderr);
-  server.options.rejectDocument = true;
-  server.expireAccessTokens();
-  const refusing = await cli(h.home, ["mcp", "test", "api"]); // the refresh is refused
-  assert.equal(refusing.code, 1, refusing.stderr);
-  const record = join(h.home, "mcp-tokens", "api.cimd-off");
-  Deno.statSync(record);
+  await logIn(h.home, browser);
+  const { refusing, record } = await refusedAtRefresh(h.home, server);
   const error = "MCP server 'api': is not logged in: the authorization server refused the client " +
     `metadata document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client; recorded in ${record}) ` +
     "and no OAuth client is stored. A new login tries the document again, then registers the " +
@@ -286,10 +298,6 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
 
   // A later run knows it from the record (before: "is not logged in (no OAuth client is stored)").
   const later = await cli(h.home, ["mcp", "test", "api"]);
-  console.log(
-    [...Deno.readDirSync(join(h.home, "mcp-tokens"))].map((e) => e.name),
-    server.requests.map((r) => r.path),
-  );
   assert.equal(later.code, 1);
   assert.equal(later.stderr, `${error}\n`);
   const json = await cliJson(h.home, ["mcp", "test", "api", "--json"], 1);
@@ -309,14 +317,8 @@ Deno.test("mcp test after a recorded refusal, once the authorization server no l
   await using server = startOAuthServer({ cimdSupported: true });
   const browser = testBrowser();
   writeConfig(h.home, oauthConfig(server));
-  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(login.code, 0, login.stderr);
-  server.options.rejectDocument = true;
-  server.expireAccessTokens();
-  assert.equal((await cli(h.home, ["mcp", "test", "api"])).code, 1); // the refresh is refused
-  const record = join(h.home, "mcp-tokens", "api.cimd-off");
-  Deno.statSync(record);
+  await logIn(h.home, browser);
+  const { record } = await refusedAtRefresh(h.home, server);
 
   // The authorization server stops advertising client metadata documents; the next run discovers
   // its metadata anew (no cache) and caches that.
