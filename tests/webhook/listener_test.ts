@@ -3,18 +3,8 @@
  * script runner and direct delivery are recorded stand-ins here; they have their own tests).
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Inbox } from "../../src/gateway/inbox.ts";
-import { ResilientServer } from "../../src/gateway/listen.ts";
-import {
-  createWebhookApp,
-  type DirectDelivery,
-  type ListenerDeps,
-  type ScriptVerdict,
-} from "../../src/webhook/listener.ts";
-import { RouteTable } from "../../src/webhook/route_table.ts";
-import { routeFromRaw } from "../../src/webhook/routes.ts";
+import type { Inbox } from "../../src/gateway/inbox.ts";
 import { githubSignature, standardWebhookSignature } from "../../src/webhook/signatures.ts";
 import {
   rawRequest,
@@ -23,138 +13,7 @@ import {
   signGithub,
   signStandard,
 } from "../e2e/_gateway.ts";
-
-const SECRET = "route-secret";
-const NOW = 1_700_000_000_000;
-
-interface Harness extends AsyncDisposable {
-  app: ReturnType<typeof createWebhookApp>;
-  inbox: Inbox;
-  inboxPath: string;
-  subscriptions: string;
-  delivered: { message: string; extra: Record<string, unknown> }[];
-  scripts: string[];
-  accepted: number;
-  logs: string[];
-  post(
-    route: string,
-    body: string,
-    headers?: Record<string, string>,
-  ): Promise<Response>;
-  signed(route: string, payload: unknown, headers?: Record<string, string>): Promise<Response>;
-  /**
-   * Serves the app on 127.0.0.1 as the gateway does (a port the system picks); stopped with the
-   * harness. Returns the port.
-   */
-  serve(): number;
-}
-
-async function harness(
-  options: {
-    routes?: Record<string, unknown>;
-    script?: ScriptVerdict;
-    delivery?: DirectDelivery;
-    /** Direct deliveries wait for this before they answer. */
-    deliveryGate?: Promise<void>;
-    maxBodyBytes?: number;
-    bodyTimeoutSeconds?: number;
-    rate?: number;
-    now?: () => number;
-    /** Wraps the real inbox the listener uses. */
-    wrapInbox?: (inbox: Inbox) => Inbox;
-    /** Events are committed on the inbox's writer thread, as in the gateway. */
-    writerThread?: boolean;
-    /** Whether the gateway is stopping. */
-    stopping?: () => boolean;
-  } = {},
-): Promise<Harness> {
-  const dir = await Deno.makeTempDir();
-  const subscriptions = join(dir, "webhook_subscriptions.json");
-  const staticRoutes = Object.entries(options.routes ?? {}).map(([name, raw]) => {
-    const { route, problems } = routeFromRaw(name, raw, "static", name);
-    assert.deepEqual(problems, []);
-    return route!;
-  });
-  const inbox = Inbox.open(join(dir, "inbox.sqlite3"), { writerThread: options.writerThread });
-  const logs: string[] = [];
-  let server: ResilientServer | undefined;
-  const h = {
-    inbox,
-    subscriptions,
-    delivered: [] as Harness["delivered"],
-    scripts: [] as string[],
-    accepted: 0,
-    logs,
-  } as Harness;
-  const deps: ListenerDeps = {
-    settings: {
-      secret: undefined,
-      host: undefined,
-      insecureNoAuth: false,
-      maxBodyBytes: options.maxBodyBytes ?? 1024,
-      bodyTimeoutSeconds: options.bodyTimeoutSeconds ?? 30,
-      rateLimit: { requests: options.rate ?? 100, windowSeconds: 60 },
-      idempotencyTtlSeconds: 3600,
-    },
-    routes: new RouteTable({ file: subscriptions, staticRoutes, report: (p) => logs.push(p) }),
-    inbox: options.wrapInbox?.(inbox) ?? inbox,
-    now: options.now ?? (() => NOW),
-    runScript: (route) => {
-      h.scripts.push(route.name);
-      return Promise.resolve(options.script ?? { kind: "ignored", reason: "empty" });
-    },
-    deliverDirect: async (_route, message, extra) => {
-      h.delivered.push({ message, extra });
-      await options.deliveryGate;
-      return options.delivery ?? { ok: true };
-    },
-    onAccepted: () => h.accepted++,
-    stopping: options.stopping,
-    log: (level, message, properties) =>
-      logs.push(`${level}: ${message} ${JSON.stringify(properties)}`),
-  };
-  h.app = createWebhookApp(deps);
-  h.post = async (route, body, headers = {}) =>
-    await h.app.fetch(
-      new Request(`http://localhost/webhooks/${route}`, {
-        method: "POST",
-        body,
-        headers: { "content-type": "application/json", ...headers },
-      }),
-    );
-  h.signed = async (route, payload, headers = {}) => {
-    const body = JSON.stringify(payload);
-    return await h.post(route, body, {
-      "x-hub-signature-256": githubSignature(SECRET, body),
-      ...headers,
-    });
-  };
-  h.serve = () => {
-    server = new ResilientServer({ hostname: "127.0.0.1", port: 0 }, h.app.fetch);
-    return server.addr.port;
-  };
-  h.inboxPath = join(dir, "inbox.sqlite3");
-  h[Symbol.asyncDispose] = async () => {
-    await server?.shutdown();
-    inbox.close();
-    await Deno.remove(dir, { recursive: true });
-  };
-  return h;
-}
-
-function route(extra: Record<string, unknown> = {}) {
-  return { secret: SECRET, prompt: "Issue {issue.title}", deliver: "log", ...extra };
-}
-
-let goodEvents = 0;
-
-/** Asserts that the listener still accepts a good event: one signed for route `name`, 202. */
-async function assertServing(h: Harness, name: string): Promise<void> {
-  const id = `good-${++goodEvents}`;
-  const response = await h.signed(name, { issue: { title: id } }, { "x-github-delivery": id });
-  const text = await response.text();
-  assert.equal(response.status, 202, `a good event to ${name} after a refusal: ${text}`);
-}
+import { assertServing, type Harness, harness, NOW, route, SECRET } from "./_listener_harness.ts";
 
 Deno.test("GET /health answers ok without authentication", async () => {
   await using h = await harness();
