@@ -105,6 +105,14 @@ export class ConfigSource {
         aliasProblem.fix,
       );
     }
+    const listKey = collectionKey(document);
+    if (listKey) {
+      throw new ConfigError(
+        { file, line: lines.linePos(listKey.offset).line },
+        `a ${listKey.kind} is used as a key, where a name is expected`,
+        "write a plain name as the key (in quotes if it holds `[`, `{`, `?` or `:`)",
+      );
+    }
     let data: unknown;
     try {
       data = document.toJS() ?? {};
@@ -735,6 +743,24 @@ function checkAliases(document: Document): AliasProblem | undefined {
       };
       return visit.BREAK;
     }
+  });
+  return found;
+}
+
+/**
+ * The first key that is a list or mapping (`? [a, b]`): the YAML library would turn it into text
+ * and print a warning of its own to stderr.
+ */
+function collectionKey(document: Document): { offset: number; kind: string } | undefined {
+  let found: { offset: number; kind: string } | undefined;
+  visit(document, {
+    Pair(_key, pair) {
+      const key = isAlias(pair.key) ? pair.key.resolve(document) : pair.key;
+      if (!isMap(key) && !isSeq(key)) return undefined;
+      const offset = (pair.key as Node).range?.[0] ?? 0;
+      found = { offset, kind: isMap(key) ? "mapping" : "list" };
+      return visit.BREAK;
+    },
   });
   return found;
 }

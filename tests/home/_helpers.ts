@@ -1,5 +1,6 @@
 /** Shared helpers of the `<home>` tests, and of the tests of settings read from config.yaml. */
 import assert from "node:assert/strict";
+import process from "node:process";
 import { ConfigError } from "../../src/home/errors.ts";
 import type { EnvReader } from "../../src/home/paths.ts";
 
@@ -44,4 +45,23 @@ export function configError(body: () => unknown): ConfigError {
     return error;
   }
   assert.fail("expected a ConfigError, nothing was thrown");
+}
+
+/**
+ * Collects what libraries would print as warnings (`process.emitWarning`, `console.warn`) while
+ * the result is not disposed; use with `using`.
+ */
+export function collectWarnings(): { warnings: unknown[] } & Disposable {
+  const warnings: unknown[] = [];
+  const { emitWarning } = process;
+  const { warn } = console;
+  process.emitWarning = (warning: string | Error) => void warnings.push(warning);
+  console.warn = (...args: unknown[]) => void warnings.push(args);
+  return {
+    warnings,
+    [Symbol.dispose]: () => {
+      process.emitWarning = emitWarning;
+      console.warn = warn;
+    },
+  };
 }

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ConfigSource, isPlainObject, loadConfig, parseBoolish } from "../../src/home/config.ts";
 import { ConfigError } from "../../src/home/errors.ts";
-import { configError, envOf, escapeRegExp, namesIn, withTempDir } from "./_helpers.ts";
+import {
+  collectWarnings,
+  configError,
+  envOf,
+  escapeRegExp,
+  namesIn,
+  withTempDir,
+} from "./_helpers.ts";
 
 const FILE = "/h/config.yaml";
 const ENABLED = "telemetry.shared_metrics.enabled";
@@ -268,6 +275,26 @@ Deno.test("ConfigSource.parse: a root that is a list or a scalar → ConfigError
     assert.match(error.problem, got);
     assert.ok(error.message.startsWith(`${FILE}:1`), error.message);
   }
+});
+
+// Found by tests/home/config_fuzz_test.ts: the YAML library turned such a key into text and
+// printed "(node:…) Warning: Keys with collection values will be stringified …" to stderr.
+Deno.test("ConfigSource.parse: a list or mapping used as a key → ConfigError at its line, no warning", () => {
+  const cases: Array<[string, number, string]> = [
+    ["mcp_servers:\n  fs:\n    command: npx\n  ? [complex, key]\n  : value\n", 4, "a list"],
+    ["platforms:\n  webhook:\n    {extra: }: 3\n", 3, "a mapping"],
+    ["list: &l [x]\nmodel:\n  *l : gpt\n", 3, "a list"],
+  ];
+  using printed = collectWarnings();
+  for (const [text, line, kind] of cases) {
+    const error = configError(() => ConfigSource.parse(FILE, text));
+    assert.equal(
+      error.message,
+      `${FILE}:${line}: ${kind} is used as a key, where a name is expected. Fix: write a ` +
+        "plain name as the key (in quotes if it holds `[`, `{`, `?` or `:`)",
+    );
+  }
+  assert.deepEqual(printed.warnings, []);
 });
 
 // --- typed readers -------------------------------------------------------------------------
