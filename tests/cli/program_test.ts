@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   cli,
   filesIn,
+  MAIN,
   parseOneJson,
   REPO,
   spawnCli,
@@ -235,6 +236,24 @@ Deno.test("an INIT_CWD inherited by a process started in another folder is not f
   });
   assert.equal(result.code, 0, result.stdout + result.stderr);
   assert.equal(JSON.parse(result.stdout).valid, true);
+});
+
+Deno.test("a package.json saved next to deno.json does not make Deno look for node_modules", async () => {
+  await using h = await tempHome();
+  // A copy of the checkout's configuration with a package.json beside it, as a user saving an
+  // npm manifest (or a file they named package.json) in the checkout would have.
+  const checkout = Deno.makeTempDirSync({ dir: h.home, prefix: "checkout-" });
+  for (const file of ["deno.json", "deno.lock"]) {
+    Deno.copyFileSync(join(REPO, file), join(checkout, file));
+  }
+  Deno.writeTextFileSync(join(checkout, "package.json"), '{"name": "mine"}\n');
+  const result = await spawnDeno(
+    ["run", "--config", join(checkout, "deno.json"), "--allow-all", MAIN, "--version"],
+    h.home,
+    { cwd: checkout },
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, `${manifest.version}\n`);
 });
 
 Deno.test("help of a repeatable option shows no `(default: [])`; webhook subscribe names --deliver's default", async () => {
