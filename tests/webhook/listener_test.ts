@@ -1362,21 +1362,7 @@ Deno.test("direct delivery of a template that renders empty or blank: 502, nothi
     ),
   );
   // A subscription's is changed by subscribing it again.
-  Deno.writeTextFileSync(
-    h.subscriptions,
-    JSON.stringify({
-      dyn: {
-        description: "d",
-        events: [],
-        secret: SECRET,
-        prompt: "{comment.body}",
-        skills: [],
-        deliver: "telegram",
-        deliver_only: true,
-        created_at: "2026-01-01T00:00:00Z",
-      },
-    }),
-  );
+  writeCommentSubscription(h, { deliver: "telegram", deliver_only: true });
   const response = await h.signed("dyn", { comment: { body: "" } }, { "x-github-delivery": "3" });
   assert.equal(response.status, 502);
   await response.body?.cancel();
@@ -1432,20 +1418,7 @@ Deno.test("agent run of a template that renders empty or blank: the default prom
   assert.equal(h.inbox.take(NOW)!.prompt, "LGTM");
   assert.equal(h.logs.length, 2);
   // A subscription's fix is to subscribe it again; a duplicate is neither warned about nor run.
-  Deno.writeTextFileSync(
-    h.subscriptions,
-    JSON.stringify({
-      dyn: {
-        description: "d",
-        events: [],
-        secret: SECRET,
-        prompt: "{comment.body}",
-        skills: [],
-        deliver: "log",
-        created_at: "2026-01-01T00:00:00Z",
-      },
-    }),
-  );
+  writeCommentSubscription(h, { deliver: "log" });
   for (let attempt = 0; attempt < 2; attempt++) {
     const response = await h.signed("dyn", { comment: { body: "" } }, { "x-github-delivery": "4" });
     assert.equal(response.status, attempt === 0 ? 202 : 200);
@@ -1508,3 +1481,17 @@ Deno.test("the payload is stored as the body's own text; a script's payload is w
   assert.equal((await scripted.post("r", body, headers)).status, 202);
   assert.equal(stored(scripted), '{"issue":{"title":"new"},"n":12345678901234567890}');
 });
+
+/** The subscriptions file holding only `dyn`, whose prompt is the comment's body, with `delivery`. */
+function writeCommentSubscription(h: Harness, delivery: Record<string, unknown>): void {
+  const dyn = {
+    description: "d",
+    events: [],
+    secret: SECRET,
+    prompt: "{comment.body}",
+    skills: [],
+    ...delivery,
+    created_at: "2026-01-01T00:00:00Z",
+  };
+  Deno.writeTextFileSync(h.subscriptions, JSON.stringify({ dyn }));
+}
