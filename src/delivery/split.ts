@@ -64,7 +64,10 @@ type Place = { fence?: Fence };
  * A part ends after the last blank line (`\n\n`) in reach, else after the last line break, else
  * after the last space — each only when that keeps the part (with the whitespace it ends with)
  * at least half the limit long, so a boundary near the start never makes a tiny part. Otherwise
- * the part is cut as near the limit as fits, never between the halves of a surrogate pair.
+ * the part is cut as near the limit as fits. A cut never goes inside a grapheme cluster (what a
+ * reader sees as one character: an emoji ZWJ sequence such as 👨‍👩‍👧‍👦, a flag, a letter with its
+ * combining marks), unless one cluster alone is longer than a part; then it is cut between code
+ * points, never between the halves of a surrogate pair.
  *
  * The whitespace around a cut outside a code block is dropped, and so are the message's leading
  * lines of whitespace only and its trailing whitespace: no part starts with a blank line (its
@@ -207,26 +210,72 @@ function partEnd(
     if (place === undefined) return undefined;
     return reopening.length + cut - start + closingAt(text, cut, place.fence).length;
   };
+  const graphemes = new GraphemeBoundaries(text, start, furthest);
   // Searched in the part's own text: a search of the whole text from its end would go on to its
   // start whenever the boundary is missing, once for every part.
   const window = text.slice(start, Math.max(start, furthest));
   for (const boundary of BOUNDARIES) {
     let at = window.lastIndexOf(boundary, window.length - boundary.length);
     while (at >= 0) {
-      const length = lengthAt(start + at + boundary.length);
+      const cut = start + at + boundary.length;
+      const length = graphemes.has(cut) ? lengthAt(cut) : undefined;
       if (length !== undefined && length <= limit) {
         if (length < shortest) break;
-        return start + at + boundary.length;
+        return cut;
       }
       at = at > 0 ? window.lastIndexOf(boundary, at - 1) : -1;
     }
   }
-  for (let cut = furthest; cut > start; cut--) {
-    if (isHighSurrogate(text.charCodeAt(cut - 1)) && isLowSurrogate(text.charCodeAt(cut))) continue;
-    const length = lengthAt(cut);
-    if (length !== undefined && length <= limit) return cut;
+  // A character as the reader sees it stays whole; only one longer than a part is cut, and then
+  // between code points.
+  for (const whole of [true, false]) {
+    for (let cut = furthest; cut > start; cut--) {
+      if (whole ? !graphemes.has(cut) : splitsSurrogatePair(text, cut)) continue;
+      const length = lengthAt(cut);
+      if (length !== undefined && length <= limit) return cut;
+    }
   }
   return undefined;
+}
+
+const GRAPHEMES = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * Where the grapheme clusters (what a reader sees as one character: an emoji ZWJ sequence, a
+ * flag, a letter with its combining marks) of `text` between `start` and `end` begin. Text of
+ * letters below U+0300 needs no look-up; otherwise the window is segmented once, when first asked.
+ */
+class GraphemeBoundaries {
+  readonly #text: string;
+  readonly #start: number;
+  readonly #end: number;
+  #offsets: Set<number> | undefined;
+
+  constructor(text: string, start: number, end: number) {
+    this.#text = text;
+    this.#start = start;
+    this.#end = end;
+  }
+
+  /** Whether a cluster begins at `at` (`start` < `at` <= `end`). */
+  has(at: number): boolean {
+    const before = this.#text.charCodeAt(at - 1);
+    const after = this.#text.charCodeAt(at);
+    // Below U+0300 nothing joins a cluster but a line feed after a carriage return.
+    if (before < 0x300 && after < 0x300) return !(before === 0x0d && after === 0x0a);
+    if (this.#offsets === undefined) {
+      // Whether a cluster begins at a place depends on the text before it and one code point
+      // after it; the part's start is where a cluster begins.
+      const window = this.#text.slice(this.#start, this.#end + 2);
+      this.#offsets = new Set();
+      for (const { index } of GRAPHEMES.segment(window)) this.#offsets.add(this.#start + index);
+    }
+    return this.#offsets.has(at);
+  }
+}
+
+function splitsSurrogatePair(text: string, at: number): boolean {
+  return isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at));
 }
 
 /** What closes the part cut at `cut` inside `fence`: a closing fence on a line of its own. */

@@ -139,20 +139,27 @@ function assertBalanced(text: string, parts: string[]): void {
 /** Lines of whitespace only at the start of a text. */
 const BLANK_LINES = /^(?:[^\S\n]*\n)*/;
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
 /**
- * splitMessage as it was before it knew fences (with the whitespace around cuts dropped): what a
- * text without fences still gets.
+ * splitMessage as it was before it knew fences (with the whitespace around cuts dropped, and
+ * cuts between grapheme clusters): what a text without fences still gets.
  */
 function plainSplit(text: string, limit: number): string[] {
   const parts: string[] = [];
   let rest = text.replace(BLANK_LINES, "").trimEnd();
   while (rest.length > limit) {
     const window = rest.slice(0, limit);
+    const clusterStarts = [...graphemes.segment(rest)].map(({ index }) => index);
     const pairCut = /^[\ud800-\udbff][\udc00-\udfff]$/.test(rest.slice(limit - 1, limit + 1));
-    let cut = pairCut ? limit - 1 : limit;
+    const lastWhole = clusterStarts.findLast((start) => start > 0 && start <= limit);
+    let cut = lastWhole ?? (pairCut ? limit - 1 : limit);
     for (const boundary of ["\n\n", "\n", " "]) {
       const at = window.lastIndexOf(boundary);
-      if (at >= 0 && at + boundary.length >= Math.ceil(limit / 2)) {
+      if (
+        at >= 0 && at + boundary.length >= Math.ceil(limit / 2) &&
+        clusterStarts.includes(at + boundary.length)
+      ) {
         cut = at + boundary.length;
         break;
       }

@@ -583,6 +583,8 @@ Deno.test("splitMessage: a limit below 2 or not an integer is refused", () => {
   }
 });
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
 /** Text from units that make boundaries and surrogate pairs likely. */
 const messageText = fc.string({
   unit: fc.constantFrom("a", "b", "é", " ", "\n", "\n\n", "\r\n", "😀", "👍🏽", "\t"),
@@ -621,9 +623,15 @@ Deno.test("splitMessage (property): parts fit, are the text's pieces in order wi
         assert.doesNotMatch(part, /^[^\S\n]*\n|\s$/, `blank line or whitespace at an end`);
       }
       // No tiny parts: each part but the last takes at least half the limit of the text (the
-      // whitespace after it that was dropped included).
+      // whitespace after it that was dropped included), or the character after it (a grapheme
+      // cluster, never cut when it fits a part) would not have fitted.
       for (let i = 0; i + 1 < starts.length; i++) {
-        assert.ok(starts[i + 1] - starts[i] >= Math.ceil(limit / 2));
+        const end = starts[i] + parts[i].length;
+        const next = graphemes.segment(text).containing(end)!;
+        const rest = next.index + next.segment.length - end;
+        assert.ok(
+          starts[i + 1] - starts[i] >= Math.ceil(limit / 2) || parts[i].length + rest > limit,
+        );
       }
       assert.ok(
         text.trim() === "" ? parts.length === 1 && parts[0] === "" : parts.every((p) => p.trim()),
