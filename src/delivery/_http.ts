@@ -84,13 +84,16 @@ export async function postJson(
  * The failure of a non-2xx answer: 429 and 5xx may succeed later, the rest will not.
  *
  * @param detail The platform's own error text, already extracted.
- * @param hint What to fix when the platform rejected the request (not for 401/403, 429, 5xx).
+ * @param hint What to fix when the platform rejected the request (not for 401, 429, 5xx; for 403
+ *   only with `forbiddenIsDestination`).
+ * @param forbiddenIsDestination The platform answers 403 when the bot may not write to the chat
+ *   (Telegram, Discord: a bad token is their 401), so the fix is `hint`, not the token.
  */
 export function httpFailure(
   answer: ApiAnswer,
   detail: string,
   names: ApiNames,
-  options: { retryAfterMs?: number; hint?: string } = {},
+  options: { retryAfterMs?: number; hint?: string; forbiddenIsDestination?: boolean } = {},
 ): CallFailure {
   const { status } = answer;
   const said = detail ? `: ${detail}` : "";
@@ -115,7 +118,7 @@ export function httpFailure(
       ...withRetryAfter(retryAfterFromHeaders(answer.headers)),
     };
   }
-  if (status === 401 || status === 403) {
+  if (status === 401 || (status === 403 && !options.forbiddenIsDestination)) {
     return {
       ok: false,
       retryable: false,

@@ -138,7 +138,9 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
         return httpFailure(answer, detail, names, {
           retryAfterMs: secondsToMs(parameters.retry_after),
           hint: "check the chat id (deliver_extra.chat_id or TELEGRAM_HOME_CHANNEL), and that " +
-            "the bot is a member of that chat",
+            "the bot is a member of that chat (a user must have started a chat with it)",
+          // "Forbidden: bot is not a member of the channel chat", "bot was blocked by the user".
+          forbiddenIsDestination: true,
         });
       },
     };
@@ -216,7 +218,9 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
         return httpFailure(answer, detail, names, {
           retryAfterMs: answer.status === 429 ? secondsToMs(data.retry_after) : undefined,
           hint: "check the channel id (deliver_extra.chat_id or DISCORD_HOME_CHANNEL), and that " +
-            "the bot may send messages there",
+            "the bot may send messages there (View Channel and Send Messages permissions)",
+          // "Missing Access" (50001) and "Missing Permissions" (50013).
+          forbiddenIsDestination: true,
         });
       },
     };
@@ -249,13 +253,16 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
         if (answer.status >= 200 && answer.status < 300) return { ok: true };
         const data = isRecord(answer.data) ? answer.data : {};
         const detail = githubDetail(data, answer.text);
+        // GitHub's advice: wait for `retry-after`, else until `x-ratelimit-reset` when no
+        // requests remain, else (a secondary rate limit said only in the message) a minute.
+        const exhausted = answer.headers.get("x-ratelimit-remaining") === "0";
         const limited = (answer.status === 403 || answer.status === 429) &&
-          (answer.headers.has("retry-after") ||
-            answer.headers.get("x-ratelimit-remaining") === "0");
+          (answer.headers.has("retry-after") || exhausted || /rate limit/i.test(detail));
         if (limited) {
           return rateLimited(
             `${names.api} rate-limited the request (HTTP ${answer.status}: ${detail})`,
-            retryAfterFromHeaders(answer.headers) ?? resetIn(answer.headers),
+            retryAfterFromHeaders(answer.headers) ??
+              (exhausted ? resetIn(answer.headers) : undefined) ?? GITHUB_RATE_LIMIT_WAIT_MS,
           );
         }
         return httpFailure(answer, detail, names, {
@@ -371,6 +378,9 @@ function githubDetail(data: Record<string, unknown>, text: string): string {
     : [];
   return shortDetail([data.message, ...errors].join("; "));
 }
+
+/** How long GitHub asks to wait after a rate limit that says no time ("at least one minute"). */
+const GITHUB_RATE_LIMIT_WAIT_MS = 60_000;
 
 /** GitHub's primary rate limit: `x-ratelimit-reset` is the epoch second it ends. */
 function resetIn(headers: Headers, nowMs: number = Date.now()): number | undefined {

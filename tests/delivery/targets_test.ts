@@ -1293,6 +1293,81 @@ Deno.test("github: 403 with x-ratelimit-remaining 0 is a rate limit (retryable);
   );
 });
 
+Deno.test("github: a secondary rate limit said only in its message (403 or 429, no headers) is retried after a minute", async () => {
+  const { fake, context } = await setup("github");
+  await using _ = fake;
+  const secondary = "You have exceeded a secondary rate limit. Please wait a few minutes before " +
+    "you try again. If you reach out to GitHub Support for help, please include the request ID " +
+    "C0DE:1234:5678:9ABC:DEF0.";
+  fake.push(
+    { status: 403, body: { message: secondary, documentation_url: "https://docs.github.com" } },
+    { status: 429, body: { message: secondary } },
+    // Requests remain: the reset of the primary window is not the wait of a secondary limit.
+    {
+      status: 403,
+      body: { message: secondary },
+      headers: {
+        "x-ratelimit-remaining": "4000",
+        "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3000),
+      },
+    },
+  );
+
+  for (const status of [403, 429, 403]) {
+    const error = failed(await deliver(request("github_comment", "x", EXTRA.github), context));
+
+    assert.equal(error.retryable, true, String(status));
+    assert.equal(error.retryAfterMs, 60_000, String(status));
+    assert.match(
+      error.error,
+      new RegExp(
+        `rate-limited the request \\(HTTP ${status}: You have exceeded a secondary rate limit.*; ` +
+          "retry after 60 s$",
+      ),
+    );
+    assert.doesNotMatch(error.error, /GITHUB_TOKEN/);
+  }
+});
+
+Deno.test("telegram, discord: HTTP 403 means the bot may not write to that chat; the fix names the chat, not the token", async () => {
+  const cases: Array<[FakePlatformName, unknown, RegExp]> = [
+    [
+      "telegram",
+      {
+        ok: false,
+        error_code: 403,
+        description: "Forbidden: bot is not a member of the channel chat",
+      },
+      /HTTP 403: Forbidden: bot is not a member of the channel chat\)\. Fix: check the chat id \(deliver_extra\.chat_id or TELEGRAM_HOME_CHANNEL\), and that the bot is a member of that chat/,
+    ],
+    [
+      "telegram",
+      { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" },
+      /HTTP 403: Forbidden: bot was blocked by the user\)\. Fix: check the chat id/,
+    ],
+    [
+      "discord",
+      { message: "Missing Access", code: 50001 },
+      /HTTP 403: Missing Access \(code 50001\)\)\. Fix: check the channel id \(deliver_extra\.chat_id or DISCORD_HOME_CHANNEL\), and that the bot may send messages there/,
+    ],
+    [
+      "discord",
+      { message: "Missing Permissions", code: 50013 },
+      /HTTP 403: Missing Permissions \(code 50013\)\)\. Fix: check the channel id/,
+    ],
+  ];
+  for (const [name, body, expected] of cases) {
+    const { fake, context } = await setup(name, { fake: { answers: [{ status: 403, body }] } });
+    await using _ = fake;
+
+    const error = failed(await deliver(request(TARGET_OF[name], "x", EXTRA[name]), context));
+
+    assert.equal(error.retryable, false, name);
+    assert.match(error.error, expected, name);
+    assert.doesNotMatch(error.error, /refused the token|_TOKEN/, name);
+  }
+});
+
 Deno.test("slack: ok:false at HTTP 200 is a failure; internal_error may be retried, channel_not_found not", async () => {
   const { fake, context } = await setup("slack", { fake: { known: ["C0123456789"] } });
   await using _ = fake;
