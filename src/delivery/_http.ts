@@ -45,7 +45,17 @@ export interface ApiNames {
   tokenSetting: string;
 }
 
-/** Sends `request` as JSON; answers with the response or a failure. Never follows redirects. */
+/**
+ * The most of an answer's body that is read. The platforms answer a message with a few KB (a
+ * GitLab note echoes up to 1 000 000 characters, which the cut leaves out); a body past this is
+ * not read on, so that a wrong base URL cannot fill the memory within the timeout.
+ */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/**
+ * Sends `request` as JSON; answers with the response (its body read up to
+ * {@linkcode MAX_ANSWER_BYTES}) or a failure. Never follows redirects.
+ */
 export async function postJson(
   request: ApiRequest,
   names: ApiNames,
@@ -61,8 +71,14 @@ export async function postJson(
       redirect: "manual",
       signal: timeout,
     });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, data: parseJson(text) };
+    const { text, whole } = await readAnswer(response, MAX_ANSWER_BYTES);
+    return {
+      status: response.status,
+      headers: response.headers,
+      text,
+      // A cut answer is no JSON, even where the cut happens to leave some.
+      data: whole ? parseJson(text) : undefined,
+    };
   } catch (error) {
     if (timeout.aborted) {
       return {
@@ -164,6 +180,29 @@ export function secondsToMs(value: unknown): number | undefined {
 export function shortDetail(text: string): string {
   const line = collapseWhitespace(text);
   return line.startsWith("<") ? "" : cut(line, 300);
+}
+
+/** The body of `response` as text, up to `maxBytes`; the rest is not read (the body is cancelled). */
+async function readAnswer(
+  response: Response,
+  maxBytes: number,
+): Promise<{ text: string; whole: boolean }> {
+  if (response.body === null) return { text: "", whole: true };
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let room = maxBytes;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { text: text + decoder.decode(), whole: true };
+    if (value.byteLength > room) {
+      text += decoder.decode(value.subarray(0, room));
+      await reader.cancel();
+      return { text, whole: false };
+    }
+    room -= value.byteLength;
+    text += decoder.decode(value, { stream: true });
+  }
 }
 
 function withRetryAfter(ms: number | undefined): { retryAfterMs?: number } {

@@ -1497,6 +1497,73 @@ Deno.test("a 2xx answer that is not the platform's → not retryable, check the 
   );
 });
 
+/**
+ * A fetch whose answer has a body of 64 MiB, made as it is read, in 64 KiB chunks of `fill`; the
+ * stats say how much was read and whether the reader gave up (cancelled the body).
+ */
+function hugeAnswerFetch(status: number, fill: string) {
+  const chunk = new TextEncoder().encode(
+    fill.repeat(Math.ceil(65536 / fill.length)).slice(0, 65536),
+  );
+  const stats = { requests: 0, pulled: 0, cancelled: false };
+  const fetch: typeof globalThis.fetch = () => {
+    stats.requests++;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (stats.pulled >= 64 * 1024 * 1024) return controller.close();
+        stats.pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+      cancel() {
+        stats.cancelled = true;
+      },
+    });
+    return Promise.resolve(
+      new Response(body, { status, headers: { "content-type": "text/html" } }),
+    );
+  };
+  return { fetch, stats };
+}
+
+Deno.test("an answer's body is read up to 1 MiB, no further: a huge 2xx is delivered once, a huge 500 is a short retryable error", async () => {
+  // 1 MiB, the chunk that crosses it, and one the stream queues ahead of the reader.
+  const limit = 1024 * 1024 + 2 * 65536;
+  const ok = hugeAnswerFetch(200, '{"id": "1", "content": "');
+  const discord = await deliver(request("discord", "x", EXTRA.discord), {
+    secrets: { get: () => FAKE_TOKENS.discord },
+    apiBaseUrl: () => "https://discord.example/api/v10",
+    log: () => {},
+    fetch: ok.fetch,
+  });
+  const broken = hugeAnswerFetch(500, "<html><body>Server Error ");
+  const telegram = failed(
+    await deliver(request("telegram", "x", EXTRA.telegram), {
+      secrets: { get: () => FAKE_TOKENS.telegram },
+      apiBaseUrl: () => "https://telegram.example",
+      log: () => {},
+      fetch: broken.fetch,
+    }),
+  );
+
+  assert.deepEqual(discord, {
+    ok: true,
+    target: "discord",
+    parts: 1,
+    detail: "discord channel 1100000000000000001",
+  });
+  assert.equal(telegram.retryable, true);
+  assert.equal(
+    telegram.error,
+    "telegram: chat -1001234567890: the Telegram Bot API at https://telegram.example failed " +
+      "(HTTP 500); it may work when tried again",
+  );
+  for (const { stats } of [ok, broken]) {
+    assert.equal(stats.requests, 1);
+    assert.ok(stats.pulled <= limit, `read ${stats.pulled} bytes`);
+    assert.equal(stats.cancelled, true);
+  }
+});
+
 Deno.test("a part that fails stops the rest and says how many were sent", async () => {
   const { fake, context } = await setup("discord", { fake: { answers: ["ok", "server_error"] } });
   await using _ = fake;
