@@ -546,6 +546,16 @@ function enableSendTo(endpoint: string): string {
   return `\`agent metrics enable --send\` sends to ${escapeControls(endpoint)}`;
 }
 
+/** Whether a store file (or anything in its place) was created, so something was collected. */
+function storeCreated(config: ResolvedConfig): boolean {
+  try {
+    Deno.statSync(config.paths.metricsDb);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
@@ -588,6 +598,14 @@ function reportConsentChange(
   io.out(`Usage metrics ${configured ? "enabled" : "disabled"} in ${config.paths.config}.\n`);
   if (configured && !t.enabled) {
     io.out(`Collection stays off for now (${decidedBy(config)}).\n`);
+  }
+  if (configured === false && storeCreated(config)) {
+    // What the opt-out means for what is already there, and for processes running now.
+    io.out(
+      "Nothing more is recorded or sent, also by a gateway or chat already running.\n" +
+        `What was collected stays in ${config.paths.metricsDb} and its outbox, unsent; ` +
+        "`agent metrics reset` deletes it.\n",
+    );
   }
   if (t.enabled) {
     const idle = idleEndpoint(config);

@@ -36,6 +36,24 @@ export class SecretScope {
     return new SecretScope(dotenvText ? parse(dotenvText) : {}, env);
   }
 
+  /**
+   * The same scope over `.env` text read again (the process environment is the same): for
+   * settings a long-running process follows while it runs, such as usage-metrics consent.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { SecretScope } from "./secrets.ts";
+   * const scope = SecretScope.fromText("A=1\n", (name) => name === "B" ? "env" : undefined);
+   * const again = scope.withDotenvText("A=2\n");
+   * assert.equal(again.get("A"), "2");
+   * assert.equal(again.get("B"), "env");
+   * ```
+   */
+  withDotenvText(dotenvText: string | undefined): SecretScope {
+    return SecretScope.fromText(dotenvText, this.#env);
+  }
+
   /** The value of `name`, or `undefined` when neither source has it. */
   get(name: string): string | undefined {
     return Object.hasOwn(this.#dotenv, name) ? this.#dotenv[name] : this.#env(name);

@@ -43,6 +43,7 @@ import {
   RECORD_BUSY_TIMEOUT_MS,
   StoreRecorder,
 } from "./recorder.ts";
+import { LiveConsent } from "./consent.ts";
 import { currentResource } from "./resource.ts";
 import { validateMetricsPackage } from "./schema.ts";
 import { type SenderOptions, type SendOutcome, sendPackages } from "./sender.ts";
@@ -153,33 +154,45 @@ const SEND_CLAIM_MS = 15 * 60_000;
 
 /** The usage-metrics service of one `<home>`. */
 export class UsageMetrics {
-  /** Consent as resolved from config and environment. */
-  readonly settings: TelemetrySettings;
   /** Where facts go; the disabled recorder when there is no consent. */
   readonly recorder: MetricsRecorder;
   readonly #paths: HomePaths;
   readonly #store: MetricsStore | undefined;
   readonly #now: () => number;
   readonly #warn: (message: string) => void;
+  /** Consent as the files say it now; without a store it cannot matter and is never read again. */
+  readonly #consent: LiveConsent | undefined;
+  readonly #openedWith: TelemetrySettings;
 
   constructor(
-    settings: TelemetrySettings,
-    paths: HomePaths,
+    config: ResolvedConfig,
     store: MetricsStore | undefined,
     options: UsageMetricsOptions,
   ) {
-    this.settings = settings;
-    this.#paths = paths;
+    const settings = config.telemetry;
+    this.#openedWith = settings;
+    this.#paths = config.paths;
     this.#store = store;
     this.#now = options.now ?? Date.now;
     this.#warn = options.onWarning ?? warnOnStderrOnce;
+    this.#consent = store ? new LiveConsent(config, this.#warn) : undefined;
+    const consent = this.#consent;
     this.recorder = store && settings.enabled && !store.readOnly
       ? new StoreRecorder(store, options.resource ?? currentResource((n) => Deno.env.get(n)), {
         now: this.#now,
         flushDelayMs: options.flushDelayMs,
         onWarning: this.#warn,
+        consented: () => consent?.current().enabled ?? false,
       })
       : disabledRecorder;
+  }
+
+  /**
+   * Consent as `config.yaml` and `.env` say it now (re-read when they change): an opt-out while
+   * this process runs stops its recording, packaging and sending at once.
+   */
+  get settings(): TelemetrySettings {
+    return this.#consent?.current() ?? this.#openedWith;
   }
 
   /** The store file of this `<home>` (whether or not it exists). */
@@ -192,9 +205,9 @@ export class UsageMetrics {
     return this.#store?.readOnly ?? false;
   }
 
-  /** Whether facts are being recorded (consent given and the store open). */
+  /** Whether facts are being recorded (consent given, still given, and the store open). */
   get enabled(): boolean {
-    return this.recorder.enabled;
+    return this.recorder.enabled && this.settings.enabled;
   }
 
   /** The packages an export would build now (today included); nothing is written. */
@@ -211,7 +224,8 @@ export class UsageMetrics {
    */
   packageDue(): MetricsPackage[] {
     const store = this.#store;
-    if (!store) return [];
+    // A collecting process whose user opted out since: the counts stay as they are.
+    if (!store || (this.recorder.enabled && !this.settings.enabled)) return [];
     this.recorder.flush();
     return store.withBusyTimeout(
       RECORD_BUSY_TIMEOUT_MS,
@@ -235,7 +249,8 @@ export class UsageMetrics {
    * Every file is validated against the v2 schema right before sending; one that fails is not
    * sent but moved to `outbox/rejected/` and reported as `invalid`; one that cannot be read
    * (deleted by hand) is reported as `unreadable`. Both are marked rejected and never retried.
-   * Does nothing unless `send` is on. Never throws for network or HTTP failures.
+   * Does nothing unless `send` is on as `config.yaml` says now. Never throws for network or
+   * HTTP failures.
    *
    * One sender at a time per package: the due packages are claimed in the store first, so a
    * second sender (another process, the gateway's hourly pass) finds them not due and sends
@@ -245,8 +260,8 @@ export class UsageMetrics {
     options: Omit<SenderOptions, "endpoint" | "now"> = {},
   ): Promise<OutboxSendOutcome[]> {
     const store = this.#store;
-    const endpoint = this.settings.endpoint;
-    if (!store || !this.settings.send || !endpoint) return [];
+    const { send, endpoint } = this.settings;
+    if (!store || !send || !endpoint) return [];
     const due = store.claimDuePackages(this.#now(), SEND_CLAIM_MS);
     const unfinished = new Set(due.map((record) => record.packageId));
     try {
@@ -367,7 +382,7 @@ export class UsageMetrics {
    */
   recordSkillLoad(name: string, digest: string, provenance: SkillProvenance = "local"): void {
     const store = this.#store;
-    if (!store || !this.recorder.enabled) return;
+    if (!store || !this.enabled) return;
     const key = `skill_use:${createHash("sha256").update(name).digest("hex")}`;
     let counted: { useCount: number; patched: boolean };
     try {
@@ -463,7 +478,7 @@ export function openUsageMetrics(
       else (options.onWarning ?? warnOnStderrOnce)(`usage metrics are skipped: ${error.message}`);
     }
   }
-  return new UsageMetrics(config.telemetry, config.paths, store, options);
+  return new UsageMetrics(config, store, options);
 }
 
 /**
@@ -480,8 +495,7 @@ export function openExistingUsageMetrics(
 ): UsageMetrics | undefined {
   if (!MetricsStore.exists(config.paths.metricsDb)) return undefined;
   return new UsageMetrics(
-    config.telemetry,
-    config.paths,
+    config,
     options.readOnly
       ? MetricsStore.openReadOnly(config.paths.metricsDb)
       : MetricsStore.open(config.paths.metricsDb, {

@@ -62,6 +62,12 @@ export interface StoreRecorderOptions {
   busyTimeoutMs?: number;
   /** How long the last flush (on close) waits. Default 1 000 ms. */
   closeBusyTimeoutMs?: number;
+  /**
+   * Whether the user still consents, asked before each write (so at most every
+   * `flushDelayMs`): when not, the buffered counts are dropped, not written, and facts are not
+   * buffered until consent is back. Default: always.
+   */
+  consented?: () => boolean;
 }
 
 /** The default warning sink: one line on stderr. */
@@ -117,6 +123,9 @@ export class StoreRecorder implements MetricsRecorder {
   readonly #warn: (message: string) => void;
   readonly #busyTimeoutMs: number;
   readonly #closeBusyTimeoutMs: number;
+  readonly #consented: () => boolean;
+  /** The last look at consent found it withdrawn: facts are dropped until it is back. */
+  #withdrawn = false;
   readonly #pending = new Map<string, CounterIncrement>();
   /** `client.active` facts whose latch could not be decided yet (the store was busy). */
   readonly #pendingLatches: { nowMs: number; increment: Omit<CounterIncrement, "count"> }[] = [];
@@ -139,6 +148,7 @@ export class StoreRecorder implements MetricsRecorder {
     this.#warn = options.onWarning ?? warnOnStderr;
     this.#busyTimeoutMs = options.busyTimeoutMs ?? RECORD_BUSY_TIMEOUT_MS;
     this.#closeBusyTimeoutMs = options.closeBusyTimeoutMs ?? CLOSE_BUSY_TIMEOUT_MS;
+    this.#consented = options.consented ?? (() => true);
     globalThis.addEventListener("unload", this.#onUnload);
   }
 
@@ -150,6 +160,8 @@ export class StoreRecorder implements MetricsRecorder {
   record(event: MetricsEvent): void {
     if (this.#closed) throw new Error("the metrics recorder is closed");
     const row = counterRowOf(event);
+    // Only while withdrawn is consent asked at every fact; otherwise each write asks.
+    if (this.#withdrawn && !this.#stillConsented()) return;
     const nowMs = this.#now();
     const day = utcDay(nowMs);
     const dimensions = canonicalJson(row.dimensions);
@@ -217,11 +229,33 @@ export class StoreRecorder implements MetricsRecorder {
     );
   }
 
-  /** Writes the latches and buffered counts; on failure keeps them and warns once. */
+  /** Whether the user still consents; remembers the answer for {@linkcode record}. */
+  #stillConsented(): boolean {
+    let consented: boolean;
+    try {
+      consented = this.#consented();
+    } catch {
+      consented = false; // consent that cannot be told is no consent
+    }
+    this.#withdrawn = !consented;
+    return consented;
+  }
+
+  /**
+   * Writes the latches and buffered counts; on failure keeps them and warns once. Without
+   * consent (withdrawn since they were buffered) it drops them instead.
+   */
   #write(busyTimeoutMs: number, warn = true): boolean {
     if (
       this.#pending.size === 0 && this.#pendingLatches.length === 0 && this.#adoptedUnwritten
     ) return true;
+    if (!this.#stillConsented()) {
+      this.#pending.clear();
+      this.#pendingLatches.length = 0;
+      this.#bufferedEvents = 0;
+      this.#retryDelayMs = 0;
+      return true;
+    }
     try {
       this.#store.withBusyTimeout(busyTimeoutMs, () => {
         if (!this.#adoptedUnwritten) {
