@@ -8,6 +8,7 @@
 import {
   type CallToolResult,
   ProtocolError,
+  type ResourceTemplateType,
   SdkError,
   SdkErrorCode,
   type Tool,
@@ -628,8 +629,18 @@ class ServerSlot {
       }],
     });
     switch (utility) {
-      case "list_resources":
-        return text((await client.listResources(undefined, options)).resources);
+      case "list_resources": {
+        // Every page (the SDK walks nextCursor), then the templates: the uris a model can build.
+        const listed = text((await client.listResources(undefined, options)).resources);
+        const templates = await this.#resourceTemplates(connection, options);
+        if (templates.length === 0) return listed;
+        listed.content.push({
+          type: "text",
+          text: "Resource templates: read_resource also takes a uri made from a uriTemplate " +
+            `below, each {variable} filled in:\n${JSON.stringify(templates, null, 2)}`,
+        });
+        return listed;
+      }
       case "read_resource": {
         if (typeof args.uri !== "string") return invalidArgs("read_resource needs a string `uri`");
         const result = await client.readResource({ uri: args.uri }, options);
@@ -655,6 +666,21 @@ class ServerSlot {
       }
       default:
         return invalidArgs(`unknown utility tool ${utility}`);
+    }
+  }
+
+  /** The server's resource templates; none when it has no `resources/templates/list`. */
+  async #resourceTemplates(
+    connection: McpConnection,
+    options: { timeout: number; signal: AbortSignal | undefined },
+  ): Promise<ResourceTemplateType[]> {
+    try {
+      return (await connection.client.listResourceTemplates(undefined, options)).resourceTemplates;
+    } catch (error) {
+      // Templates are optional: a server without the method lists its resources all the same.
+      const code = error instanceof ProtocolError ? error.code : jsonRpcErrorOf(error)?.code;
+      if (code === METHOD_NOT_FOUND) return [];
+      throw error;
     }
   }
 

@@ -66,7 +66,9 @@ const UTILITY_SCHEMAS: Record<
   { description: string; inputSchema: Record<string, unknown> }
 > = {
   list_resources: {
-    description: "List the resources this MCP server offers (uri, name, description, mime type).",
+    description:
+      "List the resources this MCP server offers (uri, name, description, mime type), and its " +
+      "resource templates (uriTemplate), whose {variables} filled in make further uris.",
     inputSchema: { type: "object", properties: {} },
   },
   read_resource: {
@@ -74,7 +76,11 @@ const UTILITY_SCHEMAS: Record<
     inputSchema: {
       type: "object",
       properties: {
-        uri: { type: "string", description: "The resource uri, from list_resources." },
+        uri: {
+          type: "string",
+          description:
+            "The resource uri, from list_resources (or one of its uriTemplates filled in).",
+        },
       },
       required: ["uri"],
     },

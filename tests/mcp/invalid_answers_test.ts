@@ -418,3 +418,11 @@ function textOf(result: { content?: unknown }): string {
   return (result.content as { type: string; text?: string }[])
     .map((item) => item.text ?? "").join("");
 }
+
+Deno.test("list_resources of a server without resources/templates/list lists its resources alone", async () => {
+  await using manager = managerOf();
+  await manager.start([oddTools("odd", ["--resources", "--tools", '["x"]'])]);
+  const listed = await manager.callTool("mcp__odd__list_resources");
+  assert.equal(listed.isError, undefined);
+  assert.deepEqual(JSON.parse(textOf(listed)), [{ uri: "note://odd", name: "odd" }]);
+});

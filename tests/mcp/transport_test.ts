@@ -178,7 +178,9 @@ for (const transport of ["stdio", "http", "sse"] as const) {
 
       await t.step("list_resources, then read_resource of a listed uri", async () => {
         const listed = await manager.callTool("mcp__everything__list_resources");
-        const resources = JSON.parse(textOf(listed)) as Array<{ uri: string; mimeType?: string }>;
+        const resources = JSON.parse(textOf({ content: listed.content.slice(0, 1) })) as Array<
+          { uri: string; mimeType?: string }
+        >;
         assert.ok(resources.length > 0);
         const doc = resources.find((resource) => resource.uri.endsWith("/architecture.md"));
         assert.ok(doc, `no architecture.md in ${resources.map((r) => r.uri)}`);
@@ -186,6 +188,30 @@ for (const transport of ["stdio", "http", "sse"] as const) {
         assert.equal(read.isError, undefined);
         assert.match(textOf(read), /^# Everything Server – Architecture/);
       });
+
+      await t.step(
+        "list_resources names the resource templates too; read_resource fills one",
+        async () => {
+          const listed = await manager.callTool("mcp__everything__list_resources");
+          assert.equal(listed.content.length, 2, JSON.stringify(listed.content).slice(0, 300));
+          const note = listed.content[1].type === "text" ? listed.content[1].text : "";
+          assert.match(
+            note,
+            /^Resource templates: read_resource also takes a uri made from a uriTemplate below, each \{variable\} filled in:\n/,
+          );
+          const templates = JSON.parse(note.slice(note.indexOf("\n") + 1)) as Array<
+            { uriTemplate: string }
+          >;
+          assert.deepEqual(templates.map((template) => template.uriTemplate), [
+            "demo://resource/dynamic/text/{resourceId}",
+            "demo://resource/dynamic/blob/{resourceId}",
+          ]);
+          const read = await manager.callTool("mcp__everything__read_resource", {
+            uri: "demo://resource/dynamic/text/7",
+          });
+          assert.match(textOf(read), /^Resource 7: This is a plaintext resource/);
+        },
+      );
 
       await t.step("list_prompts, then get_prompt with arguments", async () => {
         const listed = await manager.callTool("mcp__everything__list_prompts");
