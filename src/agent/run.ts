@@ -19,6 +19,7 @@ import type {
 } from "../metrics/contract.ts";
 import { McpServerError } from "../mcp/errors.ts";
 import type { RegisteredTool } from "../mcp/registry.ts";
+import type { ToolCallOptions, ToolProgress } from "../mcp/manager.ts";
 import type { ApprovalDecision, ApprovalSurface } from "./approvals.ts";
 import {
   type ChatMessage,
@@ -36,7 +37,7 @@ export interface ToolHost {
   callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal?: AbortSignal; onRetry?: () => void },
+    options: ToolCallOptions,
   ): Promise<CallToolResult>;
 }
 
@@ -64,6 +65,8 @@ export class RunCancelled extends Error {
 export type RunEvent =
   | { type: "model_call"; iteration: number }
   | { type: "tool_call"; id: string; name: string; arguments: string }
+  /** A progress report the tool's server sent during the call (`notifications/progress`). */
+  | { type: "tool_progress"; id: string; name: string; progress: ToolProgress }
   | {
     type: "tool_result";
     id: string;
@@ -431,9 +434,17 @@ class Run {
     }
     const started = this.#clock();
     try {
+      const onEvent = o.onEvent;
       const result = await o.tools.callTool(name, args, {
         signal: this.#signal,
         onRetry: () => retries = (retries ?? 0) + 1,
+        // Asked for only when someone shows it.
+        ...(onEvent
+          ? {
+            onProgress: (progress) =>
+              onEvent({ type: "tool_progress", id: call.id, name, progress }),
+          }
+          : {}),
       });
       record.latencyMs = this.#clock() - started;
       const text = resultText(result);

@@ -31,6 +31,7 @@ import {
   UsageError,
 } from "./io.ts";
 import { ChatHistoryFile } from "./chat_history.ts";
+import { canRedraw, ERASE_ROW, fitColumns, toolProgressLine } from "./status_line.ts";
 import { type LineInput, openInput, ReadSuperseded } from "./input.ts";
 import type { CommandState } from "./mod.ts";
 
@@ -494,11 +495,6 @@ function stoppedBy(signal: StopSignal): RunCancelled {
   return new RunCancelled("system", `the process received ${signal}`);
 }
 
-/** Whether stderr is a terminal that can redraw a line (`TERM` set and not `dumb`). */
-function canRedraw(io: CliIo): boolean {
-  return io.stderrIsTerminal && !["dumb", ""].includes(io.env("TERM") ?? "");
-}
-
 /**
  * Says on stderr what a Ctrl-C does, on a row of its own. Where the terminal can redraw, the
  * notice replaces the row the cursor is on: the `^C` the terminal echoed, and the waiting line
@@ -568,9 +564,10 @@ const WAITING_SHOWN_AFTER_MS = 1000;
 
 /**
  * Progress of a run on stderr: each tool call and its result, and, on a terminal that can redraw
- * a line, "… waiting for <model> (N s)" while a model call takes longer than a second. The
- * waiting line is erased before anything else is written, when the run's `signal` aborts, and by
- * `done()` (call it when the run has returned).
+ * a line, "… waiting for <model> (N s)" while a model call takes longer than a second and
+ * "… <tool>: 2/5 <message>" as a tool's server reports progress. Such a line is erased before
+ * anything else is written, when the run's `signal` aborts, and by `done()` (call it when the
+ * run has returned).
  */
 function progress(
   io: CliIo,
@@ -604,6 +601,15 @@ function progress(
   signal?.addEventListener("abort", stopWaiting, { once: true });
   return {
     onEvent: (event) => {
+      if (event.type === "tool_progress") {
+        // Replaces the row (the call's earlier progress); the next event erases it.
+        if (!live || signal?.aborted) return;
+        io.err(
+          `${ERASE_ROW}${toolProgressLine(event.name, event.progress, io.columns?.() ?? 0)}`,
+        );
+        shown = true;
+        return;
+      }
       stopWaiting();
       if (event.type === "model_call") startWaiting();
       // The name and arguments are the model's: escaped, so they cannot drive the terminal.
@@ -638,22 +644,6 @@ function waitingLine(model: string, seconds: number, columns: number): string {
   return forName >= 2
     ? line(fitColumns(model, forName))
     : fitColumns(line(model), Math.max(room, 1));
-}
-
-/**
- * `text` cut to take at most `columns` columns of a terminal (wide characters count two), the
- * last one `…` when it is cut; whole characters only.
- */
-function fitColumns(text: string, columns: number): string {
-  if (stringWidth(text) <= columns) return text;
-  let kept = "";
-  let used = 0;
-  for (const { segment } of new Intl.Segmenter().segment(text)) {
-    used += stringWidth(segment);
-    if (used > columns - 1) break;
-    kept += segment;
-  }
-  return `${kept}…`;
 }
 
 /**

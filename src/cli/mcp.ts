@@ -22,6 +22,7 @@ import {
   SERVER_NAME_PATTERN,
   type ServerState,
   StderrLog,
+  type ToolProgress,
 } from "../mcp/mod.ts";
 import { loginMcpServer, type LoginOutcome, storedOAuth } from "../mcp/oauth/mod.ts";
 import {
@@ -55,6 +56,7 @@ import {
   UsageError,
 } from "./io.ts";
 import { jsonObjectOption } from "./json_option.ts";
+import { canRedraw, ERASE_ROW, toolProgressLine } from "./status_line.ts";
 import type { CommandState } from "./mod.ts";
 
 /** Adds the `mcp` group to `program`. */
@@ -298,8 +300,18 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           );
         }
         calledTool = tool;
+        // The server's progress reports, on one row a terminal redraws, erased before the result.
+        const live = canRedraw(io) && !options.json;
+        let drawn = false;
+        const onProgress = (report: ToolProgress) => {
+          io.err(`${ERASE_ROW}${toolProgressLine(tool.originalName, report, io.columns?.() ?? 0)}`);
+          drawn = true;
+        };
         const result = await session.manager.callTool(tool.name, args, {
           signal: session.signal,
+          ...(live ? { onProgress } : {}),
+        }).finally(() => {
+          if (drawn) io.err(ERASE_ROW);
         });
         if (result.isError) state.exitCode = 1;
         if (options.json) return printJson(io, result);

@@ -101,6 +101,26 @@ export interface McpManagerOptions {
   oauth?: ConnectOptions["oauth"];
 }
 
+/** Options of {@linkcode McpManager.callTool}. */
+export interface ToolCallOptions {
+  /** Aborting cancels the call (the server is sent `notifications/cancelled`). */
+  signal?: AbortSignal;
+  /** Called when a read-only call is retried after a dropped session. */
+  onRetry?: () => void;
+  /**
+   * Called with each `notifications/progress` the server sends about this call (its
+   * `progress`, and `total` and `message` when given). Without it no progress is asked for.
+   */
+  onProgress?: (progress: ToolProgress) => void;
+}
+
+/** One progress report of a tool call, as the server sent it. */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
 /** Something worth logging or showing. */
 export type McpEvent =
   | { type: "connected"; server: string; tools: number; era: string; ms: number }
@@ -211,11 +231,11 @@ export class McpManager {
   async callTool(
     name: string,
     args: Record<string, unknown> = {},
-    options: { signal?: AbortSignal; onRetry?: () => void } = {},
+    options: ToolCallOptions = {},
   ): Promise<CallToolResult> {
     for (const slot of this.#slots.values()) {
       const tool = slot.findTool(name);
-      if (tool) return await slot.call(tool, args, options.signal, options.onRetry); // the first server wins
+      if (tool) return await slot.call(tool, args, options); // the first server wins
     }
     for (const slot of this.#slots.values()) {
       if (slot.owns(name)) throw slot.unavailableError();
@@ -445,10 +465,9 @@ class ServerSlot {
   async call(
     tool: RegisteredTool,
     args: Record<string, unknown>,
-    signal?: AbortSignal,
-    onRetry?: () => void,
+    { signal, onRetry, onProgress }: ToolCallOptions,
   ): Promise<CallToolResult> {
-    const run = () => this.#callOnce(tool, args, signal, onRetry);
+    const run = () => this.#callOnce(tool, args, signal, onRetry, onProgress);
     if (this.config.supportsParallelToolCalls) return await run();
     const result = this.#chain.then(run, run);
     this.#chain = result.catch(() => {});
@@ -474,6 +493,7 @@ class ServerSlot {
     signal: AbortSignal | undefined,
     /** Set while a retry is still allowed; called when the retry is made. */
     onRetry: (() => void) | undefined | false,
+    onProgress: ToolCallOptions["onProgress"],
   ): Promise<CallToolResult> {
     if (this.#stopped) {
       throw new McpServerError(this.config.name, "closed", "was removed or shut down");
@@ -486,9 +506,10 @@ class ServerSlot {
       if (tool.kind === "utility") {
         return await this.#utility(connection, tool.originalName, args, timeoutMs, signal);
       }
+      // With onprogress the request carries a progressToken, so the server may report progress.
       return await connection.client.callTool(
         { name: tool.originalName, arguments: args },
-        { timeout: timeoutMs, signal },
+        { timeout: timeoutMs, signal, ...(onProgress ? { onprogress: onProgress } : {}) },
       ) as CallToolResult;
     } catch (error) {
       const failure = this.#callError(tool, error, signal, connection)
@@ -504,7 +525,7 @@ class ServerSlot {
         !signal?.aborted
       ) {
         onRetry?.();
-        return await this.#callOnce(tool, args, signal, false);
+        return await this.#callOnce(tool, args, signal, false, onProgress);
       }
       throw failure;
     } finally {

@@ -36,6 +36,8 @@ export {
   type ReloadReport,
   type ServerState,
   type ServerStatus,
+  type ToolCallOptions,
+  type ToolProgress,
 } from "./manager.ts";
 export type { RegisteredTool } from "./registry.ts";
 export { StderrLog } from "./stderr_log.ts";
