@@ -324,23 +324,39 @@ export class McpOAuthProvider implements OAuthClientProvider {
   /**
    * One refresh per refresh token: concurrent requests of one server (a keepalive ping and a tool
    * call after expiry) would otherwise present a rotated refresh token twice, and the second
-   * `invalid_grant` would discard the tokens the first one just obtained.
+   * `invalid_grant` would discard the tokens the first one just obtained. The same holds across
+   * processes (the gateway and an `agent mcp` command): the refresh runs under the records'
+   * lock ({@linkcode OAuthStore.withLock}), its answer is stored before the lock is let go, and
+   * a process that finds other tokens stored than the ones it read takes those instead.
    */
   async #refreshOnce(refreshToken: string, send: () => Promise<Response>): Promise<Response> {
     const key = this.store.path("tokens");
     const entry = refreshes.get(key) ?? { last: Promise.resolve() };
     refreshes.set(key, entry);
-    const run = entry.last.then(async () => {
-      if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
-      const response = await send();
-      if (response.ok) {
-        const answer = await response.clone().json().catch(() => undefined);
-        if (typeof answer?.access_token === "string") {
-          entry.rotated = { from: refreshToken, answer };
+    const run = entry.last.then(() =>
+      this.store.withLock(async () => {
+        if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
+        const stored = this.store.readTokens();
+        if (stored?.refresh_token !== undefined && stored.refresh_token !== refreshToken) {
+          return Response.json(stored); // refreshed by another process since this one read them
         }
-      }
-      return response;
-    });
+        const response = await send();
+        if (response.ok) {
+          const answer = await response.clone().json().catch(() => undefined);
+          if (typeof answer?.access_token === "string" && typeof answer.token_type === "string") {
+            entry.rotated = { from: refreshToken, answer };
+            // As the SDK saves them next (it keeps the refresh token when none is issued), but
+            // before another process can read the file.
+            this.store.writeTokens({
+              ...(stored?.issuer === undefined ? {} : { issuer: stored.issuer }),
+              refresh_token: refreshToken,
+              ...answer,
+            });
+          }
+        }
+        return response;
+      })
+    );
     entry.last = run.catch(() => {});
     return await run;
   }

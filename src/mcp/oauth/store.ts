@@ -168,6 +168,18 @@ export class OAuthStore {
     writeFileAtomic(this.path("cimdOff"), "");
   }
 
+  /**
+   * Runs `work` holding an exclusive lock shared with other processes on this home (the gateway
+   * and an `agent mcp` command, say): `flock` on the records folder, so no lock file is left and
+   * a process killed while holding it lets it go. Waiting for it does not block the event loop.
+   */
+  async withLock<T>(work: () => Promise<T>): Promise<T> {
+    ensurePrivateDir(this.dir);
+    using folder = Deno.openSync(this.dir, { read: true });
+    await folder.lock(true); // closing the folder releases it
+    return await work();
+  }
+
   /** Deletes the given records (missing ones are fine). */
   remove(...records: OAuthRecord[]): void {
     for (const record of records) {

@@ -128,6 +128,32 @@ Deno.test("concurrent refreshes with one refresh token reach the token endpoint 
   assert.equal(calls, 2, "a new refresh token is a new refresh");
 });
 
+Deno.test("a refresh is answered with the stored tokens when another process rotated them; its own answer is stored at once", async () => {
+  await using p = await provider();
+  p.store.writeTokens({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" });
+  const base = recorder(() =>
+    Response.json({ access_token: "a3", token_type: "Bearer", expires_in: 60, refresh_token: "r3" })
+  );
+  const fetch = p.provider.fetchFor(base.fetch);
+  const refresh = (token: string) =>
+    fetch("https://as.example.com/token", {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token }),
+    }).then((response) => response.json());
+  // r1 was read before another process refreshed it into r2: r1 is not presented (it is used).
+  assert.deepEqual(await refresh("r1"), {
+    access_token: "a2",
+    token_type: "Bearer",
+    refresh_token: "r2",
+  });
+  assert.equal(base.seen.length, 0);
+  // r2 is the stored one: refreshed, and the answer stored before the SDK gets it.
+  assert.equal((await refresh("r2")).access_token, "a3");
+  assert.equal(base.seen.length, 1);
+  const { expires_in: _left, ...stored } = p.store.readTokens()!;
+  assert.deepEqual(stored, { access_token: "a3", token_type: "Bearer", refresh_token: "r3" });
+});
+
 Deno.test("a Basic-authenticated token request names its client too", async () => {
   await using p = await provider();
   const base = recorder(() => Response.json({ error: "invalid_client" }, { status: 401 }));

@@ -1,0 +1,56 @@
+/**
+ * Two processes sharing `<home>/mcp-tokens/<server>.json` (the gateway and an `agent mcp`
+ * command, say) refresh expired tokens without losing them: the second one waits for the first
+ * one's refresh and uses the tokens it stored. Before, it presented the same refresh token, the
+ * authorization server (which rotates refresh tokens) answered `invalid_grant`, and that process
+ * deleted the token file the first one had just written: a new login was needed.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startOAuthServer, testBrowser } from "../fixtures/oauth_server.ts";
+import { editLockWaiters } from "../fixtures/edit_lock_holder.ts";
+import { waitUntil } from "../e2e/_gateway.ts";
+import { cli, spawnCli, tempHome } from "./_helpers.ts";
+import { writeConfig } from "./_mcp_helpers.ts";
+
+Deno.test("two processes refreshing the same expired OAuth tokens at once both connect, and the rotated tokens are kept", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+  server.expireAccessTokens();
+
+  // Each refresh request is held at the token endpoint (its refresh token still unused).
+  const held: (() => void)[] = [];
+  server.options.beforeToken = (grantType) =>
+    grantType === "refresh_token" ? new Promise<void>((resolve) => held.push(resolve)) : undefined;
+  const first = spawnCli(h.home, ["mcp", "test", "api"]);
+  await waitUntil(() => held.length === 1, "the first process's refresh request");
+  let secondEnded = false;
+  const second = spawnCli(h.home, ["mcp", "test", "api"]).finally(() => secondEnded = true);
+  await waitUntil(
+    () =>
+      secondEnded || held.length === 2 || editLockWaiters(join(h.home, "mcp-tokens")).length > 0,
+    "the second process to refresh too, or to wait for the first one's refresh",
+  );
+  server.options.beforeToken = undefined;
+  held[0](); // the first refresh is answered with new tokens (and a new refresh token) ...
+  const one = await first;
+  for (const release of held.slice(1)) release(); // ... before a second one, if any, is
+  const two = await second;
+
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal(two.code, 0, two.stderr);
+  const refreshes = server.tokenRequests.filter((r) => r.grantType === "refresh_token");
+  assert.deepEqual(refreshes.map((r) => r.status), [200], "one refresh, the rotated token unused");
+  const file = join(h.home, "mcp-tokens", "api.json");
+  assert.ok(Deno.statSync(file).isFile, "the tokens are kept");
+  assert.equal(Deno.statSync(file).mode! & 0o777, 0o600);
+  // They work: a third command connects without a token request.
+  const third = await spawnCli(h.home, ["mcp", "test", "api"]);
+  assert.equal(third.code, 0, third.stderr);
+  assert.equal(server.tokenRequests.filter((r) => r.grantType === "refresh_token").length, 1);
+});
