@@ -35,7 +35,8 @@ export interface AtomicWriteOptions {
 /**
  * Writes `data` to `path` atomically: a temporary file in the same folder is written and
  * fsynced, then renamed over `path`, and the folder is fsynced. A reader sees the old content or
- * the new one, never a part; a crash leaves at most a stray `.tmp` file, never a torn target.
+ * the new one, never a part; a crash leaves at most a stray `.tmp` file, never a torn target
+ * (the next {@linkcode withEditLock} of the file deletes it).
  * When `path` is a symbolic link (a `config.yaml` kept in a dotfiles repository, say), the file
  * it points to is written that way (temporary file in the target's folder) and the link stays.
  *
@@ -136,7 +137,8 @@ function cannotWrite(path: string, error: unknown): unknown {
  * one overwriting the other's change. The lock is `flock` on the folder itself: no lock file is
  * left behind, and a process killed while holding it releases it. Within one process a nested
  * call for the same folder runs at once (it already holds the lock). Readers need no lock when
- * every write is an atomic rename ({@linkcode writeFileAtomic}).
+ * every write is an atomic rename ({@linkcode writeFileAtomic}). The temporary files of `file`
+ * that a writer killed mid-write left are deleted once the lock is held.
  *
  * @example
  * ```ts
@@ -149,19 +151,50 @@ function cannotWrite(path: string, error: unknown): unknown {
  */
 export function withEditLock<T>(file: string, work: () => T): T {
   const dir = dirname(file);
-  if (lockedFolders.has(dir)) return work();
+  if (lockedFolders.has(dir)) {
+    removeLeftTemps(file);
+    return work();
+  }
   ensurePrivateDir(dir);
   const lock = Deno.openSync(dir, { read: true });
   try {
     lock.lockSync(true);
     lockedFolders.add(dir);
     try {
+      removeLeftTemps(file);
       return work();
     } finally {
       lockedFolders.delete(dir);
     }
   } finally {
     lock.close(); // closing releases the lock
+  }
+}
+
+/** The name a temporary file of {@linkcode writeFileAtomic} has after `.<target name>.`. */
+const TEMP_NAME_END = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Deletes the temporary files of {@linkcode writeFileAtomic} for `file` (`.<name>.<uuid>.tmp`
+ * beside the file it stands for) that a process killed in the middle of a write left. Called
+ * under the edit lock, which every writer of such a file holds: none is being written now.
+ */
+function removeLeftTemps(file: string): void {
+  let target: string;
+  let names: string[];
+  try {
+    target = linkTarget(file);
+    names = [...Deno.readDirSync(dirname(target))].filter((entry) => entry.isFile)
+      .map((entry) => entry.name);
+  } catch {
+    return; // no folder yet, or a link loop: the write reports it
+  }
+  const prefix = `.${basename(target)}.`;
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !TEMP_NAME_END.test(name.slice(prefix.length))) continue;
+    try {
+      Deno.removeSync(join(dirname(target), name));
+    } catch { /* gone already, or not ours to delete: it is only clutter */ }
   }
 }
 

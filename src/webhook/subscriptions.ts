@@ -2,9 +2,8 @@
  * `<home>/webhook_subscriptions.json`: the dynamic routes that `agent webhook subscribe` creates.
  * One JSON object keyed by subscription name. Written atomically with mode 0600 (it holds
  * secrets); a corrupt file (one that repeats a name included) is reported and never overwritten.
- * Changes go through {@linkcode updateSubscriptions}, which holds an exclusive lock on
- * `<file>.lock` from the read to the write, so two commands run at once cannot lose each other's
- * record.
+ * Changes go through {@linkcode updateSubscriptions}, which holds the edit lock of its folder
+ * from the read to the write, so two commands run at once cannot lose each other's record.
  *
  * @module
  */
