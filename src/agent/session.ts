@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { loadConfig, type ResolvedConfig } from "../home/config.ts";
-import { literalMessage, logger } from "../home/log.ts";
+import { configuredLogLevel, literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
 import { waitSeconds } from "../home/seconds.ts";
 import {
@@ -17,6 +17,7 @@ import {
   McpManager,
   PARKED_RETRY_TEXT,
   type ReloadReport,
+  serverLogLevel,
   StderrLog,
 } from "../mcp/mod.ts";
 import { elicitationHandler, type ElicitationOutcome } from "../mcp/elicitation.ts";
@@ -160,6 +161,11 @@ export class AgentSession {
         processEnv: options.env,
         onStderr: (server, text) => stderr.write(server, text),
         stderrLogPath: stderr.path,
+        onServerLog: (server, message) => stderr.message(server, message),
+        // The commands that open a session have checked logging.level already.
+        serverLogLevel: serverLogLevel(
+          configuredLogLevel(options.config.source, options.env ?? ((name) => Deno.env.get(name))),
+        ),
         onEvent: (event) => {
           logMcpEvent(event);
           options.onMcpEvent?.(event);

@@ -9,6 +9,7 @@ import stringWidth from "fast-string-width";
 import { ConfigSource, isPlainObject, loadConfig, type ResolvedConfig } from "../home/config.ts";
 import { editConfigFile, removeConfigEntry } from "../home/config_edit.ts";
 import { ConfigError } from "../home/errors.ts";
+import { configuredLogLevel, type LogLevel } from "../home/log.ts";
 import {
   formatIssue,
   loadMcpServers,
@@ -20,6 +21,7 @@ import {
   parseMcpServers,
   type RegisteredTool,
   SERVER_NAME_PATTERN,
+  serverLogLevel,
   type ServerState,
   StderrLog,
   type ToolProgress,
@@ -67,7 +69,8 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
     .addHelpText(
       "after",
       "\nServers are declared under mcp_servers in config.yaml; their tools become\n" +
-        "mcp__<server>__<tool>. Stdio servers' stderr goes to <home>/logs/mcp-stderr.log.",
+        "mcp__<server>__<tool>. Stdio servers' stderr, and the log messages of servers that\n" +
+        "send them (logging.level and up, info by default), go to <home>/logs/mcp-stderr.log.",
     );
 
   mcp.command("list").alias("ls").description(
@@ -180,6 +183,13 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
           );
           // A server's warnings quote its tool names: shown inert (--json: the exact text).
           for (const warning of server.warnings) io.out(`  warning:   ${visible(warning)}\n`);
+          const logged = [
+            ...(server.transport === "stdio" ? ["stderr"] : []),
+            ...(server.logging ? ["log messages"] : []),
+          ];
+          if (logged.length > 0) {
+            io.out(`  logs:      ${logged.join(" and ")} in ${session.stderrLogPath}\n`);
+          }
           io.out(`  tools:     ${tools.length}\n`);
           for (const tool of tools) {
             io.out(
@@ -623,6 +633,8 @@ class McpSession {
       processEnv: io.env,
       onStderr: (server, text) => this.#stderr.write(server, text),
       stderrLogPath: this.#stderr.path,
+      onServerLog: (server, message) => this.#stderr.message(server, message),
+      serverLogLevel: serverLogLevel(agentLogLevel(config, io.env)),
       // Declared as an agent run declares them, so a server lists the tools an agent gets (some
       // offer tools only to clients that can answer these requests); answered no here.
       onElicitation: (server) => {
@@ -664,6 +676,11 @@ class McpSession {
    * what it waits for, and {@linkcode McpSession.close} shuts down the servers it started (no
    * stdio child is left running).
    */
+  /** `<home>/logs/mcp-stderr.log`: stdio servers' stderr and servers' log messages. */
+  get stderrLogPath(): string {
+    return this.#stderr.path;
+  }
+
   get signal(): AbortSignal {
     return this.#stop.signal;
   }
@@ -1430,4 +1447,20 @@ function findExecutable(name: string, path: string | undefined): string | undefi
     }
   }
   return undefined;
+}
+
+/**
+ * The agent's own log level (`logging.level`, `AGENT_LOG_LEVEL`); an unknown one is `agent run`'s
+ * and `agent gateway`'s to report, not a reason for an `agent mcp` command to fail.
+ */
+function agentLogLevel(
+  config: ResolvedConfig,
+  env: (name: string) => string | undefined,
+): LogLevel | undefined {
+  try {
+    return configuredLogLevel(config.source, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return undefined;
+    throw error;
+  }
 }

@@ -12,6 +12,9 @@ import {
   type CreateMessageRequestParams,
   type ElicitRequestParams,
   type ElicitResult,
+  LOG_LEVEL_META_KEY,
+  type LoggingLevel,
+  type LoggingMessageNotificationParams,
   ProtocolError,
   SdkError,
   SdkErrorCode,
@@ -75,6 +78,13 @@ export interface ConnectOptions {
    * of stdio servers; without it they name no file.
    */
   stderrLogPath?: string;
+  /**
+   * Receives the server's log messages (`notifications/message`). With it, a server that
+   * declares the `logging` capability is asked for messages from {@linkcode serverLogLevel} up.
+   */
+  onServerLog?: (server: string, message: LoggingMessageNotificationParams) => void;
+  /** The lowest level of log messages asked for (see {@linkcode onServerLog}). Default `info`. */
+  serverLogLevel?: LoggingLevel;
   /** Called when the server says its tool list changed, with the new list. */
   onToolsChanged?: (tools: Tool[]) => void;
   /**
@@ -123,6 +133,11 @@ export interface McpConnection {
   readonly connectMs: number;
   /** Things the user should know (an SSE fallback, for instance). */
   readonly warnings: string[];
+  /**
+   * The `_meta` a request carries to ask for the server's log messages about it (a modern-era
+   * server sends them only when the request says the level), or `undefined` when not asked for.
+   */
+  readonly logRequestMeta: Record<string, unknown> | undefined;
   /** The stdio child's pid. */
   readonly pid: number | undefined;
   /** Whether the connection was lost or closed. */
@@ -209,12 +224,15 @@ export async function connectServer(
         throw fallbackError;
       }
     }
+    const logging = await askForLogMessages(config, options, attempt.client, signal);
+    if (logging.warning) warnings.push(logging.warning);
     return liveConnection(
       config,
       attempt,
       transportKind,
       access,
       warnings,
+      logging.requestMeta,
       performance.now() - started,
     );
   } catch (error) {
@@ -306,6 +324,13 @@ async function attemptConnect(
     client.setRequestHandler(
       "sampling/createMessage",
       (request, ctx) => onSampling(config, request.params, ctx.mcpReq.signal),
+    );
+  }
+  const { onServerLog } = options;
+  if (onServerLog) {
+    client.setNotificationHandler(
+      "notifications/message",
+      (notification) => onServerLog(config.name, notification.params),
     );
   }
   const transport = makeTransport(config, options, access, kind);
@@ -498,12 +523,40 @@ function childEnvironment(
   return { ...env, ...config.env };
 }
 
+/**
+ * Asks a server that declares the `logging` capability for its log messages, when they have
+ * somewhere to go: a legacy-era one with `logging/setLevel` once; a modern-era one, which logs
+ * only about requests that say the level, through the `_meta` its tool calls carry. A refused
+ * `logging/setLevel` is a warning: the server works without it.
+ */
+async function askForLogMessages(
+  config: McpServerConfig,
+  options: ConnectOptions,
+  client: Client,
+  signal: AbortSignal,
+): Promise<{ requestMeta?: Record<string, unknown>; warning?: string }> {
+  if (!options.onServerLog || !client.getServerCapabilities()?.logging) return {};
+  const level = options.serverLogLevel ?? "info";
+  if (client.getProtocolEra() === "modern") return { requestMeta: { [LOG_LEVEL_META_KEY]: level } };
+  try {
+    await client.setLoggingLevel(level, { signal, timeout: config.connectTimeoutSeconds * 1000 });
+    return {};
+  } catch (error) {
+    if (signal.aborted) throw error;
+    return {
+      warning: `MCP server '${config.name}': it declares logging, but refused logging/setLevel ` +
+        `(${quotedServerText(messageOf(error))}); it sends the log messages it chooses`,
+    };
+  }
+}
+
 function liveConnection(
   config: McpServerConfig,
   attempt: Attempt,
   transport: McpTransportKind,
   access: HttpAccess | undefined,
   warnings: string[],
+  logRequestMeta: Record<string, unknown> | undefined,
   connectMs: number,
 ): McpConnection {
   const { client } = attempt;
@@ -535,6 +588,7 @@ function liveConnection(
     protocolVersion: client.getNegotiatedProtocolVersion(),
     connectMs,
     warnings,
+    logRequestMeta,
     pid: attempt.transport instanceof StdioClientTransport
       ? attempt.transport.pid ?? undefined
       : undefined,

@@ -55,6 +55,8 @@ export interface ServerState {
   /** Tools the server announced that are not registered, each with the warning saying why. */
   dropped?: DroppedTool[];
   pid?: number;
+  /** Whether the connected server declares the `logging` capability (sends log messages). */
+  logging?: boolean;
 }
 
 /** What a reload changed. */
@@ -87,6 +89,10 @@ export interface McpManagerOptions {
   onStderr?: (server: string, text: string) => void;
   /** The file {@linkcode onStderr} writes to, named in errors (see `ConnectOptions.stderrLogPath`). */
   stderrLogPath?: string;
+  /** Receives servers' log messages (see `ConnectOptions.onServerLog`). */
+  onServerLog?: ConnectOptions["onServerLog"];
+  /** The lowest level of log messages asked for. Default `info`. */
+  serverLogLevel?: ConnectOptions["serverLogLevel"];
   /** Retry failed servers in the background (long-running sessions). Default true. */
   reconnect?: boolean;
   /** Called when something worth logging happens. */
@@ -431,6 +437,9 @@ class ServerSlot {
       warnings: [...this.#warnings, ...(this.#refreshWarning ? [this.#refreshWarning] : [])],
       dropped: [...this.#dropped],
       pid: connection?.pid,
+      logging: connection
+        ? connection.client.getServerCapabilities()?.logging !== undefined
+        : undefined,
     };
   }
 
@@ -507,8 +516,9 @@ class ServerSlot {
         return await this.#utility(connection, tool.originalName, args, timeoutMs, signal);
       }
       // With onprogress the request carries a progressToken, so the server may report progress.
+      const meta = connection.logRequestMeta;
       return await connection.client.callTool(
-        { name: tool.originalName, arguments: args },
+        { name: tool.originalName, arguments: args, ...(meta ? { _meta: meta } : {}) },
         { timeout: timeoutMs, signal, ...(onProgress ? { onprogress: onProgress } : {}) },
       ) as CallToolResult;
     } catch (error) {
@@ -735,6 +745,8 @@ class ServerSlot {
         processEnvNames: this.#options.processEnvNames,
         onStderr: this.#options.onStderr,
         stderrLogPath: this.#options.stderrLogPath,
+        onServerLog: this.#options.onServerLog,
+        serverLogLevel: this.#options.serverLogLevel,
         onToolsChanged: (tools) => this.#toolsChanged(tools),
         onToolsChangeFailed: (reason) => this.#toolsChangeFailed(reason),
         onElicitation: this.#options.onElicitation,

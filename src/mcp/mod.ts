@@ -40,7 +40,7 @@ export {
   type ToolProgress,
 } from "./manager.ts";
 export type { RegisteredTool } from "./registry.ts";
-export { StderrLog } from "./stderr_log.ts";
+export { serverLogLevel, StderrLog } from "./stderr_log.ts";
 
 /**
  * Reads `mcp_servers` of a resolved configuration, substituting `${...}` references from the

@@ -1,16 +1,27 @@
 /**
  * `logs/mcp-stderr.log`: what stdio servers write to stderr, one line per line, prefixed with
- * the time and the server name, so a crash can be read after the fact. The file rotates by size
- * like `gateway.log` (`mcp-stderr.log.1` newest), so a chatty server cannot fill the disk.
+ * the time and the server name, so a crash can be read after the fact; and the log messages
+ * (`notifications/message`) of every server, stdio or HTTP, one line each with its level and
+ * logger. The file rotates by size like `gateway.log` (`mcp-stderr.log.1` newest), so a chatty
+ * server cannot fill the disk.
  *
  * @module
  */
 import { dirname } from "node:path";
+import type { LoggingLevel, LoggingMessageNotificationParams } from "@modelcontextprotocol/client";
 import { ensurePrivateDir } from "../home/files.ts";
+import type { LogLevel } from "../home/log.ts";
 import { RotatingLogFile } from "../home/log_file.ts";
+import { visible } from "../home/text.ts";
 
 /** The longest unfinished line kept in memory; a longer one is written in pieces of this size. */
 export const MAX_PARTIAL_LINE = 64 * 1024;
+
+/** The longest text of a server's log message written; the rest is counted, not written. */
+export const MAX_LOG_MESSAGE = 16 * 1024;
+
+/** The longest logger name of a log message written (a name, not a place for data). */
+const MAX_LOGGER = 100;
 
 /** Rotation of `mcp-stderr.log`: the same defaults as `gateway.log`. */
 export interface StderrLogRotation {
@@ -18,6 +29,33 @@ export interface StderrLogRotation {
   maxBytes?: number;
   /** Rotated files kept (`mcp-stderr.log.1` …). Default 5. */
   maxFiles?: number;
+}
+
+/**
+ * The level of MCP log messages to ask servers for, from the agent's own log level
+ * (`logging.level`, `AGENT_LOG_LEVEL`): the same, in MCP's names (`trace` is `debug`, `fatal` is
+ * `critical`); `info` when none is set.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { serverLogLevel } from "./stderr_log.ts";
+ * assert.equal(serverLogLevel(undefined), "info");
+ * assert.equal(serverLogLevel("trace"), "debug");
+ * assert.equal(serverLogLevel("fatal"), "critical");
+ * ```
+ */
+export function serverLogLevel(level: LogLevel | undefined): LoggingLevel {
+  switch (level) {
+    case undefined:
+      return "info";
+    case "trace":
+      return "debug";
+    case "fatal":
+      return "critical";
+    default:
+      return level;
+  }
 }
 
 /**
@@ -69,6 +107,21 @@ export class StderrLog implements Disposable {
     this.#append(lines.map((line) => `${stamp} [${server}] ${line}\n`));
   }
 
+  /**
+   * Appends one log message of `server` (`notifications/message`) as one line:
+   * `<time> [<server>] <level> (<logger>): <text>`. Text that is not a string is written as JSON;
+   * control characters (line breaks, escape sequences) are written as `\u{…}` escapes, and text
+   * over {@linkcode MAX_LOG_MESSAGE} characters is cut, saying how much was left out.
+   */
+  message(server: string, message: LoggingMessageNotificationParams): void {
+    const logger = typeof message.logger === "string" && message.logger !== ""
+      ? ` (${shown(message.logger, MAX_LOGGER)})`
+      : "";
+    const text = shown(dataText(message.data), MAX_LOG_MESSAGE);
+    const stamp = this.#now().toISOString();
+    this.#append([`${stamp} [${server}] ${visible(String(message.level))}${logger}: ${text}\n`]);
+  }
+
   /** Writes unfinished lines and closes the file. */
   close(): void {
     const stamp = this.#now().toISOString();
@@ -93,4 +146,32 @@ export class StderrLog implements Disposable {
     // Written at once, not on the next turn: a server's last words must be there after a crash.
     this.#file.flush();
   }
+}
+
+/** A log message's `data` as text: a string as it is, anything else as JSON. */
+function dataText(data: unknown): string {
+  if (typeof data === "string") return data;
+  try {
+    return JSON.stringify(data) ?? String(data);
+  } catch {
+    return String(data);
+  }
+}
+
+/**
+ * `text` with its control characters escaped ({@linkcode visible}), at most `max` characters of
+ * it, then how many characters were left out.
+ */
+function shown(text: string, max: number): string {
+  const escaped = text.length <= max ? visible(text) : undefined;
+  if (escaped !== undefined && escaped.length <= max) return escaped;
+  let out = "";
+  let used = 0;
+  for (const char of text) {
+    const piece = visible(char);
+    if (out.length + piece.length > max) break;
+    out += piece;
+    used += char.length;
+  }
+  return `${out} … (${text.length - used} more characters)`;
 }
