@@ -110,6 +110,8 @@ const UTILITY_SCHEMAS: Record<
  * Builds the toolset of one connected server. An empty `tools` list means the server gets no
  * toolset at all (SPEC.md: no empty runtime toolset). Each of the `invalid` entries of its
  * `tools/list` answer is named in a warning, unless `include`/`exclude` leaves its name out anyway.
+ * So is a tool that runs only as an MCP task (`execution.taskSupport: required`): the SDK has no
+ * task runtime, and a plain call of such a tool fails.
  *
  * @example
  * ```ts
@@ -178,9 +180,19 @@ export function buildToolset(
     if (entry.name !== undefined) dropped.push({ originalName: entry.name, reason });
   }
   const selected = kept.filter((tool) => {
-    if (tool.name !== "") return true;
-    warnings.push(`${server}: the server lists a tool with an empty name; it is not registered`);
-    return false;
+    if (tool.name === "") {
+      warnings.push(`${server}: the server lists a tool with an empty name; it is not registered`);
+      return false;
+    }
+    if (tool.execution?.taskSupport === "required") {
+      // Such a tool answers a plain call with an error (-32601): the model would only see it fail.
+      const reason = `${server}: tool '${tool.name}' is not registered because it runs only as ` +
+        "a task (execution.taskSupport: required), and this client does not run MCP tasks";
+      warnings.push(reason);
+      dropped.push({ originalName: tool.name, reason });
+      return false;
+    }
+    return true;
   });
   const candidates: RegisteredTool[] = selected.map((tool) => ({
     name: toolName(config.name, tool.name),

@@ -196,3 +196,41 @@ Deno.test("mcp tools lists the tools an agent gets: server-everything's elicitat
     /^note: MCP server 'everything' asked your model for a completion \(sampling\); `agent mcp` commands refuse it/,
   );
 });
+
+Deno.test("server-everything's simulate-research-query runs only as a task: not registered, said by mcp list, test and tools; mcp call says why", async () => {
+  await using home = await tempHome();
+  const { command, args } = everythingStdio();
+  writeConfig(
+    home.home,
+    `mcp_servers:\n  everything:\n    command: ${yamlValue(command)}\n    args: ${
+      yamlValue(args)
+    }\n`,
+  );
+  const env = denoEnv();
+  const reason = "MCP server 'everything': tool 'simulate-research-query' is not registered " +
+    "because it runs only as a task (execution.taskSupport: required), and this client does not " +
+    "run MCP tasks";
+  const doc = await cliJson(home.home, ["mcp", "tools", "everything", "--json"], 0, { env });
+  const names = doc.tools.map((tool: { original_name: string }) => tool.original_name);
+  assert.ok(!names.includes("simulate-research-query"), names.join(" "));
+  assert.ok(names.includes("echo"), names.join(" "));
+  assert.deepEqual(doc.warnings, [reason]);
+  for (const command of [["list"], ["test", "everything"], ["tools", "everything"]]) {
+    const result = await cli(home.home, ["mcp", ...command], { env });
+    expectCode(result, 0);
+    assert.ok(
+      `${result.stdout}${result.stderr}`.includes(reason),
+      `mcp ${command.join(" ")}:\n${result.stdout}${result.stderr}`,
+    );
+  }
+  const called = await cli(home.home, [
+    "mcp",
+    "call",
+    "everything",
+    "simulate-research-query",
+    "--args",
+    '{"topic":"tides"}',
+  ], { env });
+  expectCode(called, 1);
+  assert.equal(called.stderr, `agent: ${reason}\n`);
+});

@@ -86,3 +86,24 @@ Deno.test("buildToolset: tools left out by include/exclude are named with the ke
     "server's tools (names are case-sensitive)",
   ]);
 });
+
+Deno.test("buildToolset: a tool that runs only as a task is not registered, with a warning", () => {
+  const listed: Tool[] = [
+    { name: "research", inputSchema: { type: "object" }, execution: { taskSupport: "required" } },
+    { name: "maybe", inputSchema: { type: "object" }, execution: { taskSupport: "optional" } },
+    { name: "never", inputSchema: { type: "object" }, execution: { taskSupport: "forbidden" } },
+  ];
+  const reason = "MCP server 'srv': tool 'research' is not registered because it runs only as a " +
+    "task (execution.taskSupport: required), and this client does not run MCP tasks";
+  const set = buildToolset(config, listed, {});
+  assert.deepEqual(set.tools.map((tool) => tool.name), ["mcp__srv__maybe", "mcp__srv__never"]);
+  assert.deepEqual(set.warnings, [reason]);
+  assert.deepEqual(set.dropped, [{ originalName: "research", reason }]);
+  // Left out by tools.exclude: nothing to say.
+  const excluded = buildToolset(
+    { name: "srv", tools: { exclude: ["research"], resources: true, prompts: true } } as never,
+    listed,
+    {},
+  );
+  assert.deepEqual(excluded.warnings, []);
+});
