@@ -135,6 +135,6 @@ Deno.test("splitMessage (property): with every cluster shorter than a part, cuts
     fc.property(text, fc.integer({ min: FAMILY.length, max: 80 }), (text, limit) => {
       assertCutBetweenClusters(text, splitMessage(text, limit), limit);
     }),
-    { numRuns: 500 },
+    { numRuns: 500, seed: Number(Deno.env.get("FUZZ_SEED") ?? 20261124) },
   );
 });
