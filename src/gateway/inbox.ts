@@ -236,7 +236,7 @@ export interface Recovery {
 }
 
 /** Runs interrupted (by a stop or a crash) this often are not started again. */
-const MAX_RUN_ATTEMPTS = 3;
+export const MAX_RUN_ATTEMPTS = 3;
 /** A delivery taken by a worker is not handed out again for this long (unless after a restart). */
 const DELIVERY_LEASE_MS = 10 * 60_000;
 

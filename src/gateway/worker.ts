@@ -7,9 +7,15 @@
  *
  * @module
  */
-import { isEmptyAnswer, type RunResult } from "../agent/run.ts";
+import { isEmptyAnswer, RunCancelled, type RunResult } from "../agent/run.ts";
 import { waitSeconds } from "../home/seconds.ts";
-import { EMPTY_ANSWER, type Inbox, type InboxEvent, noAnswerNotice } from "./inbox.ts";
+import {
+  EMPTY_ANSWER,
+  type Inbox,
+  type InboxEvent,
+  MAX_RUN_ATTEMPTS,
+  noAnswerNotice,
+} from "./inbox.ts";
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
 const MAX_RETRY_WAIT_MS = 60 * 60_000;
@@ -175,7 +181,7 @@ export class WorkerPool {
   async stop(graceMs: number = STOP_GRACE_MS): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    const grace = setTimeout(() => this.#abort.abort(new Error("shutdown")), graceMs);
+    const grace = setTimeout(() => this.abortRuns(), graceMs);
     await Promise.allSettled([...this.#running]);
     clearTimeout(grace);
   }
@@ -185,7 +191,8 @@ export class WorkerPool {
    * Ctrl-C): they stay in the inbox and run again after a restart.
    */
   abortRuns(): void {
-    this.#abort.abort(new Error("shutdown"));
+    // A shutdown, not a user's Ctrl-C: the run ends (and is counted) as system_aborted.
+    this.#abort.abort(new RunCancelled("system", "stopped by the gateway's shutdown"));
   }
 
   #schedule(): void {
@@ -204,7 +211,23 @@ export class WorkerPool {
       let current = event;
       if (current.state === "running") {
         const result = await this.#o.run(current, this.#abort.signal);
-        if (this.#abort.signal.aborted) return; // shutdown: it runs again after the restart
+        if (this.#abort.signal.aborted) {
+          // Left running in the inbox: the next start requeues it.
+          log(
+            "warning",
+            "event {id} (delivery {delivery_id}) on {route}: run stopped by the gateway's " +
+              "shutdown; the next `agent gateway run` runs it again (interrupted run {attempt} " +
+              "of {max}: after that it is not run again and a notice is delivered instead)",
+            {
+              id: current.id,
+              delivery_id: current.deliveryId,
+              route: current.route,
+              attempt: current.runAttempts,
+              max: MAX_RUN_ATTEMPTS,
+            },
+          );
+          return;
+        }
         const silent = result.answer.trim() === "[SILENT]";
         const failed = result.endReason !== "completed";
         // Not sent as it is: the platforms refuse an empty message, and nobody would learn why.
@@ -223,11 +246,15 @@ export class WorkerPool {
         }, this.#o.now());
         log(
           failed || empty ? "warning" : "info",
+          // Said with the way back: the notice went out, and a plain redeliver sends it again.
           failed
-            ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}"
+            ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}; a " +
+              "notice saying so is delivered instead. Once that is fixed, " +
+              "`agent webhook redeliver {id} --rerun` runs the agent on it again"
             : empty
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}, but {error}; a " +
-              "notice saying so is delivered instead"
+              "notice saying so is delivered instead. " +
+              "`agent webhook redeliver {id} --rerun` runs the agent on it again"
             : silent
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}; the answer is " +
               "[SILENT], so nothing is delivered"

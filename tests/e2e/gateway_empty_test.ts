@@ -111,7 +111,9 @@ Deno.test("gateway e2e: an empty model answer delivers a notice (redelivered: th
       await waitUntil(
         () =>
           logEntries(gateway.log()).some(({ level, message, properties }) =>
-            level === "WARN" && /a notice saying so is delivered instead$/.test(message) &&
+            level === "WARN" &&
+            /a notice saying so is delivered instead\. `agent webhook redeliver "[^"]+" --rerun` runs the agent on it again$/
+              .test(message) &&
             properties.id === event.id && properties.delivery_id === "d-empty" &&
             properties.route === "triage"
           ),

@@ -14,6 +14,7 @@ import {
   inboxCounts,
   inboxEvents,
   inboxIdle,
+  logEntries,
   postGithub,
   startFakeStack,
   startGateway,
@@ -121,6 +122,16 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
   assert.match(exit.stdout, /Stopping the agent runs under way now; they run again at the next/);
   assert.match(exit.stdout, /Gateway stopped\.\n$/);
   assert.equal(s.platforms.telegram.requests.length, 0);
+  // The log, not only the terminal, says which event was cut off and what becomes of it.
+  const [cut] = inboxEvents(s.home);
+  assert.ok(
+    logEntries(first.log()).some(({ level, message, properties }) =>
+      level === "WARN" && /run stopped by the gateway's shutdown; the next/.test(message) &&
+      properties.id === cut.id && properties.delivery_id === "d-stop" &&
+      properties.route === "triage"
+    ),
+    `no line for the stopped run in:\n${first.log()}`,
+  );
 
   state.answering = true;
   const second = await startGateway(s.home, s.env);

@@ -2,9 +2,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { RunResult } from "../../src/agent/run.ts";
+import { runLoop, type RunResult } from "../../src/agent/run.ts";
 import { EMPTY_ANSWER, Inbox, type InboxEvent, type NewEvent } from "../../src/gateway/inbox.ts";
-import { type EventDeliverer, WorkerPool } from "../../src/gateway/worker.ts";
+import { type EventDeliverer, type EventRunner, WorkerPool } from "../../src/gateway/worker.ts";
+import { modelClient, NEVER_ASK, startHangingModel } from "../agent/_run_helpers.ts";
 
 function event(deliveryId: string): NewEvent {
   return {
@@ -47,6 +48,8 @@ function until(predicate: () => boolean, onChange: Set<() => void>): Promise<voi
 
 async function setup(options: {
   answers?: Record<string, RunResult>;
+  /** Runs the agent instead of answering from `answers`. */
+  run?: EventRunner;
   deliver?: EventDeliverer;
   maxDeliveryAttempts?: number;
   idlePollMs?: number;
@@ -63,9 +66,10 @@ async function setup(options: {
   };
   const pool = new WorkerPool({
     inbox,
-    run: (e: InboxEvent) => {
+    run: (e: InboxEvent, signal) => {
       runs.push(e.deliveryId);
       setTimeout(notify, 0);
+      if (options.run) return options.run(e, signal);
       return Promise.resolve(options.answers?.[e.deliveryId] ?? result(`answer ${e.deliveryId}`));
     },
     deliver: async (e, message, onPartSent) => {
@@ -148,6 +152,11 @@ Deno.test("a run without an answer delivers a notice naming the end reason, and 
     [logged?.properties?.error, logged?.properties?.delivery_id],
     ["model unreachable", "d1"],
   );
+  // The way back once the model works again, as a failed delivery's line gives its own.
+  assert.match(
+    logged!.message,
+    /a notice saying so is delivered instead\. Once that is fixed, `agent webhook redeliver \{id\} --rerun` runs the agent on it again$/,
+  );
 });
 
 Deno.test("an empty answer is not delivered as it is: a notice says the run ended without one", async () => {
@@ -184,6 +193,9 @@ Deno.test("an empty answer is not delivered as it is: a notice says the run ende
   );
   assert.deepEqual(logged.map((entry) => entry.level), ["warning", "warning"]);
   assert.deepEqual(logged.map((entry) => entry.properties?.delivery_id).sort(), ["d1", "d2"]);
+  assert.ok(
+    logged.every((entry) => /`agent webhook redeliver \{id\} --rerun`/.test(entry.message)),
+  );
 });
 
 Deno.test("a failing delivery is retried without running again, then succeeds", async () => {
@@ -462,4 +474,68 @@ Deno.test("an idle pool picks up an event another process requeued, without bein
   await t.until(() => t.deliveries.length === 2);
   assert.deepEqual(t.deliveries.map((d) => d.message), ["answer d1", "answer d1"]);
   assert.deepEqual(t.runs, ["d1"], "redelivery does not run the agent again");
+});
+
+Deno.test("a run the stop cuts off ends system_aborted, is logged with its event, and runs once after the restart", async () => {
+  const requested = Promise.withResolvers<void>();
+  await using model = startHangingModel(() => requested.resolve());
+  const endReasons: string[] = [];
+  await using t = await setup({
+    // The real run loop, its model never answering: only the stop ends it.
+    run: async (e, signal) => {
+      const run = await runLoop({
+        systemPrompt: "You are the test agent.",
+        prompt: e.prompt,
+        model: modelClient(model.baseUrl),
+        tools: { tools: () => [], callTool: () => Promise.reject(new Error("no tools")) },
+        approvals: NEVER_ASK,
+        limits: { maxIterations: 5, runTimeoutSeconds: 60 },
+        entrypoint: "gateway_message",
+        surface: "gateway",
+        signal,
+      });
+      endReasons.push(run.endReason);
+      return run;
+    },
+  });
+  t.pool.start();
+  const id = t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.wake();
+  await requested.promise;
+  await t.pool.stop(0);
+  // A shutdown, not a user's Ctrl-C: the usage metrics count it as such.
+  assert.deepEqual(endReasons, ["system_aborted"]);
+  assert.deepEqual(t.deliveries, []);
+  assert.equal(t.inbox.get(id)?.state, "running", "left for the next start to requeue");
+  const stopped = t.logs.find((entry) => /stopped by the gateway's shutdown/.test(entry.message));
+  assert.ok(stopped, `no log line for the stopped run: ${JSON.stringify(t.logs)}`);
+  assert.equal(stopped.level, "warning");
+  assert.deepEqual(stopped.properties, {
+    id,
+    delivery_id: "d1",
+    route: "github",
+    attempt: 1,
+    max: 3,
+  });
+  assert.match(stopped.message, /the next `agent gateway run` runs it again/);
+
+  // The restart: a new pool on the same inbox runs it once and delivers it once.
+  const delivered: string[] = [];
+  const done = Promise.withResolvers<void>();
+  const restarted = new WorkerPool({
+    inbox: t.inbox,
+    run: () => Promise.resolve(result("answer after the restart")),
+    deliver: (_e, message) => {
+      delivered.push(message);
+      done.resolve();
+      return Promise.resolve({ ok: true });
+    },
+    log: () => {},
+  });
+  restarted.start();
+  await done.promise;
+  await restarted.stop();
+  assert.deepEqual(delivered, ["answer after the restart"]);
+  assert.equal(t.inbox.get(id)?.state, "done");
+  assert.equal(t.inbox.get(id)?.runAttempts, 2);
 });
