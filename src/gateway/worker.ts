@@ -191,6 +191,10 @@ export class WorkerPool {
    * Ctrl-C): they stay in the inbox and run again after a restart.
    */
   abortRuns(): void {
+    // Before stop() too (a second Ctrl-C while requests drain): no event is taken any more, or
+    // each queued one would be started, cut off at once and counted as an interrupted run.
+    this.#stopped = true;
+    clearTimeout(this.#timer);
     // A shutdown, not a user's Ctrl-C: the run ends (and is counted) as system_aborted.
     this.#abort.abort(new RunCancelled("system", "stopped by the gateway's shutdown"));
   }

@@ -539,3 +539,30 @@ Deno.test("a run the stop cuts off ends system_aborted, is logged with its event
   assert.equal(t.inbox.get(id)?.state, "done");
   assert.equal(t.inbox.get(id)?.runAttempts, 2);
 });
+
+Deno.test("runs aborted before the stop (a second Ctrl-C while requests drain): queued events are not taken", async () => {
+  await using t = await setup({
+    // Each run lasts until the runs are aborted (as the run loop, it ends at once if they are).
+    run: (_e, signal) =>
+      new Promise((resolve) => {
+        const end = () => resolve(result("", "system_aborted"));
+        if (signal.aborted) end();
+        else signal.addEventListener("abort", end, { once: true });
+      }),
+  });
+  t.pool.start();
+  for (const id of ["d1", "d2", "d3", "d4"]) t.inbox.enqueue(event(id), Date.now());
+  t.pool.wake();
+  await t.until(() => t.runs.length === 2);
+  t.pool.abortRuns();
+  // Both cut-off runs have returned, and their workers have looked for more.
+  await t.until(() =>
+    t.logs.filter((entry) => /stopped by the gateway's shutdown/.test(entry.message)).length === 2
+  );
+  await t.pool.stop();
+  assert.deepEqual(t.runs.toSorted(), ["d1", "d2"]);
+  // The two cut off run again at the next start; the two queued were never started.
+  assert.deepEqual(t.inbox.counts(), { queued: 2, running: 2, delivering: 0, done: 0, failed: 0 });
+  const queued = t.inbox.list({ state: "queued", limit: 10 });
+  assert.deepEqual(queued.map((e) => e.runAttempts), [0, 0]);
+});
