@@ -253,7 +253,7 @@ export class WorkerPool {
           // Said with the way back: the notice went out, and a plain redeliver sends it again.
           failed
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}: {error}; a " +
-              "notice saying so is delivered instead. Once that is fixed, " +
+              "notice saying so is delivered instead. Once the cause is fixed, " +
               "`agent webhook redeliver {id} --rerun` runs the agent on it again"
             : empty
             ? "event {id} (delivery {delivery_id}) on {route}: run {endReason}, but {error}; a " +

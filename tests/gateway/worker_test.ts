@@ -155,7 +155,7 @@ Deno.test("a run without an answer delivers a notice naming the end reason, and 
   // The way back once the model works again, as a failed delivery's line gives its own.
   assert.match(
     logged!.message,
-    /a notice saying so is delivered instead\. Once that is fixed, `agent webhook redeliver \{id\} --rerun` runs the agent on it again$/,
+    /a notice saying so is delivered instead\. Once the cause is fixed, `agent webhook redeliver \{id\} --rerun` runs the agent on it again$/,
   );
 });
 
