@@ -5,7 +5,8 @@
  *
  * - The file must resolve (symlinks followed) inside `<home>/scripts/`; anything else is blocked.
  * - `.sh`/`.bash` run with bash, `.ts`/`.js` in a Deno subprocess with no permissions but reading
- *   the three variables below, all others with python3.
+ *   the three variables below and importing modules of the scripts folder (no remote, `npm:` or
+ *   other local module), all others with python3.
  * - The script runs in the scripts folder with a minimal environment (no secrets of the parent)
  *   plus `AGENT_WEBHOOK_EVENT`, `AGENT_WEBHOOK_DELIVERY_ID` and `AGENT_WEBHOOK_ROUTE`, in its own
  *   process group that is killed on timeout and when it exits; its stdout is capped. Once it has
@@ -20,6 +21,7 @@
  */
 
 import { isAbsolute, join, normalize, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { concatBytes } from "../home/files.ts";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import { jsonAmbiguity } from "./request.ts";
@@ -489,6 +491,11 @@ function planCommand(
       "--quiet",
       "--no-config",
       "--no-lock",
+      // Deno loads imported modules without asking for permissions: remote ones from a list of
+      // hosts, local ones from anywhere. Neither may serve as a way around "no permissions".
+      "--no-remote",
+      "--no-npm",
+      `--import-map=${scriptsImportMap(scriptsDir)}`,
       allowEnv,
       scriptPath,
     ];
@@ -535,6 +542,21 @@ function sandboxArgs(scriptsDir?: string, extraBinds: string[] = []): string[] {
   if (scriptsDir) args.push("--ro-bind", scriptsDir, scriptsDir, "--chdir", scriptsDir);
   for (const path of extraBinds) args.push("--ro-bind", path, path);
   return args;
+}
+
+/** The scheme local imports from outside the scripts folder are mapped to: Deno names it. */
+const OUTSIDE_SCRIPTS_SCHEME = "outside-the-scripts-folder";
+
+/**
+ * An import map (as a `data:` URL, readable in the sandbox too) that leaves the modules of the
+ * scripts folder alone and sends every other `file:` import to a scheme Deno refuses, naming it:
+ * `import("../.env", { with: { type: "text" } })` would otherwise read `<home>/.env` without any
+ * permission.
+ */
+function scriptsImportMap(scriptsDir: string): string {
+  const inside = `${pathToFileURL(scriptsDir).href.replace(/\/$/, "")}/`;
+  const map = { imports: { "file:///": `${OUTSIDE_SCRIPTS_SCHEME}:/`, [inside]: inside } };
+  return `data:application/json,${encodeURIComponent(JSON.stringify(map))}`;
 }
 
 /** Debian's python links `sitecustomize.py` into `/etc/python3.X`. */

@@ -542,6 +542,39 @@ for (const { sandbox, ignore } of MODES) {
     assert.match(env, /NotCapable: Requires env access/);
   });
 
+  test("a .ts script imports its own modules, but no remote, npm or outside module", async () => {
+    await using h = await makeHome({
+      "lib/tag.ts": 'export const tag = "from-lib";\n',
+      "own.ts": 'import { tag } from "./lib/tag.ts";\nconsole.log(JSON.stringify({ tag }));\n',
+      // Deno loads these without asking: a remote host of its default list, npm, any local file.
+      "remote.ts": 'await import("https://deno.land/x/anything/mod.ts");\n',
+      "npm.ts": 'import "npm:left-pad@1.3.0";\n',
+      "dotenv.ts": 'import env from "../.env" with { type: "text" };\nconsole.log(env);\n',
+      "system.ts": 'import host from "/etc/hostname" with { type: "text" };\nconsole.log(host);\n',
+    });
+    const runIn = async (script: string) =>
+      await runRouteScript(request(h.scriptsDir, script, { sandbox }));
+    assert.deepEqual(await runIn("own.ts"), { kind: "payload", payload: { tag: "from-lib" } });
+    assert.match(
+      ignored(await runIn("remote.ts"), "exit"),
+      /A remote specifier was requested: "https:\/\/deno\.land\/x\/anything\/mod\.ts", but --no-remote/,
+    );
+    assert.match(ignored(await runIn("npm.ts"), "exit"), /but --no-npm is specified/);
+    const dotenv = ignored(await runIn("dotenv.ts"), "exit");
+    assert.ok(
+      dotenv.includes(
+        `Unsupported scheme "outside-the-scripts-folder" for module ` +
+          `"outside-the-scripts-folder:${h.home}/.env"`,
+      ),
+      dotenv,
+    );
+    assert.ok(!dotenv.includes("sk-home-secret"), dotenv);
+    assert.match(
+      ignored(await runIn("system.ts"), "exit"),
+      /Unsupported scheme "outside-the-scripts-folder" for module "outside-the-scripts-folder:\/etc\/hostname"/,
+    );
+  });
+
   test(
     "a python script gets the payload on stdin",
     async () => {
