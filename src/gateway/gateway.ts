@@ -18,7 +18,12 @@ import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
 import { checkSecret } from "../webhook/routes.ts";
-import { resolveScript, runRouteScript } from "../webhook/scripts.ts";
+import {
+  findSandbox,
+  resolveScript,
+  runRouteScript,
+  unsandboxedScriptsWarning,
+} from "../webhook/scripts.ts";
 import {
   acceptsUnsigned,
   noSecretFix,
@@ -242,6 +247,28 @@ export class Gateway {
           { file: config.paths.subscriptions, served, added, removed },
         ),
     });
+    // Said once: at start when a route has a script, else before the first script runs (a
+    // subscription made later).
+    let sandboxSaid = false;
+    const saySandbox = async (atStart: boolean) => {
+      if (sandboxSaid) return;
+      sandboxSaid = true;
+      if (settings.scriptSandbox === "auto") {
+        const warning = await unsandboxedScriptsWarning(config.paths.dotenv, env);
+        if (warning) log.warn(literalMessage(warning));
+      } else if (settings.scriptSandbox === "bwrap" && atStart) {
+        const found = await findSandbox(env);
+        if ("error" in found) {
+          log.error(
+            literalMessage(
+              `script_sandbox is bwrap but ${found.error}; until then the events of routes ` +
+                "with a script are refused (503)",
+            ),
+          );
+        }
+      }
+    };
+    if (routes.all().some((route) => route.script && route.enabled)) await saySandbox(true);
     // Read once, at start, for static routes and subscriptions alike: said now rather than by
     // the first event's failed delivery or refused script.
     for (const route of routes.all()) {
@@ -269,6 +296,7 @@ export class Gateway {
       inbox,
       now: Date.now,
       runScript: async (route, payload, event, deliveryId): Promise<ScriptVerdict> => {
+        await saySandbox(false);
         const outcome = await runRouteScript({
           scriptsDir: config.paths.scripts,
           script: route.script!,

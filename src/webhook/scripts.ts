@@ -131,7 +131,9 @@ const ETC_ENTRIES = [
   "/etc/ca-certificates",
 ];
 const SANDBOX_PROBE_TIMEOUT_MS = 10_000;
-const sandboxProbes = new Map<string, Promise<{ path: string } | { error: string }>>();
+/** A usable bwrap, or why there is none: in full, and as its reason and the fix of that reason. */
+type SandboxProbe = { path: string } | { error: string; reason: string; fix: string };
+const sandboxProbes = new Map<string, Promise<SandboxProbe>>();
 const encoder = new TextEncoder();
 
 /**
@@ -314,14 +316,54 @@ export function parseScriptOutput(
  * assert.match((found as { error: string }).error, /bwrap.*not on PATH/);
  * ```
  */
-export function findSandbox(
+export async function findSandbox(
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
 ): Promise<{ path: string } | { error: string }> {
+  const probe = await lookUpSandbox(env);
+  return "path" in probe ? { path: probe.path } : { error: probe.error };
+}
+
+/**
+ * The warning for `script_sandbox: auto` where bubblewrap does not work: scripts then run bare,
+ * which the user chose no more than they chose `off`. Nothing when bubblewrap works.
+ *
+ * @param dotenv The `.env` file of the home, named as what a bare script can read.
+ * @param env Reads `PATH`. Default `Deno.env.get`.
+ * @returns The warning, or `undefined` when scripts run in bubblewrap.
+ *
+ * @example
+ * ```ts
+ * import { unsandboxedScriptsWarning } from "./scripts.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const warning = await unsandboxedScriptsWarning(
+ *   "/home/me/.agent/.env",
+ *   (name) => name === "PATH" ? "/nowhere" : undefined,
+ * );
+ * assert.match(warning!, /^script_sandbox is auto but bwrap \(bubblewrap\) is not on PATH/);
+ * ```
+ */
+export async function unsandboxedScriptsWarning(
+  dotenv: string,
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): Promise<string | undefined> {
+  const probe = await lookUpSandbox(env);
+  if ("path" in probe) return undefined;
+  return `script_sandbox is auto but ${probe.reason}: bash and python route scripts run ` +
+    `without a sandbox, able to read and change all the gateway can (${dotenv} included) and to ` +
+    `use the network (.ts/.js scripts keep Deno's lack of permissions). Fix: ${probe.fix}, or ` +
+    "set platforms.webhook.extra.script_sandbox to bwrap to refuse to run scripts without it " +
+    "(or to off to run them so without this warning)";
+}
+
+function lookUpSandbox(env: (name: string) => string | undefined): Promise<SandboxProbe> {
   const path = findExecutable("bwrap", env("PATH") ?? DEFAULT_PATH);
   if (path === undefined) {
     return Promise.resolve({
       error: "bwrap (bubblewrap) is not on PATH: install it (apt-get install bubblewrap) or set " +
         "script_sandbox to auto or off",
+      reason: "bwrap (bubblewrap) is not on PATH",
+      fix: "install bubblewrap (apt-get install bubblewrap)",
     });
   }
   let probe = sandboxProbes.get(path);
@@ -570,7 +612,7 @@ function pythonEtcEntries(): string[] {
   }
 }
 
-async function probeSandbox(path: string): Promise<{ path: string } | { error: string }> {
+async function probeSandbox(path: string): Promise<SandboxProbe> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), SANDBOX_PROBE_TIMEOUT_MS);
   try {
@@ -584,12 +626,12 @@ async function probeSandbox(path: string): Promise<{ path: string } | { error: s
     }).output();
     if (success) return { path };
     const why = new TextDecoder().decode(stderr).trim() || "it failed";
-    return {
-      error: `bwrap at ${path} cannot create a sandbox here (${why}): allow unprivileged user ` +
-        `namespaces or run with the needed privileges, or set script_sandbox to off`,
-    };
+    const reason = `bwrap at ${path} cannot create a sandbox here (${why})`;
+    const fix = "allow unprivileged user namespaces or run with the needed privileges";
+    return { error: `${reason}: ${fix}, or set script_sandbox to off`, reason, fix };
   } catch (error) {
-    return { error: `bwrap at ${path} could not be started (${message(error)})` };
+    const reason = `bwrap at ${path} could not be started (${message(error)})`;
+    return { error: reason, reason, fix: `check that ${path} runs` };
   } finally {
     clearTimeout(timer);
   }

@@ -10,6 +10,8 @@ import { lockGatewayHome, runningGateway } from "../../src/gateway/home_lock.ts"
 import { loadConfig } from "../../src/home/config.ts";
 import { closeLogging, configureLogging } from "../../src/home/log.ts";
 import { AGENT_VERSION } from "../../src/version.ts";
+import { findSandbox } from "../../src/webhook/scripts.ts";
+import { record } from "../webhook/_records.ts";
 import {
   countersOf,
   enable,
@@ -385,4 +387,94 @@ Deno.test("the lock tells the port of the running gateway, never the one a gatew
   } finally {
     lock.close();
   }
+});
+
+/** A home whose `scripts/quiet.sh` reads the payload and prints nothing, and a PATH of bash only. */
+function quietScriptHome(home: string): { env: (name: string) => string | undefined } {
+  Deno.mkdirSync(join(home, "scripts"));
+  Deno.writeTextFileSync(join(home, "scripts", "quiet.sh"), "cat >/dev/null\n");
+  const bin = join(home, "bin");
+  Deno.mkdirSync(bin);
+  Deno.symlinkSync("/bin/bash", join(bin, "bash"));
+  return { env: (name) => ({ AGENT_HOME: home, WEBHOOK_SECRET: "s", PATH: bin })[name] };
+}
+
+/** Posts a push to route `name` (secret `secret`) of `gateway`, which its script ignores. */
+async function postIgnored(gateway: Gateway, name: string, secret: string, id: string) {
+  const answer = await postGithub(
+    { url: (path) => `${gateway.addresses[0]}${path}` },
+    { name, secret },
+    "push",
+    id,
+    { ref: "main" },
+  );
+  assert.deepEqual([answer.status, answer.json], [200, { status: "ignored", reason: "script" }]);
+}
+
+Deno.test("script_sandbox auto without bubblewrap warns once, at start, that scripts run bare", async () => {
+  await using h = await tempHome();
+  const { env } = quietScriptHome(h.home);
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml() +
+      `      routes:\n        quiet:\n          secret: ${ALERT_SECRET}\n          script: quiet.sh\n`,
+  );
+  const shown = await consoleOfGateway(h.home, async (gateway) => {
+    await postIgnored(gateway, "quiet", ALERT_SECRET, "d-1");
+    await postIgnored(gateway, "quiet", ALERT_SECRET, "d-2");
+  }, env);
+  assert.deepEqual(shown.filter((line) => line.includes("script_sandbox")), [
+    "warning: script_sandbox is auto but bwrap (bubblewrap) is not on PATH: bash and python " +
+    "route scripts run without a sandbox, able to read and change all the gateway can " +
+    `(${join(h.home, ".env")} included) and to use the network (.ts/.js scripts keep Deno's ` +
+    "lack of permissions). Fix: install bubblewrap (apt-get install bubblewrap), or set " +
+    "platforms.webhook.extra.script_sandbox to bwrap to refuse to run scripts without it (or to " +
+    "off to run them so without this warning)\n",
+  ]);
+});
+
+Deno.test("script_sandbox auto without bubblewrap warns before the first script of a subscription made after the start", async () => {
+  await using h = await tempHome();
+  const { env } = quietScriptHome(h.home);
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const secret = "sub-secret-0123456789abcdef";
+  const shown = await consoleOfGateway(h.home, async (gateway) => {
+    Deno.writeTextFileSync(
+      join(h.home, "webhook_subscriptions.json"),
+      JSON.stringify({ later: record({ secret, script: "quiet.sh" }) }),
+    );
+    await postIgnored(gateway, "later", secret, "d-1");
+    await postIgnored(gateway, "later", secret, "d-2");
+  }, env);
+  const warnings = shown.filter((line) => line.includes("script_sandbox"));
+  assert.equal(warnings.length, 1, warnings.join(""));
+  assert.match(warnings[0], /^warning: script_sandbox is auto but bwrap \(bubblewrap\) is not on/);
+});
+
+Deno.test({
+  name:
+    "script_sandbox auto with a working bubblewrap says nothing about it; bwrap without one is an error at start",
+  ignore: "error" in await findSandbox(),
+  fn: async () => {
+    await using h = await tempHome();
+    const { env: bare } = quietScriptHome(h.home);
+    const route = `      routes:\n        quiet:\n          secret: ${ALERT_SECRET}\n` +
+      "          script: quiet.sh\n";
+    Deno.writeTextFileSync(h.config, gatewayYaml() + route);
+    const withBwrap = (name: string) => name === "PATH" ? Deno.env.get("PATH") : bare(name);
+    const shown = await consoleOfGateway(h.home, async (gateway) => {
+      await postIgnored(gateway, "quiet", ALERT_SECRET, "d-1");
+    }, withBwrap);
+    assert.deepEqual(shown.filter((line) => line.includes("script_sandbox")), []);
+    Deno.writeTextFileSync(
+      h.config,
+      gatewayYaml() + "      script_sandbox: bwrap\n" + route,
+    );
+    const refused = await consoleOfGateway(h.home, undefined, bare);
+    assert.deepEqual(refused.filter((line) => line.includes("script_sandbox")), [
+      "error: script_sandbox is bwrap but bwrap (bubblewrap) is not on PATH: install it " +
+      "(apt-get install bubblewrap) or set script_sandbox to auto or off; until then the events " +
+      "of routes with a script are refused (503)\n",
+    ]);
+  },
 });
