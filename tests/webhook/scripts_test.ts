@@ -492,6 +492,30 @@ for (const { sandbox, ignore } of MODES) {
     assert.equal(detail, 'route script "fail.sh" exited with code 3: no token configured');
   });
 
+  test("bytes that are not UTF-8 become U+FFFD; a closed stdout is empty output", async () => {
+    assert.equal(
+      scriptOutput(await run("bytes.sh", "printf 'ok \\377\\376 end'\n")),
+      "ok \uFFFD\uFFFD end",
+    );
+    assert.deepEqual(await run("bytes_json.sh", `printf '{"a":"\\377"}'\n`), {
+      kind: "payload",
+      payload: { a: "\uFFFD" },
+    });
+    const closed = "exec >&-\necho '{\"late\":1}' 2>/dev/null\necho 'stdout is closed' >&2\n";
+    assert.equal(ignored(await run("closed.sh", closed), "empty"), "the script printed nothing");
+  });
+
+  test("a script killed by a signal ignores the event, saying so", async () => {
+    const detail = ignored(await run("killed.sh", "echo '{\"a\":1}'\nkill -KILL $$\n"), "exit");
+    // bubblewrap reports a signal of its child as exit code 128 + the signal's number.
+    assert.equal(
+      detail,
+      sandbox === "off"
+        ? 'route script "killed.sh" was killed by SIGKILL'
+        : 'route script "killed.sh" exited with code 137',
+    );
+  });
+
   test("stderr is cut at 64 KiB and a flood of it does not block the script", async () => {
     const detail = ignored(
       await run("noisy.sh", "head -c 1000000 /dev/zero | tr '\\0' e >&2\nexit 1\n"),
