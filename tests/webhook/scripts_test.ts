@@ -554,7 +554,7 @@ for (const { sandbox, ignore } of MODES) {
     });
   });
 
-  test("a .ts script has no permissions: no file reads, no network, no other env", async () => {
+  test("a .ts script has no permissions: no file reads or writes, no network, no other env, no subprocess", async () => {
     const read = ignored(await run("read.ts", 'Deno.readTextFileSync("/etc/hostname");\n'), "exit");
     assert.match(
       read,
@@ -564,6 +564,13 @@ for (const { sandbox, ignore } of MODES) {
     assert.match(net, /NotCapable: Requires net access/);
     const env = ignored(await run("env.ts", 'Deno.env.get("HOME");\n'), "exit");
     assert.match(env, /NotCapable: Requires env access/);
+    const write = ignored(
+      await run("write.ts", 'Deno.writeTextFileSync("made.txt", "x");\n'),
+      "exit",
+    );
+    assert.match(write, /NotCapable: Requires write access to "made\.txt"/);
+    const spawn = ignored(await run("spawn.ts", 'new Deno.Command("id").outputSync();\n'), "exit");
+    assert.match(spawn, /NotCapable: Requires run access to "id"/);
   });
 
   test("a .ts script imports its own modules, but no remote, npm or outside module", async () => {
