@@ -216,7 +216,7 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
           )
           : shortDetail(answer.text);
         return httpFailure(answer, detail, names, {
-          retryAfterMs: answer.status === 429 ? secondsToMs(data.retry_after) : undefined,
+          retryAfterMs: answer.status === 429 ? discordRetryAfter(data, answer.headers) : undefined,
           hint: "check the channel id (deliver_extra.chat_id or DISCORD_HOME_CHANNEL), and that " +
             "the bot may send messages there (View Channel and Send Messages permissions)",
           // "Missing Access" (50001) and "Missing Permissions" (50013).
@@ -377,6 +377,16 @@ function githubDetail(data: Record<string, unknown>, text: string): string {
     ).filter((message) => message !== undefined)
     : [];
   return shortDetail([data.message, ...errors].join("; "));
+}
+
+/**
+ * Discord's wait after a 429: `retry_after` in the body, else `Retry-After`, else
+ * `X-RateLimit-Reset-After` (seconds, possibly fractional), which some 429s carry alone.
+ */
+function discordRetryAfter(data: Record<string, unknown>, headers: Headers): number | undefined {
+  const resetAfter = headers.get("x-ratelimit-reset-after")?.trim();
+  return secondsToMs(data.retry_after) ?? retryAfterFromHeaders(headers) ??
+    (resetAfter ? secondsToMs(Number(resetAfter)) : undefined);
 }
 
 /** How long GitHub asks to wait after a rate limit that says no time ("at least one minute"). */

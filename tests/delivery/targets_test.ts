@@ -1254,6 +1254,30 @@ Deno.test("telegram: parameters.retry_after wins over the header; discord: its f
   assert.equal(fromDiscord.retryAfterMs, 250);
 });
 
+Deno.test("discord: a 429 with no retry_after and no Retry-After waits X-RateLimit-Reset-After", async () => {
+  const { fake, context } = await setup("discord");
+  await using _ = fake;
+  fake.push(
+    {
+      status: 429,
+      body: { message: "You are being rate limited.", global: false },
+      headers: { "x-ratelimit-reset-after": "1.5", "x-ratelimit-remaining": "0" },
+    },
+    {
+      status: 429,
+      body: { message: "You are being rate limited.", global: false },
+      headers: { "retry-after": "4", "x-ratelimit-reset-after": "1.5" },
+    },
+  );
+
+  const fromResetAfter = failed(await deliver(request("discord", "x", EXTRA.discord), context));
+  const fromRetryAfter = failed(await deliver(request("discord", "x", EXTRA.discord), context));
+
+  assert.equal(fromResetAfter.retryAfterMs, 1500);
+  assert.match(fromResetAfter.error, /; retry after 1\.5 s$/);
+  assert.equal(fromRetryAfter.retryAfterMs, 4000);
+});
+
 Deno.test("a platform's fractional wait is said as the gateway's log says the next try's wait", async () => {
   const { fake, context } = await setup("discord");
   await using _ = fake;
