@@ -626,7 +626,8 @@ export function resultText(result: CallToolResult): string {
 
 /**
  * One part of a tool result as text: a text part as it is, an embedded resource's text, other
- * parts described (`[image image/png, 1024 bytes]`, `[resource link file:///a (a)]`).
+ * parts described (`[image image/png, 1024 bytes]`, `[resource file:///b.pdf application/pdf, 300
+ * bytes]`, `[resource link file:///a (a)]`).
  *
  * @example
  * ```ts
@@ -644,8 +645,16 @@ export function contentText(item: NonNullable<CallToolResult["content"]>[number]
     case "audio":
       return `[${item.type} ${item.mimeType}, ${base64Bytes(item.data)} bytes]`;
     case "resource": {
-      const resource = item.resource as { uri: string; text?: string };
-      return typeof resource.text === "string" ? resource.text : `[resource ${resource.uri}]`;
+      const resource = item.resource as {
+        uri: string;
+        mimeType?: string;
+        text?: unknown;
+        blob?: unknown;
+      };
+      if (typeof resource.text === "string") return resource.text;
+      if (typeof resource.blob !== "string") return `[resource ${resource.uri}]`;
+      const type = resource.mimeType ? ` ${resource.mimeType}` : "";
+      return `[resource ${resource.uri}${type}, ${base64Bytes(resource.blob)} bytes]`;
     }
     case "resource_link":
       return `[resource link ${item.uri}${item.name ? ` (${item.name})` : ""}]`;

@@ -1111,7 +1111,7 @@ Deno.test("resultText: text as is, media and resources described, structured con
     );
   });
 
-  await t.step("embedded resources: their text, or their uri", () => {
+  await t.step("embedded resources: their text, or their uri, mime type and decoded size", () => {
     assert.equal(
       resultText({
         content: [{
@@ -1128,7 +1128,13 @@ Deno.test("resultText: text as is, media and resources described, structured con
           resource: { uri: "file:///x.bin", mimeType: "application/octet-stream", blob: "AAAA" },
         }],
       }),
-      "[resource file:///x.bin]",
+      "[resource file:///x.bin application/octet-stream, 3 bytes]",
+    );
+    assert.equal(
+      resultText({
+        content: [{ type: "resource", resource: { uri: "file:///y.bin", blob: btoa("12345") } }],
+      }),
+      "[resource file:///y.bin, 5 bytes]",
     );
   });
 
