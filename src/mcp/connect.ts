@@ -526,8 +526,8 @@ function childEnvironment(
 /**
  * Asks a server that declares the `logging` capability for its log messages, when they have
  * somewhere to go: a legacy-era one with `logging/setLevel` once; a modern-era one, which logs
- * only about requests that say the level, through the `_meta` its tool calls carry. A refused
- * `logging/setLevel` is a warning: the server works without it.
+ * only about requests that say the level, through the `_meta` its tool calls and resource and
+ * prompt requests carry. A refused `logging/setLevel` is a warning: the server works without it.
  */
 async function askForLogMessages(
   config: McpServerConfig,

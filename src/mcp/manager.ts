@@ -653,6 +653,8 @@ class ServerSlot {
   ): Promise<CallToolResult> {
     const client = connection.client;
     const options = { timeout, signal };
+    // The logLevel `_meta` (modern era) asks for the server's log messages about these too.
+    const meta = connection.logRequestMeta ? { _meta: connection.logRequestMeta } : undefined;
     const text = (value: unknown): CallToolResult => ({
       content: [{
         type: "text",
@@ -662,8 +664,8 @@ class ServerSlot {
     switch (utility) {
       case "list_resources": {
         // Every page (the SDK walks nextCursor), then the templates: the uris a model can build.
-        const listed = text((await client.listResources(undefined, options)).resources);
-        const templates = await this.#resourceTemplates(connection, options);
+        const listed = text((await client.listResources(meta, options)).resources);
+        const templates = await this.#resourceTemplates(connection, meta, options);
         if (templates.length === 0) return listed;
         listed.content.push({
           type: "text",
@@ -674,7 +676,7 @@ class ServerSlot {
       }
       case "read_resource": {
         if (typeof args.uri !== "string") return invalidArgs("read_resource needs a string `uri`");
-        const result = await client.readResource({ uri: args.uri }, options);
+        const result = await client.readResource({ uri: args.uri, ...meta }, options);
         return {
           content: result.contents.map((item) =>
             "text" in item && typeof item.text === "string"
@@ -687,13 +689,15 @@ class ServerSlot {
         };
       }
       case "list_prompts":
-        return text((await client.listPrompts(undefined, options)).prompts);
+        return text((await client.listPrompts(meta, options)).prompts);
       case "get_prompt": {
         if (typeof args.name !== "string") return invalidArgs("get_prompt needs a string `name`");
         const promptArgs = args.arguments && typeof args.arguments === "object"
           ? Object.fromEntries(Object.entries(args.arguments).map(([k, v]) => [k, String(v)]))
           : undefined;
-        return text(await client.getPrompt({ name: args.name, arguments: promptArgs }, options));
+        return text(
+          await client.getPrompt({ name: args.name, arguments: promptArgs, ...meta }, options),
+        );
       }
       default:
         return invalidArgs(`unknown utility tool ${utility}`);
@@ -703,10 +707,12 @@ class ServerSlot {
   /** The server's resource templates; none when it has no `resources/templates/list`. */
   async #resourceTemplates(
     connection: McpConnection,
+    meta: { _meta: Record<string, unknown> } | undefined,
     options: { timeout: number; signal: AbortSignal | undefined },
   ): Promise<ResourceTemplateType[]> {
     try {
-      return (await connection.client.listResourceTemplates(undefined, options)).resourceTemplates;
+      const listed = await connection.client.listResourceTemplates(meta, options);
+      return listed.resourceTemplates;
     } catch (error) {
       // Templates are optional: a server without the method lists its resources all the same.
       const code = error instanceof ProtocolError ? error.code : jsonRpcErrorOf(error)?.code;

@@ -16,9 +16,21 @@ import { everythingStdio, startEverything } from "../cli/_mcp_helpers.ts";
 const NOW = () => new Date("2026-01-02T03:04:05.000Z");
 
 /** Calls the fixture's `log` tool of `entry` through a manager whose log is `<tmp>/logs/...`. */
-async function logThrough(
+function logThrough(
   entry: Record<string, unknown>,
   args: Record<string, unknown>,
+  level?: Parameters<typeof serverLogLevel>[0],
+): Promise<string> {
+  return logsOf(entry, async (manager) => {
+    const result = await manager.callTool("mcp__logs__log", args);
+    assert.deepEqual(result.content, [{ type: "text", text: "logged" }]);
+  }, level);
+}
+
+/** The log messages written while `calls` uses server `logs` (`entry`) through a manager. */
+async function logsOf(
+  entry: Record<string, unknown>,
+  calls: (manager: McpManager) => Promise<void>,
   level?: Parameters<typeof serverLogLevel>[0],
 ): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "mcp-server-log-" });
@@ -34,8 +46,7 @@ async function logThrough(
     const [state] = manager.servers();
     assert.equal(state.status, "connected", state.error);
     assert.deepEqual(state.warnings, []);
-    const result = await manager.callTool("mcp__logs__log", args);
-    assert.deepEqual(result.content, [{ type: "text", text: "logged" }]);
+    await calls(manager);
   } finally {
     await manager.shutdown();
     log.close();
@@ -75,6 +86,26 @@ for (const era of ["legacy", "modern"] as const) {
     assert.equal(text, LINE);
   });
 }
+
+Deno.test("modern era: reading a resource and getting a prompt carry the logLevel _meta too", async () => {
+  const text = await logsOf({
+    ...stdioCommand(["--era", "modern", "--tools", "log", "--resources", "--prompts"]),
+    protocol: "stateless",
+  }, async (manager) => {
+    const read = await manager.callTool("mcp__logs__read_resource", { uri: "note://hello" });
+    assert.deepEqual(read.content, [{ type: "text", text: "hello" }]);
+    const prompt = await manager.callTool("mcp__logs__get_prompt", {
+      name: "greet",
+      arguments: { name: "Ada" },
+    });
+    assert.match(JSON.stringify(prompt.content), /Hello, Ada!/);
+  });
+  assert.equal(
+    text,
+    "2026-01-02T03:04:05.000Z [logs] info: read note://hello\n" +
+      "2026-01-02T03:04:05.000Z [logs] info: got prompt greet(Ada)\n",
+  );
+});
 
 Deno.test("logging.level debug (or trace) asks servers for their debug messages too", async () => {
   const text = await logThrough(
