@@ -3,10 +3,18 @@
  * string per line (a multi-line message stays one entry), mode 0600 as it holds what was typed.
  * A message typed with a leading space is not written (as shells do with `ignorespace`), so a
  * one-off secret need not end up in the file; it is still recalled within its session.
+ * Appends and the cut-back (an atomic rewrite) take the edit lock of `<home>`, so several
+ * `agent chat`s at once lose no line.
  *
  * @module
  */
-import { PRIVATE_FILE_MODE, readTextIfExists, writeFileAtomic } from "../home/files.ts";
+import { dirname } from "node:path";
+import {
+  PRIVATE_FILE_MODE,
+  readTextIfExists,
+  withEditLock,
+  writeFileAtomic,
+} from "../home/files.ts";
 import { HISTORY_LIMIT, type HistoryStore } from "./line_editor.ts";
 
 /**
@@ -41,14 +49,52 @@ export class ChatHistoryFile implements HistoryStore {
   }
 
   load(): string[] {
-    let text: string | undefined;
+    let entries: string[] | undefined;
     try {
-      text = readTextIfExists(this.#path);
+      entries = this.#read();
     } catch (error) {
       this.#problem("cannot be read", error);
       return [];
     }
-    if (text === undefined) return [];
+    if (entries === undefined) return [];
+    if (entries.length >= 2 * this.#limit) {
+      try {
+        // Read again under the edit lock, which add() takes too: no line appended by another
+        // `agent chat` between this read and the rename is lost.
+        entries = this.#locked(() => {
+          const now = this.#read() ?? [];
+          const kept = now.slice(-this.#limit);
+          writeFileAtomic(this.#path, kept.map((entry) => `${JSON.stringify(entry)}\n`).join(""));
+          this.#torn = false;
+          return now;
+        });
+      } catch (error) {
+        this.#problem("cannot be cut back", error);
+      }
+    }
+    return entries.slice(-this.#limit);
+  }
+
+  add(text: string): void {
+    if (text.trim() === "" || /^[ \t]/.test(text)) return;
+    try {
+      this.#locked(() => {
+        const line = `${this.#torn ? "\n" : ""}${JSON.stringify(text)}\n`;
+        Deno.writeTextFileSync(this.#path, line, {
+          append: true,
+          mode: PRIVATE_FILE_MODE,
+        });
+      });
+      this.#torn = false;
+    } catch (error) {
+      this.#problem("cannot be written", error);
+    }
+  }
+
+  /** The entries of the file, `undefined` when there is none; notes whether it ends torn. */
+  #read(): string[] | undefined {
+    const text = readTextIfExists(this.#path);
+    if (text === undefined) return undefined;
     this.#torn = text !== "" && !text.endsWith("\n");
     const entries: string[] = [];
     for (const line of text.split("\n")) {
@@ -56,30 +102,13 @@ export class ChatHistoryFile implements HistoryStore {
       // A line torn by a crash or edited by hand is skipped, not the whole history.
       if (entry !== undefined) entries.push(entry);
     }
-    if (entries.length <= this.#limit) return entries;
-    const kept = entries.slice(-this.#limit);
-    if (entries.length >= 2 * this.#limit) {
-      try {
-        writeFileAtomic(this.#path, kept.map((entry) => `${JSON.stringify(entry)}\n`).join(""));
-      } catch (error) {
-        this.#problem("cannot be cut back", error);
-      }
-    }
-    return kept;
+    return entries;
   }
 
-  add(text: string): void {
-    if (text.trim() === "" || /^[ \t]/.test(text)) return;
-    try {
-      const line = `${this.#torn ? "\n" : ""}${JSON.stringify(text)}\n`;
-      Deno.writeTextFileSync(this.#path, line, {
-        append: true,
-        mode: PRIVATE_FILE_MODE,
-      });
-      this.#torn = false;
-    } catch (error) {
-      this.#problem("cannot be written", error);
-    }
+  /** Runs `work` under the edit lock of the file's folder (`<home>`), which is not created. */
+  #locked<T>(work: () => T): T {
+    Deno.statSync(dirname(this.#path));
+    return withEditLock(this.#path, work);
   }
 
   #problem(what: string, error: unknown): void {

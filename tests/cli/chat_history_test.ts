@@ -1,7 +1,10 @@
 /** `<home>/chat_history`: what `agent chat` keeps for Up/Down recall across sessions. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { ChatHistoryFile } from "../../src/cli/chat_history.ts";
+import { waitUntil } from "../e2e/_gateway.ts";
+import { editLockWaiters, holdEditLock } from "../fixtures/edit_lock_holder.ts";
 
 async function tempFile(): Promise<string> {
   return join(await Deno.makeTempDir(), "chat_history");
@@ -80,4 +83,62 @@ Deno.test("chat history: a file that cannot be read or written is one warning, n
   unwritable.add("two");
   assert.equal(warnings.length, 2);
   assert.ok(warnings[1].startsWith(`${missing} cannot be written (`), warnings[1]);
+});
+
+/** Another `agent chat`: runs `code` with `history`, the ChatHistoryFile of `path` (limit 3). */
+function otherChat(path: string, code: string) {
+  const module = new URL("../../src/cli/chat_history.ts", import.meta.url).href;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { ChatHistoryFile } from ${JSON.stringify(module)};\n` +
+      `const history = new ChatHistoryFile(${JSON.stringify(path)}, console.error, 3);\n${code}`,
+    ],
+    cwd: fileURLToPath(new URL("../../", import.meta.url)),
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const state = { pid: child.pid, ended: false, done: child.output() };
+  state.done.finally(() => state.ended = true);
+  return state;
+}
+
+Deno.test("chat history: a line another agent chat appends while the file is cut back is kept", async () => {
+  const home = await Deno.makeTempDir();
+  const path = join(home, "chat_history");
+  Deno.writeTextFileSync(
+    path,
+    ["m1", "m2", "m3", "m4", "m5", "m6"].map((m) => `"${m}"\n`).join(""),
+  );
+  // Another command holds the edit lock of <home>: the cut-back and the append both wait for it.
+  await using holder = await holdEditLock(home, {});
+  const cutting = otherChat(path, "console.log(JSON.stringify(history.load()));");
+  await waitUntil(
+    () => cutting.ended || editLockWaiters(home).includes(cutting.pid),
+    "the cut-back to wait for the edit lock",
+  );
+  assert.ok(!cutting.ended, "the file was cut back without the edit lock");
+  const adding = otherChat(path, 'history.add("from B");');
+  await waitUntil(
+    () => adding.ended || editLockWaiters(home).includes(adding.pid),
+    "the append to wait for the edit lock",
+  );
+  assert.ok(!adding.ended, "a line was appended without the edit lock");
+  await holder.release();
+  const [cut, added] = await Promise.all([cutting.done, adding.done]);
+  const decoder = new TextDecoder();
+  assert.equal(cut.code, 0, decoder.decode(cut.stderr));
+  assert.equal(added.code, 0, decoder.decode(added.stderr));
+  assert.equal(decoder.decode(cut.stderr) + decoder.decode(added.stderr), "", "no warning");
+
+  // Whichever took the lock first, the appended line is in the file, after the kept ones.
+  const text = Deno.readTextFileSync(path);
+  const appendedFirst = text === '"m5"\n"m6"\n"from B"\n';
+  if (!appendedFirst) assert.equal(text, '"m4"\n"m5"\n"m6"\n"from B"\n');
+  assert.deepEqual(
+    JSON.parse(decoder.decode(cut.stdout)),
+    appendedFirst ? ["m5", "m6", "from B"] : ["m4", "m5", "m6"],
+  );
+  assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
+  await Deno.remove(home, { recursive: true });
 });
