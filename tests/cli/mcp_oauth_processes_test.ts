@@ -54,3 +54,50 @@ Deno.test("two processes refreshing the same expired OAuth tokens at once both c
   assert.equal(third.code, 0, third.stderr);
   assert.equal(server.tokenRequests.filter((r) => r.grantType === "refresh_token").length, 1);
 });
+
+Deno.test("mcp login while the gateway refreshes the same tokens: the login's tokens are kept, not the old grant's", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = testBrowser();
+  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
+  const first = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(first.code, 0, first.stderr);
+  server.expireAccessTokens();
+
+  // Another process's refresh of the first login's grant is held at the token endpoint.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  let refreshing = false;
+  server.options.beforeToken = (grantType) => {
+    if (grantType !== "refresh_token") return undefined;
+    refreshing = true;
+    return held;
+  };
+  const other = spawnCli(h.home, ["mcp", "test", "api"]);
+  await waitUntil(() => refreshing, "the other process's refresh request");
+  // A new login meanwhile: it clears the records once that refresh is over (under its lock).
+  let loginEnded = false;
+  const login = cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open })
+    .finally(() => loginEnded = true);
+  await waitUntil(
+    () => loginEnded || editLockWaiters(join(h.home, "mcp-tokens")).length > 0,
+    "the login to wait for the refresh or to end",
+  );
+  release(); // the refresh is answered: the old grant's new tokens
+  const [second, refreshed] = await Promise.all([login, other]);
+  await browser.settled();
+
+  assert.equal(second.code, 0, second.stderr);
+  // The other process connected with the old grant's tokens, or found them cleared by the login.
+  if (refreshed.code !== 0) assert.match(refreshed.stderr, /run `agent mcp login api`\n/);
+  const codes = server.tokenRequests.filter((r) => r.grantType === "authorization_code");
+  assert.equal(codes.length, 2);
+  const stored = JSON.parse(Deno.readTextFileSync(join(h.home, "mcp-tokens", "api.json")));
+  assert.equal(stored.access_token, codes[1].accessToken, "the second login's tokens");
+  // They work: the next command connects without a token request.
+  const requests = server.tokenRequests.length;
+  const next = await spawnCli(h.home, ["mcp", "test", "api"]);
+  assert.equal(next.code, 0, next.stderr);
+  assert.equal(server.tokenRequests.length, requests);
+});

@@ -155,8 +155,13 @@ export async function openAuthorizedSession(
   // The first round's port follows what the records said before they were cleared (SPEC 5).
   let records: StoredFacts | undefined;
   if (options.clear ?? true) {
-    records = { ...storedFacts(store), cleared: true };
-    store.clear();
+    // Under the records' lock: a refresh running in another process (the gateway) finishes
+    // first, and one starting later finds the tokens gone and writes none.
+    await store.withLock(() => {
+      records = { ...storedFacts(store), cleared: true };
+      store.clear();
+      return Promise.resolve();
+    });
   }
   let cimdRejected = false;
   for (let attempt = 1;; attempt++) {

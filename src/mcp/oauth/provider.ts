@@ -99,6 +99,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
   readonly #warn: (message: string) => void;
   #verifier: string | undefined;
   #tokensDiscarded = false;
+  /** A refresh found the stored tokens removed (by a login in another process, say). */
+  #tokensRemoved = false;
 
   constructor(
     config: Pick<McpServerConfig, "name" | "oauth" | "configFile">,
@@ -225,8 +227,18 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return this.store.readTokens();
   }
 
-  saveTokens(tokens: StoredOAuthTokens): void {
-    this.store.writeTokens(tokens);
+  /**
+   * Saves tokens under the records' lock, so a refresh in another process cannot write between.
+   * Without a login (a refresh's answer, an issuer added) only while the file still holds them:
+   * tokens a login removed or replaced meanwhile stay so.
+   */
+  async saveTokens(tokens: StoredOAuthTokens): Promise<void> {
+    await this.store.withLock(() => {
+      if (this.#driver || this.store.readTokens()?.access_token === tokens.access_token) {
+        this.store.writeTokens(tokens);
+      }
+      return Promise.resolve();
+    });
   }
 
   redirectToAuthorization(url: URL): void | Promise<void> {
@@ -235,6 +247,9 @@ export class McpOAuthProvider implements OAuthClientProvider {
       this.#server,
       this.#tokensDiscarded
         ? "the OAuth token refresh failed, so the stored tokens were discarded and a new login is needed"
+        : this.#tokensRemoved && this.store.readTokens() === undefined
+        ? "is not logged in: its stored OAuth tokens were removed while they were being " +
+          "refreshed (by a new login, say)"
         : this.store.readTokens()
         ? "the stored OAuth tokens were refused and could not be refreshed, so a new login is needed"
         : "is not logged in (no OAuth tokens are stored)",
@@ -327,7 +342,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
    * `invalid_grant` would discard the tokens the first one just obtained. The same holds across
    * processes (the gateway and an `agent mcp` command): the refresh runs under the records'
    * lock ({@linkcode OAuthStore.withLock}), its answer is stored before the lock is let go, and
-   * a process that finds other tokens stored than the ones it read takes those instead.
+   * a process that finds other tokens stored than the ones it read takes those instead. One that
+   * finds none (a login cleared them) does not refresh: the old grant's tokens are not written.
    */
   async #refreshOnce(refreshToken: string, send: () => Promise<Response>): Promise<Response> {
     const key = this.store.path("tokens");
@@ -335,11 +351,15 @@ export class McpOAuthProvider implements OAuthClientProvider {
     refreshes.set(key, entry);
     const run = entry.last.then(() =>
       this.store.withLock(async () => {
-        if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
         const stored = this.store.readTokens();
-        if (stored?.refresh_token !== undefined && stored.refresh_token !== refreshToken) {
-          return Response.json(stored); // refreshed by another process since this one read them
+        if (stored?.refresh_token !== refreshToken) {
+          // Refreshed by another process since this one read them, or replaced by a login.
+          if (stored !== undefined) return Response.json(stored);
+          this.#tokensRemoved = true;
+          // Not an OAuth error answer: the SDK discards nothing and asks for a login instead.
+          throw new OAuthLoginRequired(this.#server, "its stored OAuth tokens were removed");
         }
+        if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
         const response = await send();
         if (response.ok) {
           const answer = await response.clone().json().catch(() => undefined);

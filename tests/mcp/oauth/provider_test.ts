@@ -55,7 +55,7 @@ function recorder(answer: () => Response) {
 }
 
 const tokenBody = (clientId: string) =>
-  new URLSearchParams({ grant_type: "refresh_token", refresh_token: "r", client_id: clientId });
+  new URLSearchParams({ grant_type: "authorization_code", code: "c", client_id: clientId });
 
 Deno.test("fetchFor sets oauth.user_agent on token requests only", async () => {
   await using p = await provider({ userAgent: "agent/2.0" });
@@ -105,6 +105,7 @@ Deno.test("fetchFor records cimd-off for 400/401 invalid_client answered to the 
 
 Deno.test("concurrent refreshes with one refresh token reach the token endpoint once", async () => {
   await using p = await provider();
+  p.store.writeTokens({ access_token: "a0", token_type: "Bearer", refresh_token: "r1" });
   let calls = 0;
   let release!: () => void;
   const gate = new Promise<void>((resolve) => release = resolve);
@@ -152,6 +153,75 @@ Deno.test("a refresh is answered with the stored tokens when another process rot
   assert.equal(base.seen.length, 1);
   const { expires_in: _left, ...stored } = p.store.readTokens()!;
   assert.deepEqual(stored, { access_token: "a3", token_type: "Bearer", refresh_token: "r3" });
+});
+
+Deno.test("a refresh that finds the tokens removed (a login cleared them) refreshes nothing and writes nothing", async () => {
+  await using p = await provider();
+  p.store.writeTokens({ access_token: "a1", token_type: "Bearer", refresh_token: "r1" });
+  const base = recorder(() =>
+    Response.json({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" })
+  );
+  // r1 was read; then `agent mcp login` in another process cleared the records.
+  p.store.clear();
+  await assert.rejects(
+    p.provider.fetchFor(base.fetch)("https://as.example.com/token", {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: "r1" }),
+    }),
+    OAuthLoginRequired,
+  );
+  assert.equal(base.seen.length, 0, "the old grant is not refreshed");
+  assert.equal(p.store.readTokens(), undefined);
+  // What the SDK does next (a new authorization) says why.
+  assert.throws(
+    () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
+    /is not logged in: its stored OAuth tokens were removed while they were being refreshed \(by a new login, say\); run `agent mcp login api`/,
+  );
+});
+
+Deno.test("a refresh that finds a login's tokens (without a refresh token) takes them, not the old grant's", async () => {
+  await using p = await provider();
+  p.store.writeTokens({ access_token: "login", token_type: "Bearer" });
+  const base = recorder(() =>
+    Response.json({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" })
+  );
+  const answer = await p.provider.fetchFor(base.fetch)("https://as.example.com/token", {
+    method: "POST",
+    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: "r1" }),
+  });
+  assert.deepEqual(await answer.json(), { access_token: "login", token_type: "Bearer" });
+  assert.equal(base.seen.length, 0);
+  assert.equal(p.store.readTokens()?.access_token, "login");
+});
+
+Deno.test("saveTokens: a login's tokens are written; without a login only tokens the file still holds", async () => {
+  await using p = await provider();
+  p.store.writeTokens({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" });
+  // The SDK saving a refresh's answer (already stored) or adding the issuer: written.
+  await p.provider.saveTokens({
+    access_token: "a2",
+    token_type: "Bearer",
+    refresh_token: "r2",
+    issuer: "https://as.example.com",
+  });
+  assert.equal(p.store.readTokens()?.issuer, "https://as.example.com");
+  // A login cleared the file (or replaced the tokens) since: the old grant's stay out.
+  p.store.clear();
+  await p.provider.saveTokens({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" });
+  assert.equal(p.store.readTokens(), undefined);
+  p.store.writeTokens({ access_token: "login", token_type: "Bearer", refresh_token: "r9" });
+  await p.provider.saveTokens({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" });
+  assert.equal(p.store.readTokens()?.access_token, "login");
+
+  const driver: AuthorizationDriver = {
+    redirectUrl: "http://127.0.0.1:1/callback",
+    clientMetadataUrl: undefined,
+    state: () => "s",
+    authorize: () => {},
+  };
+  await using l = await provider({}, driver);
+  await l.provider.saveTokens({ access_token: "new", token_type: "Bearer", refresh_token: "r" });
+  assert.equal(l.store.readTokens()?.access_token, "new", "a login writes its tokens");
 });
 
 Deno.test("a Basic-authenticated token request names its client too", async () => {
