@@ -8,7 +8,11 @@
  *
  * @module
  */
-import { StreamableHTTPClientTransport, type Tool } from "@modelcontextprotocol/client";
+import {
+  computeScopeUnion,
+  StreamableHTTPClientTransport,
+  type Tool,
+} from "@modelcontextprotocol/client";
 import type { McpServerConfig, OAuthSettings } from "../config.ts";
 import { type ConnectOptions, connectServer, type McpConnection } from "../connect.ts";
 import { McpServerError, messageOf } from "../errors.ts";
@@ -152,6 +156,8 @@ export async function openAuthorizedSession(
   }
   const settings = config.oauth;
   const store = new OAuthStore(options.tokenDir, config.name, options.now);
+  // A scope the server asked for and the stored token lacked (403 insufficient_scope).
+  const requiredScope = store.requiredScope();
   // The first round's port follows what the records said before they were cleared (SPEC 5).
   let records: StoredFacts | undefined;
   if (options.clear ?? true) {
@@ -165,7 +171,7 @@ export async function openAuthorizedSession(
   }
   let cimdRejected = false;
   for (let attempt = 1;; attempt++) {
-    const session = LoginSession.open(config, settings, store, options, records);
+    const session = LoginSession.open(config, settings, store, options, records, requiredScope);
     records = undefined;
     let connection: McpConnection | undefined;
     try {
@@ -325,6 +331,7 @@ class LoginSession implements AuthorizationDriver {
   readonly #port: number;
   readonly #bind: (port: number) => CallbackListener;
   readonly #expected: { state: string | undefined };
+  readonly #requiredScope: string | undefined;
   #listener: CallbackListener | undefined;
   #pending = false;
   #presentedDocument = false;
@@ -334,8 +341,10 @@ class LoginSession implements AuthorizationDriver {
     store: OAuthStore,
     options: LoginOptions,
     choice: PortChoice,
+    requiredScope: string | undefined,
   ) {
     this.#config = config;
+    this.#requiredScope = requiredScope;
     this.#options = options;
     this.#listener = choice.listener;
     this.#port = choice.listener.port;
@@ -362,9 +371,10 @@ class LoginSession implements AuthorizationDriver {
     store: OAuthStore,
     options: LoginOptions,
     records?: StoredFacts,
+    requiredScope?: string,
   ): LoginSession {
     const choice = choosePort(config, settings, store, options, records ?? storedFacts(store));
-    return new LoginSession(config, store, options, choice);
+    return new LoginSession(config, store, options, choice, requiredScope);
   }
 
   state(): string {
@@ -376,6 +386,13 @@ class LoginSession implements AuthorizationDriver {
   authorize(url: URL): void {
     if (this.#listener === undefined || this.#listener.closed) this.#listener = this.#rebind();
     this.#pending = true;
+    if (this.#requiredScope !== undefined) {
+      const scope = computeScopeUnion(
+        url.searchParams.get("scope") ?? undefined,
+        this.#requiredScope,
+      );
+      if (scope) url.searchParams.set("scope", scope);
+    }
     if (this.clientMetadataUrl && url.searchParams.get("client_id") === this.clientMetadataUrl) {
       this.#presentedDocument = true;
     }

@@ -13,6 +13,8 @@
  * @module
  */
 import {
+  type AuthorizationServerMetadata,
+  extractWWWAuthenticateParams,
   OAuthClientFlowError,
   type OAuthClientInformationContext,
   type OAuthClientMetadata,
@@ -101,6 +103,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
   #tokensDiscarded = false;
   /** A refresh found the stored tokens removed (by a login in another process, say). */
   #tokensRemoved = false;
+  /** The scope of the last 403 `insufficient_scope` challenge not yet authorized. */
+  #insufficientScope: string | undefined;
 
   constructor(
     config: Pick<McpServerConfig, "name" | "oauth" | "configFile">,
@@ -242,7 +246,20 @@ export class McpOAuthProvider implements OAuthClientProvider {
   }
 
   redirectToAuthorization(url: URL): void | Promise<void> {
+    const stepUp = this.#insufficientScope;
+    this.#insufficientScope = undefined;
     if (this.#driver) return this.#driver.authorize(url);
+    if (stepUp !== undefined && !this.#tokensDiscarded && this.store.readTokens()) {
+      // The SDK asks for what the token had plus what the server wants: the next login does too.
+      const wanted = url.searchParams.get("scope");
+      if (wanted) this.store.writeRequiredScope(wanted);
+      throw new OAuthLoginRequired(
+        this.#server,
+        `the server needs the OAuth scope ${
+          quotedServerText(stepUp)
+        } (403 insufficient_scope), which the stored token does not grant; a new login asks for it`,
+      );
+    }
     throw new OAuthLoginRequired(
       this.#server,
       this.#tokensDiscarded
@@ -294,7 +311,27 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return this.store.readDiscovery();
   }
 
+  /**
+   * Saves the discovery state, refusing an authorization server whose metadata does not declare
+   * PKCE S256 (`code_challenge_methods_supported`): the MCP authorization spec says a client
+   * must not proceed with it.
+   */
   saveDiscoveryState(state: OAuthDiscoveryState): void {
+    const metadata = state.authorizationServerMetadata;
+    if (metadata !== undefined && !supportsS256(metadata)) {
+      const declared = metadata.code_challenge_methods_supported;
+      throw new McpServerError(
+        this.#server,
+        "auth",
+        `the authorization server ${quotedServerText(String(metadata.issuer))} ${
+          declared === undefined
+            ? "does not declare PKCE support (no code_challenge_methods_supported in its metadata)"
+            : `does not support PKCE S256 (code_challenge_methods_supported: ${
+              quotedServerText(declared.join(" "))
+            })`
+        }; OAuth for MCP requires PKCE with S256, so no login is attempted. Ask the server's operator to enable it`,
+      );
+    }
     this.store.writeDiscovery(state);
   }
 
@@ -312,7 +349,16 @@ export class McpOAuthProvider implements OAuthClientProvider {
       const body = init?.body;
       const isTokenRequest = (init?.method ?? "GET").toUpperCase() === "POST" &&
         body instanceof URLSearchParams && body.has("grant_type");
-      if (!isTokenRequest) return await base(input, init);
+      if (!isTokenRequest) {
+        const response = await base(input, init);
+        if (response.status === 403) {
+          const challenge = extractWWWAuthenticateParams(response);
+          if (challenge.error === "insufficient_scope") {
+            this.#insufficientScope = challenge.scope ?? "";
+          }
+        }
+        return response;
+      }
       const form = body as URLSearchParams;
       const headers = new Headers(init?.headers);
       if (this.#settings.userAgent !== undefined) {
@@ -391,6 +437,12 @@ export class McpOAuthProvider implements OAuthClientProvider {
         }. Dynamic client registration is used for this server until \`agent mcp login ${this.#server}\` clears the record.`,
     );
   }
+}
+
+/** Whether authorization-server metadata lists S256 among its PKCE methods. */
+function supportsS256(metadata: AuthorizationServerMetadata): boolean {
+  const methods: unknown = metadata.code_challenge_methods_supported;
+  return Array.isArray(methods) && methods.includes("S256");
 }
 
 /** The last refresh of each token file, shared by every provider of the process. */

@@ -4,7 +4,7 @@
  *
  * | file | content |
  * |---|---|
- * | `<server>.json` | tokens as the authorization server issued them, plus `expires_at` (epoch seconds) |
+ * | `<server>.json` | tokens as the authorization server issued them, plus `expires_at` (epoch seconds) and, after a 403 `insufficient_scope`, `required_scope` |
  * | `<server>.client.json` | the client registration (dynamic, or the client metadata document URL) |
  * | `<server>.meta.json` | discovery state: authorization-server metadata, so refresh works after a restart |
  * | `<server>.cimd-off` | empty marker: the server refused the client metadata document |
@@ -98,7 +98,7 @@ export class OAuthStore {
     if (typeof data?.access_token !== "string" || typeof data.token_type !== "string") {
       return undefined;
     }
-    const { expires_at: expiresAt, ...tokens } = data;
+    const { expires_at: expiresAt, required_scope: _, ...tokens } = data;
     if (typeof expiresAt === "number") {
       tokens.expires_in = Math.max(0, Math.floor(expiresAt - this.#now() / 1000));
     }
@@ -111,13 +111,34 @@ export class OAuthStore {
     return typeof expiresAt === "number" ? expiresAt * 1000 : undefined;
   }
 
-  /** Saves tokens with an absolute `expires_at` (epoch seconds) computed from `expires_in`. */
+  /**
+   * Saves tokens with an absolute `expires_at` (epoch seconds) computed from `expires_in`; a
+   * recorded {@linkcode OAuthStore.requiredScope} is kept.
+   */
   writeTokens(tokens: StoredOAuthTokens): void {
     const record: Record<string, unknown> = { ...tokens };
     if (typeof tokens.expires_in === "number") {
       record.expires_at = this.#now() / 1000 + tokens.expires_in;
     }
+    const required = this.requiredScope();
+    if (required !== undefined) record.required_scope = required;
     this.#writeJson("tokens", record);
+  }
+
+  /**
+   * The scope the server asked for (403 `insufficient_scope`) that the stored token lacks, kept
+   * in the tokens record as `required_scope` so that the next login asks for it.
+   */
+  requiredScope(): string | undefined {
+    const scope = this.#readJson("tokens")?.required_scope;
+    return typeof scope === "string" && scope.trim() !== "" ? scope : undefined;
+  }
+
+  /** Records {@linkcode OAuthStore.requiredScope} beside the stored tokens. */
+  writeRequiredScope(scope: string): void {
+    const data = this.#readJson("tokens");
+    if (data === undefined) return;
+    this.#writeJson("tokens", { ...data, required_scope: scope });
   }
 
   /** The stored client registration. */

@@ -686,3 +686,194 @@ Deno.test("a server without auth: oauth cannot log in", async () => {
     /MCP server 'api': does not use OAuth; add `auth: oauth`/,
   );
 });
+
+Deno.test("step-up without a browser (gateway, agent run): the error names the scope and agent mcp login, which then asks for it", async () => {
+  await using t = await setup({
+    cimdSupported: true,
+    scopesSupported: ["read"],
+    toolScopes: { add: "write" },
+  });
+  const config = oauthServer("api", t.server.mcpUrl);
+  await loginMcpServer(config, t.options());
+  const gateway = manager(t.tokenDir);
+  try {
+    await gateway.start([config]);
+    await assert.rejects(
+      () => gateway.callTool("mcp__api__add", { a: 1, b: 2 }),
+      (error: Error) => {
+        assert.equal(
+          error.message,
+          `MCP server 'api': the server needs the OAuth scope "write" (403 insufficient_scope), ` +
+            "which the stored token does not grant; a new login asks for it; run `agent mcp login api`",
+        );
+        return true;
+      },
+    );
+    assert.equal(gateway.servers()[0].status, "connected", "the other tools still work");
+    const echo = await gateway.callTool("mcp__api__echo", { message: "hi" });
+    assert.deepEqual(echo.content, [{ type: "text", text: "Echo: hi" }]);
+  } finally {
+    await gateway.shutdown();
+  }
+  assert.ok(t.store().readTokens(), "the tokens are kept");
+  assert.equal(t.store().requiredScope(), "read write");
+  assert.equal(t.browser.visits.length, 1, "nobody was asked");
+
+  await loginMcpServer(config, t.options());
+  assert.deepEqual(t.server.authorizations.map((a) => a.scope), ["read", "read write"]);
+  assert.equal(t.store().requiredScope(), undefined, "the login cleared the record");
+  const after = manager(t.tokenDir);
+  try {
+    await after.start([config]);
+    const result = await after.callTool("mcp__api__add", { a: 1, b: 2 });
+    assert.deepEqual(result.content, [{ type: "text", text: "3" }]);
+  } finally {
+    await after.shutdown();
+  }
+});
+
+Deno.test("a recorded required scope survives a refresh until the next login", async () => {
+  await using t = await setup({ cimdSupported: true, scopesSupported: ["read"] });
+  const config = oauthServer("api", t.server.mcpUrl);
+  await loginMcpServer(config, t.options());
+  t.store().writeRequiredScope("read write");
+  t.server.expireAccessTokens();
+  const gateway = manager(t.tokenDir);
+  try {
+    await gateway.start([config]);
+    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
+  } finally {
+    await gateway.shutdown();
+  }
+  assert.equal(t.server.tokenRequests.at(-1)?.grantType, "refresh_token");
+  assert.equal(t.store().requiredScope(), "read write");
+  assert.equal(t.store().readTokens()?.scope, "read");
+  assert.equal(
+    (t.store().readTokens() as Record<string, unknown>).required_scope,
+    undefined,
+    "not handed to the SDK as a token field",
+  );
+});
+
+for (
+  const [label, methods, detail] of [
+    [
+      "no code_challenge_methods_supported",
+      null,
+      "does not declare PKCE support (no code_challenge_methods_supported in its metadata)",
+    ],
+    [
+      "only plain",
+      ["plain"],
+      'does not support PKCE S256 (code_challenge_methods_supported: "plain")',
+    ],
+  ] as const
+) {
+  Deno.test(`an authorization server with ${label} is refused before any registration or redirect`, async () => {
+    await using t = await setup({ cimdSupported: false, codeChallengeMethods: methods });
+    const config = oauthServer("api", t.server.mcpUrl);
+    await assert.rejects(
+      () => loginMcpServer(config, t.options()),
+      (error: Error) => {
+        assert.equal(
+          error.message,
+          `MCP server 'api': the authorization server "${t.server.origin}" ${detail}; OAuth for ` +
+            "MCP requires PKCE with S256, so no login is attempted. Ask the server's operator to enable it",
+        );
+        return true;
+      },
+    );
+    assert.deepEqual(t.server.registrations, []);
+    assert.deepEqual(t.server.authorizations, []);
+    assert.deepEqual(t.browser.visits, []);
+    assert.equal(t.store().readDiscovery(), undefined, "nothing cached");
+  });
+}
+
+Deno.test("discovery variants log in, and every authorize, token and refresh request names the resource", async () => {
+  const variants: Parameters<typeof startOAuthServer>[0][] = [
+    { resourceMetadataAt: "path" },
+    { resourceMetadataAt: "root" },
+    { resourceMetadataAt: "header" },
+    { authorizationServerPath: "/tenant" },
+    { authorizationServerMetadata: "oidc" },
+    { authorizationServerPath: "/tenant", authorizationServerMetadata: "oidc" },
+  ];
+  for (const variant of variants) {
+    await using t = await setup({ cimdSupported: true, ...variant });
+    const config = oauthServer("api", t.server.mcpUrl);
+    const outcome = await loginMcpServer(config, t.options());
+    assert.equal(outcome.loggedIn, true, JSON.stringify(variant));
+    assert.equal(
+      t.store().readDiscovery()?.authorizationServerMetadata?.issuer,
+      t.server.authorizationServerUrl,
+    );
+    t.server.expireAccessTokens();
+    const gateway = manager(t.tokenDir);
+    try {
+      await gateway.start([config]);
+      assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
+    } finally {
+      await gateway.shutdown();
+    }
+    assert.deepEqual(t.server.authorizations.map((a) => a.resource), [t.server.mcpUrl]);
+    assert.deepEqual(t.server.tokenRequests.map((r) => [r.grantType, r.resource]), [
+      ["authorization_code", t.server.mcpUrl],
+      ["refresh_token", t.server.mcpUrl],
+    ], JSON.stringify(variant));
+  }
+});
+
+Deno.test("an issuer that does not match the authorization server, or a resource that is not the server's, is refused", async () => {
+  for (
+    const [fixture, message] of [
+      [{ issuer: "http://127.0.0.1:1" }, /Issuer mismatch in authorization server metadata/],
+      [
+        { resource: "http://127.0.0.1:1/mcp" },
+        /Protected resource http:\/\/127\.0\.0\.1:1\/mcp does not match expected/,
+      ],
+    ] as const
+  ) {
+    await using t = await setup({ cimdSupported: true, ...fixture });
+    await assert.rejects(
+      () => loginMcpServer(oauthServer("api", t.server.mcpUrl), t.options()),
+      message,
+    );
+    assert.deepEqual(t.server.authorizations, []);
+    assert.deepEqual(t.server.tokenRequests, []);
+  }
+});
+
+Deno.test("token records: no expires_in means no expiry; a refresh without a new refresh token keeps the old one", async () => {
+  await using t = await setup({
+    cimdSupported: true,
+    expiresIn: false,
+    rotateRefreshTokens: false,
+  });
+  const config = oauthServer("api", t.server.mcpUrl);
+  await loginMcpServer(config, t.options());
+  assert.equal(t.store().tokenExpiry(), undefined);
+  assert.equal(t.store().readTokens()?.expires_in, undefined);
+  const first = t.store().readTokens()!;
+  t.server.revokeAccessTokens();
+  const gateway = manager(t.tokenDir);
+  try {
+    await gateway.start([config]);
+    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
+  } finally {
+    await gateway.shutdown();
+  }
+  const after = t.store().readTokens()!;
+  assert.notEqual(after.access_token, first.access_token);
+  assert.equal(after.refresh_token, first.refresh_token);
+});
+
+Deno.test("a denied authorization says so and stores nothing", async () => {
+  await using t = await setup({ cimdSupported: true, denyAuthorization: true });
+  await assert.rejects(
+    () => loginMcpServer(oauthServer("api", t.server.mcpUrl), t.options()),
+    /^McpServerError: MCP server 'api': OAuth failed: "The user denied the request"; run `agent mcp login api`$/,
+  );
+  assert.equal(t.store().readTokens(), undefined);
+  assert.deepEqual(t.server.tokenRequests, []);
+});
