@@ -370,7 +370,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
         : null;
       const response = refreshToken === null
         ? await send()
-        : await this.#refreshOnce(refreshToken, send);
+        : await this.#refreshOnce(refreshToken, form.has("scope"), send);
       if (
         (response.status === 400 || response.status === 401) &&
         clientIdOf(form, headers) === this.#settings.clientMetadataUrl
@@ -391,7 +391,11 @@ export class McpOAuthProvider implements OAuthClientProvider {
    * a process that finds other tokens stored than the ones it read takes those instead. One that
    * finds none (a login cleared them) does not refresh: the old grant's tokens are not written.
    */
-  async #refreshOnce(refreshToken: string, send: () => Promise<Response>): Promise<Response> {
+  async #refreshOnce(
+    refreshToken: string,
+    scopeRequested: boolean,
+    send: () => Promise<Response>,
+  ): Promise<Response> {
     const key = this.store.path("tokens");
     const entry = refreshes.get(key) ?? { last: Promise.resolve() };
     refreshes.set(key, entry);
@@ -408,8 +412,13 @@ export class McpOAuthProvider implements OAuthClientProvider {
         if (entry.rotated?.from === refreshToken) return Response.json(entry.rotated.answer);
         const response = await send();
         if (response.ok) {
-          const answer = await response.clone().json().catch(() => undefined);
+          let answer = await response.clone().json().catch(() => undefined);
           if (typeof answer?.access_token === "string" && typeof answer.token_type === "string") {
+            // No scope in the answer to a refresh that asked for none: the scope is unchanged
+            // (RFC 6749 5.1, 6), and a later step-up needs to know it.
+            const keepScope = answer.scope === undefined && !scopeRequested &&
+              typeof stored?.scope === "string";
+            if (keepScope) answer = { ...answer, scope: stored!.scope };
             entry.rotated = { from: refreshToken, answer };
             // As the SDK saves them next (it keeps the refresh token when none is issued), but
             // before another process can read the file.
@@ -418,6 +427,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
               refresh_token: refreshToken,
               ...answer,
             });
+            if (keepScope) return Response.json(answer);
           }
         }
         return response;

@@ -877,3 +877,26 @@ Deno.test("a denied authorization says so and stores nothing", async () => {
   assert.equal(t.store().readTokens(), undefined);
   assert.deepEqual(t.server.tokenRequests, []);
 });
+
+Deno.test("a refresh answer without a scope keeps the granted scope (a later step-up adds to it)", async () => {
+  await using t = await setup({
+    cimdSupported: true,
+    scopesSupported: ["read"],
+    refreshScope: false,
+  });
+  const config = oauthServer("api", t.server.mcpUrl);
+  await loginMcpServer(config, t.options());
+  assert.equal(t.store().readTokens()?.scope, "read");
+  const before = t.store().readTokens()!;
+  t.server.expireAccessTokens();
+  const gateway = manager(t.tokenDir);
+  try {
+    await gateway.start([config]);
+    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
+  } finally {
+    await gateway.shutdown();
+  }
+  const after = t.store().readTokens()!;
+  assert.notEqual(after.access_token, before.access_token, "refreshed");
+  assert.equal(after.scope, "read");
+});
