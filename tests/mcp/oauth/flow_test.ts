@@ -900,3 +900,22 @@ Deno.test("a refresh answer without a scope keeps the granted scope (a later ste
   assert.notEqual(after.access_token, before.access_token, "refreshed");
   assert.equal(after.scope, "read");
 });
+
+Deno.test("oauth.redirect_port held by another program: the login says which port and key", async () => {
+  await using t = await setup({ cimdSupported: true });
+  using other = Deno.listen({ hostname: "127.0.0.1", port: freePorts(1)[0] });
+  const port = (other.addr as Deno.NetAddr).port;
+  const config = oauthServer("api", t.server.mcpUrl, { redirect_port: port });
+  await assert.rejects(
+    () => loginMcpServer(config, t.options()),
+    (error: Error) => {
+      assert.equal(
+        error.message,
+        `MCP server 'api': the OAuth callback port ${port} (oauth.redirect_port) is in use; ` +
+          "close the program using it or choose another port",
+      );
+      return true;
+    },
+  );
+  assert.deepEqual(t.server.authorizations, []);
+});
