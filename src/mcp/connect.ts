@@ -41,6 +41,7 @@ import {
   type HttpAccess,
   httpAccessFor,
   httpStatusFailure,
+  insecureWarning,
   jsonRpcRefusal,
   jsonRpcRefusalOf,
   preflight,
@@ -179,8 +180,9 @@ export async function connectServer(
   const started = performance.now();
   const deadline = AbortSignal.timeout(config.connectTimeoutSeconds * 1000);
   const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
-  const warnings: string[] = [];
   const access = config.transport === "stdio" ? undefined : httpAccessFor(config);
+  const insecure = insecureWarning(config);
+  const warnings: string[] = insecure ? [insecure] : [];
   try {
     let eventStream = false;
     if (access && config.transport === "http" && !config.skipPreflight && config.auth !== "oauth") {

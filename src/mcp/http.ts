@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, createPublicKey, type KeyObject, X509Certificate } from "node:crypto";
 import https from "node:https";
 import { Readable } from "node:stream";
 import { SdkHttpError } from "@modelcontextprotocol/client";
@@ -80,6 +80,28 @@ export function httpAccessFor(config: McpServerConfig): HttpAccess {
     fetch: withHeaders((input, init) => fetch(input, { ...init, client }), headers),
     [Symbol.dispose]: () => client.close(),
   };
+}
+
+/**
+ * The warning for an entry whose server certificate is not checked (`ssl_verify: false` on an
+ * `https://` url), or `undefined`. Said on every connect, so the setting is never silently insecure.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { insecureWarning } from "./http.ts";
+ * const config = { name: "api", url: "https://example.com/mcp", sslVerify: false } as never;
+ * assert.match(insecureWarning(config)!, /^MCP server 'api': ssl_verify is false/);
+ * assert.equal(insecureWarning({ ...config as object, sslVerify: true } as never), undefined);
+ * ```
+ */
+export function insecureWarning(config: McpServerConfig): string | undefined {
+  if (config.sslVerify !== false || !config.url?.startsWith("https:")) return undefined;
+  return `MCP server '${config.name}': ssl_verify is false, so the certificate of ` +
+    `${new URL(config.url).host} is not checked: anyone on the network path can read and change ` +
+    `this traffic, headers and tokens included. ${
+      entryFix(config, "set <ssl_verify> to the PEM file of the CA that signed its certificate")
+    }`;
 }
 
 interface TlsMaterial {
@@ -166,8 +188,48 @@ function readTlsMaterial(config: McpServerConfig): TlsMaterial {
     material.key = cert.password === undefined
       ? keyBlock
       : decryptKey(server, keyBlock, cert.password);
+    checkKeyMatches(config, pemBlocks(certText, CERTIFICATE_LABELS)[0], material.key);
   }
   return material;
+}
+
+/**
+ * Refuses a private key that does not belong to the client certificate, naming both files: Deno
+ * says only "KeyMismatch", and the `ssl_verify: false` path (node:https) fails the handshake
+ * later as "unsupported protocol", which reads like a server problem.
+ */
+function checkKeyMatches(config: McpServerConfig, certPem: string, keyPem: string): void {
+  const cert = config.clientCert!;
+  let certKey: KeyObject;
+  let ownKey: KeyObject;
+  try {
+    certKey = new X509Certificate(certPem).publicKey;
+    ownKey = createPublicKey(createPrivateKey(keyPem));
+  } catch (error) {
+    const bad = /certificate|x509/i.test(messageOf(error)) ? "client_cert" : "client_key";
+    throw new McpServerError(
+      config.name,
+      "config",
+      `${bad}: '${bad === "client_cert" ? cert.cert : cert.key ?? cert.cert}' cannot be read as ` +
+        `a PEM ${bad === "client_cert" ? "certificate" : "private key"}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  const der = (key: KeyObject) => key.export({ type: "spki", format: "der" });
+  if (der(certKey).equals(der(ownKey))) return;
+  const where = cert.key
+    ? `the key in '${cert.key}' does not belong to the certificate in '${cert.cert}'`
+    : `the key in '${cert.cert}' does not belong to the certificate in the same file`;
+  throw new McpServerError(
+    config.name,
+    "config",
+    `client_cert: ${where}. ${
+      entryFix(
+        config,
+        "point <client_cert> (and client_key, if set) at a certificate and its own key",
+      )
+    }`,
+  );
 }
 
 /** A conversion hint for a file that holds no PEM text at all (likely DER). */
@@ -372,12 +434,62 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   const text = messageOf(cause);
   const kind = /certificate|tls|handshake|ssl/i.test(text) ? "tls" : "unreachable";
+  const explained = kind === "tls" ? certificateProblem(config, text) : undefined;
+  if (explained) {
+    return new McpServerError(config.name, kind, `cannot reach ${config.url}: ${explained}`, {
+      cause: error,
+    });
+  }
   const hint = kind === "tls"
     ? " (check ssl_verify, client_cert and client_key)"
     : " (is the server running and the url right?)";
   return new McpServerError(config.name, kind, `cannot reach ${config.url}: ${text}${hint}`, {
     cause: error,
   });
+}
+
+/**
+ * A TLS handshake failure in the user's words, with the fix, or `undefined` when it is not one of
+ * the common ones. rustls names them in its own terms ("UnknownIssuer", "CaUsedAsEndEntity",
+ * seconds since 1970), and one blanket hint pointed at settings that cannot fix an expired
+ * certificate or a url naming another host.
+ */
+function certificateProblem(config: McpServerConfig, text: string): string | undefined {
+  const host = config.url ? new URL(config.url).hostname : "the server";
+  const date = (seconds: string) => new Date(Number(seconds) * 1000).toISOString().slice(0, 10);
+  const expired = text.match(/certificate expired\b.*?not valid after (\d+)/);
+  if (expired) {
+    return `the server's certificate expired on ${date(expired[1])}; the server must renew it ` +
+      `(if it has, check this machine's clock)`;
+  }
+  const early = text.match(/certificate not valid yet\b.*?not valid before (\d+)/);
+  if (early) {
+    return `the server's certificate is valid only from ${date(early[1])}; check this machine's ` +
+      `clock`;
+  }
+  const otherName = text.match(
+    /certificate not valid for name "[^"]*"; certificate is only valid for (.*)$/,
+  );
+  if (otherName) {
+    const names = [...otherName[1].matchAll(/"([^"]+)"/g)].map((match) => match[1]);
+    return `the server's certificate is not valid for ${host}, only for ${
+      names.length ? names.join(", ") : otherName[1]
+    }. ${entryFix(config, "make <url> use a name the certificate holds")}`;
+  }
+  if (/CaUsedAsEndEntity/.test(text)) {
+    return `the server presents a CA certificate (basicConstraints CA:TRUE, as \`openssl req ` +
+      `-x509\` makes by default) as its own, which is refused: the server needs a certificate for ` +
+      `${host} signed by a CA. ${entryFix(config, "set <ssl_verify> to the PEM file of that CA")}`;
+  }
+  if (/UnknownIssuer/.test(text)) {
+    const bundle = typeof config.sslVerify === "string"
+      ? `neither by the system's CAs nor by one in '${config.sslVerify}'`
+      : "not by one of the system's CAs";
+    return `the server's certificate is signed by a CA that is not trusted here (${bundle}). ${
+      entryFix(config, "set <ssl_verify> to the PEM file of the CA that signed it")
+    }`;
+  }
+  return undefined;
 }
 
 /** What a TLS client says when the peer answered in plain text (rustls; OpenSSL). */

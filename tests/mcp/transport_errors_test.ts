@@ -11,7 +11,7 @@ import { connectServer } from "../../src/mcp/connect.ts";
 import { bodySummary } from "../../src/mcp/errors.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import { freePort } from "../cli/_mcp_helpers.ts";
-import { makeTestCertificates } from "../fixtures/mcp/certs.ts";
+import { makeBadServerCertificates, makeTestCertificates } from "../fixtures/mcp/certs.ts";
 import { expressNotFound } from "../fixtures/mcp/express_sse.ts";
 import { MISC_FIXTURE, startHttpFixture } from "../fixtures/mcp/spawn.ts";
 import { CLIENT, failure, serversFromYaml } from "./_helpers.ts";
@@ -234,6 +234,62 @@ Deno.test("unusable certificate files are config errors naming the key, the path
         } finally {
           await manager.shutdown();
         }
+      });
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Server certificates that must be refused: said in plain words, with the fix that works
+
+Deno.test("an expired, other-host or self-signed server certificate is refused in plain words", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "agent-mcp-tls-server-" });
+  try {
+    const certs = await makeTestCertificates(dir);
+    const bad = await makeBadServerCertificates(dir, certs);
+    const cases: [string, { cert: string; key: string }, string][] = [
+      [
+        "expired",
+        bad.expired,
+        "the server's certificate expired on 2020-01-02; the server must renew it (if it has, " +
+        "check this machine's clock)",
+      ],
+      [
+        "other-host",
+        bad.otherHost,
+        "the server's certificate is not valid for 127.0.0.1, only for other.example. Fix: in " +
+        "/test/config.yaml, make mcp_servers.other-host.url use a name the certificate holds",
+      ],
+      [
+        "self-signed",
+        bad.selfSigned,
+        "the server presents a CA certificate (basicConstraints CA:TRUE, as `openssl req -x509` " +
+        "makes by default) as its own, which is refused: the server needs a certificate for " +
+        "127.0.0.1 signed by a CA. Fix: in /test/config.yaml, set " +
+        "mcp_servers.self-signed.ssl_verify to the PEM file of that CA",
+      ],
+    ];
+    for (const [name, pair, message] of cases) {
+      await t.step(name, async () => {
+        await using server = await startHttpFixture([
+          "--transport",
+          "http",
+          "--tls-cert",
+          pair.cert,
+          "--tls-key",
+          pair.key,
+          "--tools",
+          "echo",
+        ]);
+        // The self-signed certificate is its own CA: trusting it does not make it acceptable.
+        const ca = name === "self-signed" ? pair.cert : certs.caCert;
+        const { error } = await failure(
+          entry(name, { url: server.url, ssl_verify: ca, connect_timeout: 8 }),
+        );
+        assert.equal(error.kind, "tls", error.message);
+        assert.equal(error.message, `MCP server '${name}': cannot reach ${server.url}: ${message}`);
       });
     }
   } finally {

@@ -356,8 +356,31 @@ Deno.test("mTLS: every client_cert shape, ssl_verify, ~ in paths, and refusals",
     const connection = await echoes(config);
     assert.equal(connection.transport, "sse");
   });
-  await t.step("ssl_verify: false connects without the CA", async () => {
-    await echoes(entry("insecure", `ssl_verify: false\n  client_cert: ${y(certs.clientCombined)}`));
+  await t.step("ssl_verify: false connects without the CA, and warns", async () => {
+    const connection = await echoes(
+      entry("insecure", `ssl_verify: false\n  client_cert: ${y(certs.clientCombined)}`),
+    );
+    assert.deepEqual(connection.warnings, [
+      `MCP server 'insecure': ssl_verify is false, so the certificate of ${
+        new URL(http.url).host
+      } ` +
+      "is not checked: anyone on the network path can read and change this traffic, headers and " +
+      "tokens included. Fix: in /test/config.yaml, set mcp_servers.insecure.ssl_verify to the " +
+      "PEM file of the CA that signed its certificate",
+    ]);
+  });
+  await t.step("a key that does not belong to the certificate is a config error", async () => {
+    for (const [name, lines] of [["mismatch", ca], ["mismatch-insecure", "ssl_verify: false"]]) {
+      const pair = [certs.clientCert, certs.otherClientKey];
+      const { error } = await failure(entry(name, `${lines}\n  client_cert: ${y(pair)}`));
+      assert.equal(error.kind, "config", error.message);
+      assert.equal(
+        error.message,
+        `MCP server '${name}': client_cert: the key in '${certs.otherClientKey}' does not belong ` +
+          `to the certificate in '${certs.clientCert}'. Fix: in /test/config.yaml, point ` +
+          `mcp_servers.${name}.client_cert (and client_key, if set) at a certificate and its own key`,
+      );
+    }
   });
   await t.step("~ is expanded in client_cert, client_key and ssl_verify", async () => {
     const userHome = setup.dir;
