@@ -5,10 +5,14 @@
  * @module
  */
 import { createPrivateKey, createPublicKey, type KeyObject, X509Certificate } from "node:crypto";
+import http from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
+import tls from "node:tls";
 import { Readable } from "node:stream";
 import { SdkHttpError } from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "./config.ts";
+import { proxyFor, type ProxyRoute } from "./proxy.ts";
 import {
   answerProblem,
   bodySummary,
@@ -50,12 +54,12 @@ export interface HttpAccess extends Disposable {
  * ```
  */
 export function httpAccessFor(config: McpServerConfig): HttpAccess {
-  const tls = readTlsMaterial(config);
+  const material = readTlsMaterial(config);
   const headers = Object.entries(config.headers);
   if (config.sslVerify === false && config.url?.startsWith("https:")) {
-    return { fetch: withHeaders(insecureFetch(tls), headers), [Symbol.dispose]() {} };
+    return { fetch: withHeaders(insecureFetch(material), headers), [Symbol.dispose]() {} };
   }
-  if (!tls.caCerts && !tls.cert) {
+  if (!material.caCerts && !material.cert) {
     return {
       fetch: withHeaders((input, init) => fetch(input, init), headers),
       [Symbol.dispose]() {},
@@ -64,8 +68,8 @@ export function httpAccessFor(config: McpServerConfig): HttpAccess {
   let client: Deno.HttpClient;
   try {
     client = Deno.createHttpClient({
-      ...(tls.caCerts ? { caCerts: tls.caCerts } : {}),
-      ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+      ...(material.caCerts ? { caCerts: material.caCerts } : {}),
+      ...(material.cert && material.key ? { cert: material.cert, key: material.key } : {}),
     });
   } catch (error) {
     // The files were checked above; what is left is their content (a key that does not match).
@@ -295,7 +299,7 @@ function withHeaders(inner: FetchFunction, headers: [string, string][]): FetchFu
  * `ssl_verify: false`: Deno's fetch cannot skip verification per client, so this one request
  * path uses `node:https` with `rejectUnauthorized: false`. Streaming bodies (SSE) pass through.
  */
-function insecureFetch(tls: TlsMaterial): FetchFunction {
+function insecureFetch(material: TlsMaterial): FetchFunction {
   return async (input, init) => {
     const request = input instanceof Request ? input : undefined;
     const url = new URL(request ? request.url : String(input));
@@ -306,12 +310,28 @@ function insecureFetch(tls: TlsMaterial): FetchFunction {
       ? undefined
       : await new Response(body).bytes();
     const signal = init?.signal ?? request?.signal;
+    const route = proxyFor(url, processEnv);
+    const tlsOptions = {
+      rejectUnauthorized: false,
+      ...(material.cert && material.key ? { cert: material.cert, key: material.key } : {}),
+    };
+    // node:https ignores HTTPS_PROXY; Deno's fetch does not, so neither may this path.
+    const socket = route ? await tunnel(route, url, signal) : undefined;
     return await new Promise<Response>((resolve, reject) => {
       const req = https.request(url, {
         method,
         headers: Object.fromEntries(headers),
-        rejectUnauthorized: false,
-        ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+        ...tlsOptions,
+        ...(socket
+          ? {
+            createConnection: () =>
+              tls.connect({
+                socket,
+                ...tlsOptions,
+                ...(isIp(url.hostname) ? {} : { servername: url.hostname }),
+              }),
+          }
+          : {}),
       }, (res) => {
         const responseHeaders = new Headers();
         for (const [name, value] of Object.entries(res.headers)) {
@@ -340,6 +360,61 @@ function insecureFetch(tls: TlsMaterial): FetchFunction {
       req.end(payload);
     });
   };
+}
+
+/** The process environment, as Deno's fetch reads it for its proxy settings. */
+function processEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // no env permission: Deno's fetch sees none either
+  }
+}
+
+function isIp(hostname: string): boolean {
+  return /^[\d.]+$/.test(hostname) || hostname.includes(":");
+}
+
+/** A socket tunnelled to `target`'s host and port through an HTTP proxy (CONNECT). */
+function tunnel(route: ProxyRoute, target: URL, signal?: AbortSignal | null): Promise<Socket> {
+  const { url: proxy } = route;
+  if (proxy.protocol !== "http:") {
+    throw new TypeError(
+      `fetch failed: the proxy ${route.shown} (from ${route.variable}) is not an http:// proxy, ` +
+        `which is all ssl_verify: false can tunnel through`,
+    );
+  }
+  const authority = `${target.hostname}:${target.port || "443"}`;
+  const headers: Record<string, string> = { host: authority };
+  if (proxy.username) {
+    const user = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+    headers["proxy-authorization"] = `Basic ${btoa(user)}`;
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: proxy.hostname.replace(/^\[|\]$/g, ""),
+      port: Number(proxy.port || 80),
+      method: "CONNECT",
+      path: authority,
+      headers,
+      ...(signal ? { signal } : {}),
+    });
+    req.on("connect", (res, socket) => {
+      if (res.statusCode === 200) return resolve(socket);
+      socket.destroy();
+      reject(
+        new TypeError(
+          `fetch failed: the proxy ${route.shown} (from ${route.variable}) answered ` +
+            `${res.statusCode} ${res.statusMessage ?? ""}`.trimEnd() + ` to CONNECT ${authority}`,
+        ),
+      );
+    });
+    req.on(
+      "error",
+      (error) => reject(new TypeError(`fetch failed: ${error.message}`, { cause: error })),
+    );
+    req.end();
+  });
 }
 
 const MCP_CONTENT_TYPES = ["application/json", "text/event-stream"];
@@ -440,8 +515,13 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
       cause: error,
     });
   }
+  const route = config.url ? proxyFor(new URL(config.url), processEnv) : undefined;
   const hint = kind === "tls"
     ? " (check ssl_verify, client_cert and client_key)"
+    : route
+    ? ` (through the proxy ${route.shown} from ${route.variable}: is the proxy running, and does ` +
+      `it reach the server? If the server is reachable without it, add ` +
+      `${new URL(config.url!).hostname} to NO_PROXY)`
     : " (is the server running and the url right?)";
   return new McpServerError(config.name, kind, `cannot reach ${config.url}: ${text}${hint}`, {
     cause: error,
