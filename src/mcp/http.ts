@@ -1,5 +1,5 @@
 /**
- * HTTP access to one remote MCP server: its headers on every request, TLS settings
+ * HTTP access to one remote MCP server: its headers on every request to its origin, TLS settings
  * (`ssl_verify`, mTLS via `client_cert`/`client_key`), and the content-type preflight.
  *
  * @module
@@ -57,11 +57,14 @@ export function httpAccessFor(config: McpServerConfig): HttpAccess {
   const material = readTlsMaterial(config);
   const headers = Object.entries(config.headers);
   if (config.sslVerify === false && config.url?.startsWith("https:")) {
-    return { fetch: withHeaders(insecureFetch(material), headers), [Symbol.dispose]() {} };
+    return {
+      fetch: withHeaders(insecureFetch(material), headers, config.url),
+      [Symbol.dispose]() {},
+    };
   }
   if (!material.caCerts && !material.cert) {
     return {
-      fetch: withHeaders((input, init) => fetch(input, init), headers),
+      fetch: withHeaders((input, init) => fetch(input, init), headers, config.url),
       [Symbol.dispose]() {},
     };
   }
@@ -81,7 +84,7 @@ export function httpAccessFor(config: McpServerConfig): HttpAccess {
     );
   }
   return {
-    fetch: withHeaders((input, init) => fetch(input, { ...init, client }), headers),
+    fetch: withHeaders((input, init) => fetch(input, { ...init, client }), headers, config.url),
     [Symbol.dispose]: () => client.close(),
   };
 }
@@ -284,10 +287,22 @@ function decryptKey(server: string, pem: string, password: string): string {
   }
 }
 
-/** Adds the configured headers to every request, without overriding the transport's own. */
-function withHeaders(inner: FetchFunction, headers: [string, string][]): FetchFunction {
+/**
+ * Adds the configured headers to every request to the server's own origin, without overriding
+ * the transport's own. Requests elsewhere (an OAuth authorization server on another host, its
+ * client registration and token endpoints) get none: a static `Authorization` or API-key header
+ * is the server's credential, not theirs.
+ */
+function withHeaders(
+  inner: FetchFunction,
+  headers: [string, string][],
+  serverUrl: string | undefined,
+): FetchFunction {
   if (headers.length === 0) return inner;
+  const origin = serverUrl === undefined ? undefined : new URL(serverUrl).origin;
   return (input, init) => {
+    const target = new URL(input instanceof Request ? input.url : String(input));
+    if (target.origin !== origin) return inner(input, init);
     const merged = new Headers(input instanceof Request ? input.headers : undefined);
     new Headers(init?.headers).forEach((value, name) => merged.set(name, value));
     for (const [name, value] of headers) if (!merged.has(name)) merged.set(name, value);

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { ConfigSource } from "../../src/home/config.ts";
 import { type McpServerConfig, parseMcpServers } from "../../src/mcp/config.ts";
 import { connectServer, type McpConnection } from "../../src/mcp/connect.ts";
+import { httpAccessFor } from "../../src/mcp/http.ts";
 import { McpManager } from "../../src/mcp/manager.ts";
 import type { RegisteredTool } from "../../src/mcp/registry.ts";
 import { type EverythingServer, everythingStdio, startEverything } from "../cli/_mcp_helpers.ts";
@@ -279,6 +280,38 @@ Deno.test("headers: ${API_KEY} from the secret scope is sent; a wrong value is a
       /^MCP server 'keyed': the server refused the credentials \(HTTP 401\)/,
     );
   }
+});
+
+Deno.test("headers go to the server's own origin only, not to an authorization server elsewhere", async () => {
+  // The SDK's OAuth discovery, registration and token requests use the transport's fetch.
+  const seen: { origin: string; authorization: string | null; key: string | null }[] = [];
+  const record = (request: Request) => {
+    seen.push({
+      origin: new URL(request.url).origin,
+      authorization: request.headers.get("authorization"),
+      key: request.headers.get("x-api-key"),
+    });
+    return new Response("{}", { headers: { "content-type": "application/json" } });
+  };
+  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, record);
+  await using elsewhere = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, record);
+  const own = `http://127.0.0.1:${server.addr.port}`;
+  const other = `http://127.0.0.1:${elsewhere.addr.port}`;
+  const [config] = servers(
+    `api:\n  url: ${y(`${own}/mcp`)}\n  headers:\n    Authorization: Bearer static\n` +
+      `    X-Api-Key: k`,
+  );
+  using access = httpAccessFor(config);
+  for (const url of [`${own}/mcp`, `${other}/.well-known/oauth-authorization-server`]) {
+    await (await access.fetch(url, { method: "GET" })).body?.cancel();
+  }
+  await (await access.fetch(new Request(`${other}/token`, { method: "POST", body: "x" }))).body
+    ?.cancel();
+  assert.deepEqual(seen, [
+    { origin: own, authorization: "Bearer static", key: "k" },
+    { origin: other, authorization: null, key: null },
+    { origin: other, authorization: null, key: null },
+  ]);
 });
 
 // ---------------------------------------------------------------------------------------------
