@@ -539,6 +539,18 @@ function parseEntry(
     ...(substitutions.length === 0 ? {} : { substitutions }),
   };
 
+  const staticAuthorization = Object.keys(server.headers).find((name) =>
+    name.toLowerCase() === "authorization"
+  );
+  if (auth === "oauth" && staticAuthorization !== undefined) {
+    issues.warn(
+      ["headers", staticAuthorization],
+      `headers.${staticAuthorization} and auth: oauth are both set; once logged in, the OAuth ` +
+        `access token is the Authorization header and this one is not sent. Remove ` +
+        `headers.${staticAuthorization} to use OAuth, or auth: oauth to use the static token`,
+    );
+  }
+
   // Unset variables are reported for the keys in use, on the raw text as written.
   if (server.enabled) {
     for (const [key, value] of Object.entries(raw)) {

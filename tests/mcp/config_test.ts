@@ -303,7 +303,7 @@ Deno.test("parseMcpServers: a stdio entry with every applicable key", () => {
 Deno.test("parseMcpServers: an HTTP entry with every applicable key", () => {
   const result = one("remote", [
     "url: ' https://mcp.example.com/mcp '",
-    "headers: { Authorization: Bearer abc, X-Retry: 3 }",
+    "headers: { X-Api-Key: Bearer abc, X-Retry: 3 }",
     "ssl_verify: ~/ca/bundle.pem",
     "client_cert: ~/certs/client.pem",
     "client_key: ~/certs/client.key",
@@ -330,7 +330,7 @@ Deno.test("parseMcpServers: an HTTP entry with every applicable key", () => {
     args: [],
     env: {},
     url: "https://mcp.example.com/mcp",
-    headers: { Authorization: "Bearer abc", "X-Retry": "3" },
+    headers: { "X-Api-Key": "Bearer abc", "X-Retry": "3" },
     sslVerify: "/home/ada/ca/bundle.pem",
     clientCert: { cert: "/home/ada/certs/client.pem", key: "/home/ada/certs/client.key" },
     enabled: true,

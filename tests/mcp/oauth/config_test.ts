@@ -143,3 +143,28 @@ Deno.test("without auth: oauth there are no oauth settings", () => {
   assert.equal(result.servers[0].oauth, undefined);
   assert.equal(issueAt(result, "oauth")?.severity, "warning");
 });
+
+Deno.test("a static Authorization header with auth: oauth warns that the token replaces it", () => {
+  for (const name of ["Authorization", "authorization"]) {
+    const result = parse([
+      "url: https://x.example/mcp",
+      "auth: oauth",
+      `headers: { ${name}: "Bearer static", X-Team: t }`,
+    ]);
+    assert.deepEqual(
+      result.issues.map((issue) => [issue.severity, issue.key, issue.message]),
+      [[
+        "warning",
+        `headers.${name}`,
+        `headers.${name} and auth: oauth are both set; once logged in, the OAuth access token ` +
+        `is the Authorization header and this one is not sent. Remove headers.${name} to use ` +
+        "OAuth, or auth: oauth to use the static token",
+      ]],
+    );
+    assert.equal(result.servers[0].headers[name], "Bearer static");
+  }
+  assert.deepEqual(
+    parse(["url: https://x.example/mcp", 'headers: { Authorization: "Bearer static" }']).issues,
+    [],
+  );
+});
