@@ -46,6 +46,8 @@ export interface ModelReply {
 /** What went wrong with a model request, in the user's terms. */
 export type ModelErrorKind =
   | "auth" // 401/403: the key is wrong or missing
+  | "quota" // the account has no quota or credit left (429 insufficient_quota, 402)
+  | "context_length" // the conversation is longer than the model's context window
   | "model_not_found" // the endpoint says the model does not exist
   | "bad_request" // another 4xx
   | "rate_limited" // 429 after every retry
@@ -181,7 +183,7 @@ export class ModelClient {
       "user-agent": USER_AGENT,
     };
     if (settings.apiKey) headers.authorization = `Bearer ${settings.apiKey}`;
-    let response: Response;
+    let response: Response | undefined;
     let text: string;
     try {
       response = await this.#fetch(this.url, {
@@ -201,6 +203,19 @@ export class ModelClient {
             `(${settings.timeoutSeconds} s)`,
           undefined,
           error,
+        );
+      }
+      if (response) {
+        // It was reached and began to answer: the connection dropped in the middle of the body.
+        return new RetryableFailure(
+          "server",
+          `the model endpoint ${this.url} broke off its answer (HTTP ${response.status}, ` +
+            `${this.#redact(networkReason(error))})`,
+          response.status,
+          error,
+          undefined,
+          "if it keeps happening, look at the model server's log (a crash or an out-of-memory " +
+            "kill ends an answer like this)",
         );
       }
       return new RetryableFailure(
@@ -226,6 +241,17 @@ export class ModelClient {
     }
     const detail = bodySummary(this.#redact(text));
     const status = response.status;
+    const code = errorCode(text);
+    if (status === 402 || (status === 429 && code === "insufficient_quota")) {
+      // Waiting does not help: the account needs money or a higher plan.
+      throw new ModelError(
+        "quota",
+        `the model provider refused the request: the account has no quota or credit left ` +
+          `(HTTP ${status}${detail ? `: ${detail}` : ""}). Fix: check the plan and billing of ` +
+          `the account the key in ${settings.apiKeyVariable} belongs to`,
+        { status, retries: attempt },
+      );
+    }
     if (status === 429) {
       return new RetryableFailure(
         "rate_limited",
@@ -233,6 +259,18 @@ export class ModelClient {
         status,
         undefined,
         retryAfterMs(response.headers.get("retry-after")),
+      );
+    }
+    if (status === 405 || status === 501) {
+      // A web server or another API at that URL: it does not take POST there, so retrying is
+      // no use.
+      throw new ModelError(
+        "bad_request",
+        `the model endpoint ${this.url} does not take POST requests (HTTP ${status}` +
+          `${detail ? `: ${detail}` : ""}). Fix: set model.base_url in ${this.#configFile} to ` +
+          "the OpenAI-compatible API root, which usually ends in /v1 (/chat/completions is " +
+          "added to it)",
+        { status, retries: attempt },
       );
     }
     if (status >= 500) {
@@ -249,8 +287,23 @@ export class ModelClient {
       throw new ModelError(
         "auth",
         `the model endpoint refused the API key (HTTP ${status}${detail ? `: ${detail}` : ""}). ` +
-          `Fix: check ${settings.apiKeyVariable} in .env` +
-          (settings.apiKey ? "" : ` (it is not set)`),
+          `Fix: ${this.#keyFix()}`,
+        { status, retries },
+      );
+    }
+    if (
+      [400, 413, 422].includes(status) &&
+      (code === "context_length_exceeded" || CONTEXT_EXCEEDED.test(detail))
+    ) {
+      throw new ModelError(
+        "context_length",
+        `the conversation is longer than model '${settings.model}' can take (HTTP ${status}` +
+          `${detail ? `: ${detail}` : ""}). Fix: start a new conversation (/new in chat), ` +
+          "ask for less at once, " +
+          (settings.maxTokens === undefined ? "" : "lower model.max_tokens (the answer's " +
+            "tokens count too), ") +
+          `or set model.default in ${this.#configFile} to a model with a larger context ` +
+          "window (a local server may have its own context size setting)",
         { status, retries },
       );
     }
@@ -299,11 +352,17 @@ export class ModelClient {
     const choice = isRecord(data) && Array.isArray(data.choices) ? data.choices[0] : undefined;
     const message = isRecord(choice) ? choice.message : undefined;
     if (!isRecord(message) && isRecord(data) && data.error !== undefined) {
-      // Some endpoints and proxies answer 200 with the error an upstream provider gave.
+      // Some endpoints and proxies answer 200 with the error an upstream provider gave; LM
+      // Studio answers 200 "Unexpected endpoint or method" for a path it does not serve.
+      const said = bodySummary(this.#redact(text));
       throw new ModelError(
         "bad_response",
         `the model endpoint ${this.url} answered HTTP ${status} with an error instead of an ` +
-          `answer: ${bodySummary(this.#redact(text)) || "no message"}`,
+          `answer: ${said || "no message"}` +
+          (/unexpected endpoint|unknown (url|endpoint|route)|not found/i.test(said)
+            ? `. Fix: set model.base_url in ${this.#configFile} to the API root, which usually ` +
+              "ends in /v1 (/chat/completions is added to it)"
+            : ""),
         { status, retries },
       );
     }
@@ -326,7 +385,7 @@ export class ModelClient {
       });
     }
     const usage = isRecord(data) && isRecord(data.usage) ? data.usage : undefined;
-    const content = contentText(message.content);
+    const content = withoutThinking(contentText(message.content));
     // A refusal (OpenAI's `refusal`, with no content) is what the model answered.
     const refusal = typeof message.refusal === "string" && message.refusal !== ""
       ? message.refusal
@@ -346,6 +405,18 @@ export class ModelClient {
         }
         : undefined,
     };
+  }
+
+  /** What to do about a refused key, naming the variable and where it was read from. */
+  #keyFix(): string {
+    const { apiKey, apiKeyVariable, apiKeySource, dotenvPath } = this.settings;
+    const dotenv = dotenvPath ?? ".env";
+    if (!apiKey) return `add ${apiKeyVariable}=<your key> to ${dotenv} (it is not set)`;
+    if (apiKeySource === "environment") {
+      return `check ${apiKeyVariable}, read from the process environment (a line in ${dotenv} ` +
+        "would take its place)";
+    }
+    return `check ${apiKeyVariable} in ${dotenv}`;
   }
 
   #cancelled(retries: number, cause: unknown): ModelError {
@@ -393,6 +464,25 @@ function networkReason(error: unknown): string {
     .replace(/error sending request for url \([^)]*\): /, "");
 }
 
+/**
+ * How endpoints word a conversation too long for the model: OpenAI and vLLM ("maximum context
+ * length"), llama.cpp ("exceeds the available context size"), Anthropic ("prompt is too long"),
+ * Mistral and others ("too many tokens", "context window").
+ */
+const CONTEXT_EXCEEDED =
+  /context[ _-]?(length|window|size)|prompt is too long|too many (input )?tokens|reduce the length of the messages/i;
+
+/** The machine-readable `error.code` (or `error.type`) of a JSON error body, if any. */
+function errorCode(text: string): string | undefined {
+  try {
+    const error = JSON.parse(text)?.error;
+    const code = error?.code ?? error?.type;
+    return typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `Retry-After` in seconds or as an HTTP date, capped at a minute; `undefined` if absent. */
 function retryAfterMs(header: string | null, nowMs: number = Date.now()): number | undefined {
   if (!header) return undefined;
@@ -402,7 +492,26 @@ function retryAfterMs(header: string | null, nowMs: number = Date.now()): number
   return Math.min(ms, MAX_RETRY_AFTER_MS);
 }
 
-/** The endpoint's own error message, from `{error: {message}}` or the body text, shortened. */
+/**
+ * The answer without the reasoning that models such as DeepSeek-R1 and Qwen3 write before it
+ * in `<think>…</think>` when the server does not move it to a reasoning field (vLLM without a
+ * reasoning parser, some llama.cpp and Ollama versions). A chat template may open the block
+ * itself, so the answer then holds only `</think>`. Reasoning cut off before `</think>` leaves
+ * no answer.
+ */
+function withoutThinking(content: string | null): string | null {
+  if (content === null) return null;
+  const end = content.indexOf("</think>");
+  if (/^\s*<think>/.test(content)) {
+    return end < 0 ? "" : content.slice(end + "</think>".length).replace(/^\s+/, "");
+  }
+  if (end >= 0 && !content.slice(0, end).includes("<think>")) {
+    return content.slice(end + "</think>".length).replace(/^\s+/, "");
+  }
+  return content;
+}
+
+/** The text of `message.content`: a string, or the text parts of a list of parts. */
 function contentText(content: unknown): string | null {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {

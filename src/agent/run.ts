@@ -301,7 +301,8 @@ class Run {
       answer: lastText,
       endReason: "iteration_limit",
       error: `the run stopped after agent.max_iterations (${o.limits.maxIterations}) model ` +
-        "calls without a final answer",
+        "calls without a final answer. Fix: raise agent.max_iterations in config.yaml if the " +
+        "task needs more steps, or ask for less at once",
     };
   }
 

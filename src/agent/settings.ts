@@ -14,7 +14,7 @@ import {
 import { ConfigError } from "../home/errors.ts";
 import { isLoopbackHost } from "../home/loopback.ts";
 import { closestKey } from "../home/suggest.ts";
-import type { SecretScope } from "../home/secrets.ts";
+import type { SecretScope, SecretSource } from "../home/secrets.ts";
 
 /** Where the model is and how to reach it. */
 export interface ModelSettings {
@@ -28,6 +28,10 @@ export interface ModelSettings {
   apiKey?: string;
   /** The variable the key is read from (`<PROVIDER>_API_KEY` or `model.api_key_env`). */
   apiKeyVariable: string;
+  /** Where the key was found, when it was: `<home>/.env` or the process environment. */
+  apiKeySource?: SecretSource;
+  /** The `.env` file keys are read from, for messages. */
+  dotenvPath?: string;
   /** Seconds one model request may take. */
   timeoutSeconds: number;
   /** Retries of a request answered 429/5xx or not answered at all. */
@@ -248,6 +252,8 @@ export function readModelSettings(
     baseUrl,
     apiKey,
     apiKeyVariable,
+    apiKeySource: apiKey ? secrets.source(apiKeyVariable) : undefined,
+    dotenvPath: dotenv,
     timeoutSeconds: numberAt(source, "model.timeout_seconds", 1, 3600) ?? DEFAULTS.timeoutSeconds,
     maxRetries: integerAt(source, "model.max_retries", 0, 10) ?? DEFAULTS.maxRetries,
     temperature: numberAt(source, "model.temperature", 0, 2),

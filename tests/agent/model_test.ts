@@ -495,7 +495,7 @@ for (const status of [401, 403]) {
     assert.equal(error.status, status);
     assert.equal(error.retries, 0);
     assert.match(error.message, new RegExp(`HTTP ${status}: Incorrect API key provided`));
-    assert.match(error.message, /check ACME_API_KEY in \.env \(it is not set\)/);
+    assert.match(error.message, /Fix: add ACME_API_KEY=<your key> to \.env \(it is not set\)$/);
     assert.equal(model.requests.length, 1);
     assert.deepEqual(delays, []);
   });
@@ -510,9 +510,170 @@ Deno.test("401 with a key set → auth, without '(it is not set)'", async () => 
 
   const error = await modelError(client.complete(HELLO, []), "auth");
 
-  assert.match(error.message, /check OPENAI_API_KEY in \.env/);
+  assert.match(error.message, /check OPENAI_API_KEY in \.env$/);
   assert.doesNotMatch(error.message, /not set/);
 });
+
+Deno.test("401 names where the key was read from: the .env file, or the process environment", async () => {
+  const { model } = await setup({ apiKey: "the-right-key" });
+  await using _ = model;
+  const refused = (settings: Partial<ModelSettings>) =>
+    modelError(
+      new ModelClient(
+        settingsFor(model.baseUrl, { apiKeyVariable: "OPENAI_API_KEY", ...settings }),
+        instant().options,
+      ).complete(HELLO, []),
+      "auth",
+    );
+
+  const fromDotenv = await refused({ apiKey: KEY, apiKeySource: ".env", dotenvPath: "/h/.env" });
+  assert.match(fromDotenv.message, /\. Fix: check OPENAI_API_KEY in \/h\/\.env$/);
+
+  const fromEnvironment = await refused({
+    apiKey: KEY,
+    apiKeySource: "environment",
+    dotenvPath: "/h/.env",
+  });
+  assert.match(
+    fromEnvironment.message,
+    /\. Fix: check OPENAI_API_KEY, read from the process environment \(a line in \/h\/\.env would take its place\)$/,
+  );
+
+  const unset = await refused({ dotenvPath: "/h/.env" });
+  assert.match(
+    unset.message,
+    /\. Fix: add OPENAI_API_KEY=<your key> to \/h\/\.env \(it is not set\)$/,
+  );
+  for (const error of [fromDotenv, fromEnvironment, unset]) {
+    assert.ok(!error.message.includes(KEY), "the key itself is never shown");
+  }
+});
+
+Deno.test("429 insufficient_quota and 402 → quota, not retried: waiting does not buy credit", async () => {
+  const quota = {
+    error: {
+      message: "You exceeded your current quota, please check your plan and billing details.",
+      type: "insufficient_quota",
+      param: null,
+      code: "insufficient_quota",
+    },
+  };
+  const { model, client, delays } = await setup(
+    {
+      turns: [
+        { status: 429, body: quota },
+        { status: 402, body: { error: { message: "Insufficient credits", code: 402 } } },
+      ],
+    },
+    { maxRetries: 3, apiKeyVariable: "OPENROUTER_API_KEY", apiKey: KEY },
+  );
+  await using _ = model;
+
+  const exceeded = await modelError(client.complete(HELLO, []), "quota");
+  assert.equal(exceeded.status, 429);
+  assert.equal(exceeded.retries, 0);
+  assert.equal(
+    exceeded.message,
+    "the model provider refused the request: the account has no quota or credit left (HTTP 429: " +
+      "You exceeded your current quota, please check your plan and billing details.). Fix: " +
+      "check the plan and billing of the account the key in OPENROUTER_API_KEY belongs to",
+  );
+  const credits = await modelError(client.complete(HELLO, []), "quota");
+  assert.equal(credits.status, 402);
+  assert.match(credits.message, /no quota or credit left \(HTTP 402: Insufficient credits\)/);
+  assert.equal(model.requests.length, 2, "neither was retried");
+  assert.deepEqual(delays, []);
+});
+
+const CONTEXT_ERRORS: Array<[string, number, unknown]> = [
+  ["OpenAI", 400, {
+    error: {
+      message: "This model's maximum context length is 128000 tokens. However, your messages " +
+        "resulted in 130512 tokens. Please reduce the length of the messages.",
+      type: "invalid_request_error",
+      param: "messages",
+      code: "context_length_exceeded",
+    },
+  }],
+  ["llama.cpp", 400, {
+    error: {
+      code: 400,
+      message: "the request exceeds the available context size, try increasing it",
+      type: "exceed_context_size_error",
+    },
+  }],
+  ["vLLM", 400, {
+    object: "error",
+    message: "This model's maximum context length is 32768 tokens. However, you requested " +
+      "40000 tokens in the messages.",
+    type: "BadRequestError",
+    code: 400,
+  }],
+  ["Anthropic", 400, {
+    type: "error",
+    error: {
+      type: "invalid_request_error",
+      message: "prompt is too long: 210000 tokens > 200000 maximum",
+    },
+  }],
+];
+
+for (const [server, status, body] of CONTEXT_ERRORS) {
+  Deno.test(`${server}'s 'context too long' → context_length saying so, with what to do, not retried`, async () => {
+    const { model, client, delays } = await setup(
+      { turns: [{ status, body }] },
+      { maxRetries: 3 },
+      { configFile: "/h/config.yaml" },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), "context_length");
+
+    assert.equal(error.status, status);
+    assert.match(
+      error.message,
+      /^the conversation is longer than model 'test-model' can take \(HTTP 400: .+\)\. Fix: start a new conversation \(\/new in chat\), ask for less at once, or set model\.default in \/h\/config\.yaml to a model with a larger context window/,
+    );
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(delays, []);
+  });
+}
+
+Deno.test("context too long with model.max_tokens set → also says to lower it", async () => {
+  const [, status, body] = CONTEXT_ERRORS[2];
+  const { model, client } = await setup({ turns: [{ status, body }] }, { maxTokens: 30_000 });
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "context_length");
+
+  assert.match(
+    error.message,
+    /ask for less at once, lower model\.max_tokens \(the answer's tokens count too\), or set model\.default/,
+  );
+});
+
+for (const status of [405, 501]) {
+  Deno.test(`${status} (a web server, not the API) → names model.base_url, not retried`, async () => {
+    const page = "<html><body><h1>Unsupported method ('POST')</h1></body></html>";
+    const { model, client, delays } = await setup(
+      { turns: [{ status, body: page }] },
+      { maxRetries: 3 },
+      { configFile: "/h/config.yaml" },
+    );
+    await using _ = model;
+
+    const error = await modelError(client.complete(HELLO, []), "bad_request");
+
+    assert.equal(
+      error.message,
+      `the model endpoint ${client.url} does not take POST requests (HTTP ${status}: ` +
+        "Unsupported method ('POST')). Fix: set model.base_url in /h/config.yaml to the " +
+        "OpenAI-compatible API root, which usually ends in /v1 (/chat/completions is added to it)",
+    );
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(delays, []);
+  });
+}
 
 Deno.test("404 → model_not_found naming the model, model.default, the config file and model.base_url", async () => {
   const { model, client, delays } = await setup(
@@ -656,6 +817,78 @@ Deno.test("200 with an error body → the endpoint's error quoted, not 'check mo
   );
   assert.equal(model.requests.length, 1);
   assert.deepEqual(delays, []);
+});
+
+Deno.test("200 'Unexpected endpoint or method' (LM Studio at a path it does not serve) → names model.base_url", async () => {
+  const { model, client } = await setup(
+    {
+      turns: [{
+        status: 200,
+        body: { error: "Unexpected endpoint or method. (POST /chat/completions)" },
+      }],
+    },
+    {},
+    { configFile: "/h/config.yaml" },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_response");
+
+  assert.equal(
+    error.message,
+    `the model endpoint ${client.url} answered HTTP 200 with an error instead of an answer: ` +
+      "Unexpected endpoint or method. (POST /chat/completions). Fix: set model.base_url in " +
+      "/h/config.yaml to the API root, which usually ends in /v1 (/chat/completions is added to it)",
+  );
+});
+
+Deno.test("an answer that breaks off mid-body is retried, and said as such, not 'cannot reach'", async () => {
+  const { model, client, delays } = await setup(
+    { turns: [{ brokenBody: '{"choices":[{"mess' }, { content: "whole" }] },
+    { maxRetries: 2 },
+  );
+  await using _ = model;
+
+  const reply = await client.complete(HELLO, []);
+  assert.equal(reply.content, "whole");
+  assert.equal(reply.retries, 1);
+  assert.equal(delays.length, 1);
+
+  model.push({ brokenBody: "{" }, { brokenBody: '{"id":' }, { brokenBody: "" });
+  const error = await modelError(client.complete(HELLO, []), "server");
+  assert.equal(error.status, 200);
+  assert.equal(error.retries, 2);
+  assert.match(
+    error.message,
+    /^the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions broke off its answer \(HTTP 200, error reading a body from connection\), after 3 attempts\. Fix: if it keeps happening, look at the model server's log/,
+  );
+  assert.doesNotMatch(error.message, /cannot reach|start the model server/);
+});
+
+Deno.test("reasoning in <think>…</think> before the answer is not part of the answer", async () => {
+  const cases: Array<[string | null, string | null]> = [
+    ["<think>\nThe user greets me.\n</think>\n\nHello!", "Hello!"],
+    ["  <think>a</think>[SILENT]", "[SILENT]"],
+    // The chat template opened the block: only its end is in the answer.
+    ["The user greets me.\n</think>\n\nHello!", "Hello!"],
+    // Cut off while reasoning: no answer yet.
+    ["<think>\nStill thinking", ""],
+    // An answer that talks about the tags keeps them.
+    ["Models write <think>…</think> first.", "Models write <think>…</think> first."],
+    ["Hello", "Hello"],
+    [null, null],
+  ];
+  const { model, client } = await setup({
+    turns: cases.map(([content]) => ({
+      status: 200,
+      body: { choices: [{ message: { role: "assistant", content }, finish_reason: "stop" }] },
+    })),
+  });
+  await using _ = model;
+
+  for (const [content, answer] of cases) {
+    assert.equal((await client.complete(HELLO, [])).content, answer, JSON.stringify(content));
+  }
 });
 
 Deno.test("a refusal without content is the answer's text", async () => {

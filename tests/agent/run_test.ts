@@ -375,7 +375,10 @@ Deno.test("runLoop: iteration limit, run timeout and cancellation each end the r
     assert.equal(result.endReason, "iteration_limit");
     assert.equal(requests.length, 3);
     assert.equal(result.modelCalls, 3);
-    assert.match(result.error ?? "", /agent\.max_iterations \(3\)/);
+    assert.match(
+      result.error ?? "",
+      /agent\.max_iterations \(3\) model calls without a final answer\. Fix: raise agent\.max_iterations in config\.yaml/,
+    );
     assert.equal(result.answer, "");
     assert.deepEqual(result.toolCalls.map((call) => call.outcome), [
       "success",

@@ -57,6 +57,8 @@ Deno.test("readAgentSettings: defaults for everything not configured", () => {
     baseUrl: "http://127.0.0.1:11434/v1",
     apiKey: undefined,
     apiKeyVariable: "OLLAMA_API_KEY",
+    apiKeySource: undefined,
+    dotenvPath: DOTENV,
     timeoutSeconds: 120,
     maxRetries: 3,
     temperature: undefined,
@@ -307,6 +309,12 @@ Deno.test("the key in .env wins over the process environment", () => {
 
   assert.equal(both.apiKey, "from-dotenv");
   assert.equal(envOnly.apiKey, "from-env");
+  // Where it was found, for the message when the endpoint refuses it.
+  assert.equal(both.apiKeySource, ".env");
+  assert.equal(envOnly.apiKeySource, "environment");
+  assert.equal(both.dotenvPath, DOTENV);
+  // A blank value is no key, wherever it is.
+  assert.equal(modelSettings(OLLAMA, scope({ OLLAMA_API_KEY: " " })).apiKeySource, undefined);
 });
 
 Deno.test("model.api_key_env holding the key itself → ConfigError that does not echo it", () => {

@@ -560,6 +560,10 @@ Deno.test("run: configuration and connection errors name the key, variable or fi
       assert.equal(text.stdout, "");
       assert.match(text.stderr, /refused the API key/);
       assert.match(text.stderr, /OPENAI_API_KEY/);
+      assert.ok(
+        text.stderr.includes(`Fix: check OPENAI_API_KEY in ${dotenv}`),
+        `names the file the key was read from: ${text.stderr}`,
+      );
       assert.ok(!text.stderr.includes("sk-test-wrong-key"), text.stderr);
 
       const json = await agentRun(home.home, ["hi", "--json"]);
