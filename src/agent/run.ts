@@ -276,14 +276,19 @@ class Run {
         const answer = reply.content?.trim() ? reply.content : "";
         const warning = cutOffWarning(reply.finishReason) ??
           (answer === "" ? emptyAnswerWarning(reply.finishReason) : undefined);
-        if (warning) this.#warnings.push(warning);
+        if (warning && !this.#warnings.includes(warning)) this.#warnings.push(warning);
         return { answer, endReason: "completed" };
       }
       const byName = new Map(available.map((tool) => [tool.name, tool]));
+      // Tool calls cut off at the token limit have broken arguments: the model and the user are
+      // told why, or the model repeats the same cut-off call until the iteration limit.
+      const cutOff = reply.finishReason === "length";
+      const warning = cutOff ? cutOffWarning(reply.finishReason) : undefined;
+      if (warning && !this.#warnings.includes(warning)) this.#warnings.push(warning);
       const started = this.#clock();
       const recorded = this.#toolCalls.length;
       const results = await Promise.all(
-        reply.toolCalls.map((call) => this.#callTool(call, byName.get(call.function.name))),
+        reply.toolCalls.map((call) => this.#callTool(call, byName.get(call.function.name), cutOff)),
       );
       // Recorded as they finished; kept in the order the model asked for them.
       const order = new Map(reply.toolCalls.map((call, index) => [call.id, index]));
@@ -357,7 +362,11 @@ class Run {
   }
 
   /** Runs one tool call and returns the text the model gets back; never throws. */
-  async #callTool(call: ToolCallRequest, tool: RegisteredTool | undefined): Promise<string> {
+  async #callTool(
+    call: ToolCallRequest,
+    tool: RegisteredTool | undefined,
+    cutOff = false,
+  ): Promise<string> {
     const o = this.#o;
     const name = call.function.name;
     o.onEvent?.({ type: "tool_call", id: call.id, name, arguments: call.function.arguments });
@@ -415,7 +424,15 @@ class Run {
       );
     }
     const args = parseArguments(call.function.arguments);
-    if (typeof args === "string") return fail("failed", args);
+    if (typeof args === "string") {
+      return fail(
+        "failed",
+        cutOff
+          ? `${args}: your answer was cut off at the output token limit in the middle of the ` +
+            "arguments, so send shorter ones (or split the work into several calls)"
+          : args,
+      );
+    }
     if (tool.trust === "untrusted" && !tool.readOnly) {
       const decision = await this.#approve(tool, call.function.arguments);
       record.approval = decision;

@@ -653,6 +653,44 @@ Deno.test("runLoop: unknown tools, broken arguments and tool errors go back to t
     assert.equal(result.toolCalls[0].arguments, '{"a": 1, "b":');
   });
 
+  await t.step(
+    "arguments cut off at the token limit (finish_reason length): the model and the user are told",
+    async () => {
+      host.calls.length = 0;
+      const cutOffCall = {
+        status: 200,
+        body: {
+          choices: [{
+            message: {
+              role: "assistant",
+              content: null,
+              tool_calls: [{
+                id: "cut",
+                type: "function",
+                function: { name: "mcp__tools__echo", arguments: '{"text": "a long te' },
+              }],
+            },
+            finish_reason: "length",
+          }],
+        },
+      };
+      const { result } = await runScripted({
+        turns: [cutOffCall, cutOffCall, { contentFromTools: "" }],
+      }, { tools: host });
+      assert.equal(result.endReason, "completed", result.error);
+      const [[, cut]] = toolMessages(result.messages);
+      assert.match(
+        cut,
+        /^Error: the arguments are not valid JSON \(.+\); send a JSON object: your answer was cut off at the output token limit in the middle of the arguments, so send shorter ones/,
+      );
+      assert.deepEqual(host.calls, []);
+      assert.deepEqual(result.warnings, [
+        'the answer was cut off at the model\'s output token limit (finish_reason "length"); ' +
+        "raise model.max_tokens in config.yaml, or ask for a shorter answer",
+      ], "said once, however often it happened");
+    },
+  );
+
   await t.step("a tool that reports isError (arguments of the wrong type)", async () => {
     host.calls.length = 0;
     const { result } = await runScripted({
