@@ -163,9 +163,12 @@ function currentChoices(config: ResolvedConfig, io: CliIo, flags: SetupFlags): C
   // warning. Setup always writes enabled and port; host and the secret only when flags set them.
   const owned: [string, (value: unknown) => boolean][] = [
     [ENABLED_KEY, (value) => parseBoolish(value) !== undefined],
+    // As the gateway reads a port: a number or a string, so `[1]` (text "1") is malformed too.
     [
       PORT_KEY,
-      (value) => checkPort(typeof value === "number" ? String(value) : `${value}`) === true,
+      (value) =>
+        (typeof value === "number" || typeof value === "string") &&
+        checkPort(String(value)) === true,
     ],
   ];
   if (flags.host !== undefined || flags.allInterfaces) {

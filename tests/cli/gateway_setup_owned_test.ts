@@ -103,6 +103,25 @@ Deno.test("setup overwrites malformed values of the keys it owns, with a warning
   assert.equal(Deno.readTextFileSync(h.config), kept);
 });
 
+Deno.test("setup replaces a port that is a list or a mapping, as it does a wrong number", async () => {
+  await using h = await tempHome();
+  // `[1]` reads as the text "1", but the gateway takes only a number or a string.
+  for (const [value, shown] of [["[1]", "[1]"], ['["8644"]', '["8644"]'], ["{a: 1}", '{"a":1}']]) {
+    Deno.writeTextFileSync(h.config, `platforms:\n  webhook:\n    extra:\n      port: ${value}\n`);
+    const run = await cli(h.home, ["gateway", "setup", "--port", "18831", "--enable", "--json"]);
+    assert.equal(run.code, 0, `${value}: ${run.stdout}${run.stderr}`);
+    const warnings = parseOneJson(run.stdout).warnings as string[];
+    assert.ok(
+      warnings.includes(
+        `platforms.webhook.extra.port in ${h.config}:4 was ${shown}, which is not valid; ` +
+          "replaced with 18831",
+      ),
+      `${value}: ${warnings}`,
+    );
+    assert.equal(settingsOf(h.home).port, 18831);
+  }
+});
+
 Deno.test({
   name: "setup warns about a kept secret that is weak or cut short by '#'",
   // What it checks would also hold a "port 8644 is in use" warning.
