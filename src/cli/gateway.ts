@@ -145,9 +145,11 @@ function checkStartable(config: ResolvedConfig, io: CliIo): Startable {
       );
     }
     const why = settings.enabledBy.startsWith("default") ? "" : ` (${settings.enabledBy})`;
+    // The fix `agent webhook list` and `subscribe` give too: setup also writes the port and secret.
     throw new CliError(
-      `the webhook platform is not enabled${why}. Set platforms.webhook.enabled: true in ` +
-        `${config.paths.config}, or WEBHOOK_ENABLED=true`,
+      `the webhook platform is not enabled${why}. Enable it with \`agent gateway setup ` +
+        `--enable\`, or set platforms.webhook.enabled: true in ${config.paths.config} (or ` +
+        "WEBHOOK_ENABLED=true)",
     );
   }
   return { config, settings, level: configuredLogLevel(config.source, io.env) };

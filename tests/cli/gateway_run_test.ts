@@ -180,8 +180,8 @@ Deno.test("gateway run on a home whose config does not enable webhooks stops at 
   assert.equal(result.code, 1, result.stderr);
   assert.equal(
     result.stderr,
-    `agent: the webhook platform is not enabled. Set platforms.webhook.enabled: true in ${config}, ` +
-      "or WEBHOOK_ENABLED=true\n",
+    "agent: the webhook platform is not enabled. Enable it with `agent gateway setup --enable`, " +
+      `or set platforms.webhook.enabled: true in ${config} (or WEBHOOK_ENABLED=true)\n`,
   );
   assert.deepEqual([...Deno.readDirSync(h.home)].map((entry) => entry.name), ["config.yaml"]);
   assert.equal(Deno.readTextFileSync(config), "# webhooks: later\n");
@@ -197,8 +197,8 @@ Deno.test("gateway run that cannot start names the misspelled keys that may be w
     disabled.stderr,
     `warning: ${config}:3: platforms.webhook.enabeld: unknown key \`enabeld\` is ignored; did ` +
       "you mean `enabled`?\n" +
-      `agent: the webhook platform is not enabled. Set platforms.webhook.enabled: true in ${config}, ` +
-      "or WEBHOOK_ENABLED=true\n",
+      "agent: the webhook platform is not enabled. Enable it with `agent gateway setup --enable`, " +
+      `or set platforms.webhook.enabled: true in ${config} (or WEBHOOK_ENABLED=true)\n`,
   );
   // A config error of another key: the warnings come with it too, once.
   Deno.writeTextFileSync(
