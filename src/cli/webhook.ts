@@ -61,14 +61,16 @@ import {
   BLANK_TEMPLATE_WARNING,
   DELIVERY_FAILED_ERROR_END,
   DELIVERY_FAILED_LOG_LEVEL,
+  EMPTY_MESSAGE_ERROR,
   INVALID_SIGNATURE_ERROR,
   SCRIPT_BLOCKED_ERROR,
   SCRIPT_BLOCKED_LOG_LEVEL,
+  templateFix,
   UNKNOWN_ROUTE_ERROR,
 } from "../webhook/listener.ts";
 import { isInside, resolveScript } from "../webhook/scripts.ts";
 import { githubSignature } from "../webhook/signatures.ts";
-import { unfilledPlaceholders } from "../webhook/templates.ts";
+import { renderPrompt, unfilledPlaceholders } from "../webhook/templates.ts";
 import {
   dynamicRoutes,
   readSubscriptions,
@@ -478,7 +480,12 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
         notes.push(text);
         io.err(`note: ${escapeControls(text)}\n`);
       };
-      if (route.deliverOnly && route.deliver !== "log" && takesEvent(route.events, event)) {
+      // A template that renders blank sends nothing (said after the answer); known here only when
+      // no script replaces the payload first.
+      const blank = !route.script && renderPrompt(route, payload, event).trim() === "";
+      if (
+        route.deliverOnly && route.deliver !== "log" && takesEvent(route.events, event) && !blank
+      ) {
         // No agent run between the test and the target: what the sender would cause, it causes.
         note(
           `'${name}' delivers directly (deliver_only): this test sends a real message to ` +
@@ -757,7 +764,8 @@ function logLevelNote(
 
 /**
  * What the tester can change after the gateway's answer: an event it ignored, a route it does not
- * serve (404), a signature it refused (401), a template that rendered blank (202 with a warning).
+ * serve (404), a signature it refused (401), a template that rendered blank (202 with a warning,
+ * or 502 with nothing sent).
  */
 function answerHint(
   status: number,
@@ -769,13 +777,18 @@ function answerHint(
     return "the fields the route's prompt template names are empty in this payload; send one " +
       "that fills them with --payload, or change the template (see `agent webhook list`)";
   }
+  if (status === 502 && error === EMPTY_MESSAGE_ERROR) {
+    return `nothing was sent to ${context.route.deliver}: the route's prompt template renders ` +
+      "blank for this payload (the fields it names are empty or blank); send one that fills " +
+      `them with --payload, or change the template: ${templateFix(context.route)}`;
+  }
   if (
     status === 404 && typeof error === "string" && error.startsWith(`${UNKNOWN_ROUTE_ERROR}:`)
   ) {
     return unknownRouteHint(context);
   }
   if (status === 401 && error === INVALID_SIGNATURE_ERROR) return signatureHint(context);
-  return ignoredHint(answer, context.route.events, context.event);
+  return ignoredHint(answer, context);
 }
 
 /** The problems the gateway finds in a route's filters: it does not serve such a route. */
@@ -828,7 +841,10 @@ function signatureHint({ config, route }: TestContext): string {
  * Why the gateway answered "ignored", when the reason is something the tester can change: the
  * route takes other events, its filters or its script said no.
  */
-function ignoredHint(answer: object, events: string[], event: string): string | undefined {
+function ignoredHint(
+  answer: object,
+  { route: { events }, event }: TestContext,
+): string | undefined {
   const { status, reason } = answer as { status?: unknown; reason?: unknown };
   if (status !== "ignored") return undefined;
   if (reason === "filter") {

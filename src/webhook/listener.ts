@@ -21,7 +21,7 @@ import { matchFilter } from "./filters.ts";
 import { LATE, ReadDeadlines } from "./read_deadline.ts";
 import { deliveryId, eventName, parsePayload } from "./request.ts";
 import type { RouteTable, ServedRoute } from "./route_table.ts";
-import { takesEvent } from "./routes.ts";
+import { type Route, takesEvent } from "./routes.ts";
 import { acceptsUnsigned, type WebhookSettings } from "./settings.ts";
 import { type SignatureFamily, verifySignature } from "./signatures.ts";
 import { defaultPrompt, renderExtra, renderPrompt } from "./templates.ts";
@@ -52,6 +52,13 @@ export const DELIVERY_FAILED_LOG_LEVEL = "warning";
 /** The `warning` of the 202 for an event whose route's template rendered blank. */
 export const BLANK_TEMPLATE_WARNING = "the route's prompt template renders blank for this " +
   "payload, so the agent runs on the default prompt (the event and its payload)";
+
+/**
+ * The 502 `error` of a direct delivery whose template renders an empty message for its payload:
+ * nothing is sent.
+ */
+export const EMPTY_MESSAGE_ERROR = "nothing to deliver: the route's prompt template renders an " +
+  "empty message for this payload";
 
 /** What a route script decided. */
 export type ScriptVerdict =
@@ -760,8 +767,20 @@ function blankTemplate(deps: ListenerDeps, route: ServedRoute, id: string): void
   );
 }
 
-/** How to change a route's prompt template: where a static route or a subscription keeps it. */
-function templateFix(route: ServedRoute): string {
+/**
+ * How to change a route's prompt template: where a static route or a subscription keeps it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { templateFix } from "./listener.ts";
+ * assert.equal(
+ *   templateFix({ name: "ci", source: "dynamic" }),
+ *   "subscribe it again with another --prompt (agent webhook subscribe ci ...)",
+ * );
+ * ```
+ */
+export function templateFix(route: Pick<Route, "name" | "source">): string {
   return route.source === "static"
     ? `edit the prompt of platforms.webhook.extra.routes.${route.name} in config.yaml`
     : `subscribe it again with another --prompt (agent webhook subscribe ${route.name} ...)`;
@@ -787,8 +806,7 @@ function emptyMessage(
     { route: route.name, delivery_id: id, target: route.deliver, fix: templateFix(route) },
   );
   return c.json({
-    error: "nothing to deliver: the route's prompt template renders an empty message for this " +
-      "payload",
+    error: EMPTY_MESSAGE_ERROR,
     route: route.name,
     delivery_id: id,
   }, 502);

@@ -1,7 +1,8 @@
 /**
  * What `agent webhook` says about deliver-only routes: `test` warns that a real message is sent
  * only when the route takes the test's event; `subscribe` warns that skills are never loaded.
- * And what `test` says when an agent-run route's template renders blank for its payload.
+ * And what `test` says when a route's template renders blank for its payload (an agent run gets
+ * the default prompt, a direct delivery sends nothing).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -138,6 +139,66 @@ Deno.test("test of an agent-run route whose template renders blank: the 202's wa
   assert.doesNotMatch(filled.stdout, /warning/);
   assert.equal(filled.stderr, "");
   assert.equal(h.listener.inbox.take(Date.now())?.prompt, "LGTM");
+});
+
+Deno.test("test of a deliver-only route whose template renders blank: says nothing was sent, why, and the fix, not that a real message goes out", async () => {
+  const delivered: string[] = [];
+  await using h = await listeningHome({
+    deliverDirect: (_route, message) => {
+      delivered.push(message);
+      return Promise.resolve({ ok: true });
+    },
+    // `scripted`'s script blanks the field its template names: only the answer tells.
+    runScript: () => Promise.resolve({ kind: "payload", payload: { comment: { body: "" } } }),
+  });
+  const { env } = h;
+  const slack = ["--deliver", "slack", "--deliver-chat-id", "C0123456789", "--deliver-only"];
+  const withToken = { ...env, SLACK_BOT_TOKEN: "xoxb-test" };
+  await subscribe(h.home, "direct", ["--prompt", "{comment.body}", ...slack], withToken);
+  const payload = '{"comment":{"body":" "}}';
+  const blank = await cli(h.home, ["webhook", "test", "direct", "--payload", payload], { env });
+  assert.equal(blank.code, 1, blank.stderr);
+  assert.match(blank.stdout, /^HTTP 502\n\{"error":"nothing to deliver: /m);
+  const nothingSent = "nothing was sent to slack: the route's prompt template renders blank for " +
+    "this payload (the fields it names are empty or blank); send one that fills them with " +
+    "--payload, or change the template: subscribe it again with another --prompt (agent " +
+    "webhook subscribe direct ...)";
+  assert.equal(blank.stderr, `note: ${nothingSent}\n`);
+  const json = await cli(h.home, ["webhook", "test", "direct", "--payload", payload, "--json"], {
+    env,
+  });
+  assert.equal(json.code, 1, json.stderr);
+  assert.deepEqual(parseOneJson(json.stdout).notes, [nothingSent]);
+
+  // Filled, the same route sends a real message, and says so first.
+  const filled = await cli(h.home, [
+    "webhook",
+    "test",
+    "direct",
+    "--payload",
+    '{"comment":{"body":"LGTM"}}',
+  ], { env });
+  assert.equal(filled.code, 0, filled.stderr);
+  assert.match(
+    filled.stderr,
+    /^note: 'direct' delivers directly \(deliver_only\): this test sends/,
+  );
+  assert.deepEqual(delivered, ["LGTM"]);
+
+  // A script may blank the fields: the test cannot know before it sends, but says what happened.
+  Deno.mkdirSync(join(h.home, "scripts"));
+  Deno.writeTextFileSync(join(h.home, "scripts", "blank.sh"), "#!/bin/sh\ncat\n");
+  const scriptArgs = ["--script", "blank.sh", "--prompt", "{comment.body}", ...slack];
+  await subscribe(h.home, "scripted", scriptArgs, withToken);
+  const scripted = await cli(h.home, ["webhook", "test", "scripted", "--payload", payload], {
+    env,
+  });
+  assert.equal(scripted.code, 1, scripted.stderr);
+  assert.match(
+    scripted.stderr,
+    /\nnote: nothing was sent to slack: the route's prompt template renders blank for this payload .* subscribe scripted \.\.\.\)\n$/,
+  );
+  assert.deepEqual(delivered, ["LGTM"]);
 });
 
 Deno.test("test answered 502 or 503 while the log level leaves out the line with the reason: says which setting to lower instead of pointing at the log", async () => {
