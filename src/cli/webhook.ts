@@ -843,7 +843,7 @@ function signatureHint({ config, route }: TestContext): string {
  */
 function ignoredHint(
   answer: object,
-  { route: { events }, event }: TestContext,
+  { config, route: { events }, event }: TestContext,
 ): string | undefined {
   const { status, reason } = answer as { status?: unknown; reason?: unknown };
   if (status !== "ignored") return undefined;
@@ -851,7 +851,7 @@ function ignoredHint(
     return "the route's filters did not match this payload; send one they match with --payload";
   }
   if (reason === "script") {
-    return "the route's script ignored the event; see logs/gateway.log for what it said";
+    return `the route's script ignored the event; see ${config.paths.gatewayLog} for what it said`;
   }
   if (!takesEvent(events, event)) {
     return `the route takes only ${events.join(", ")} events; send one with --event ${events[0]}`;

@@ -2,7 +2,7 @@
  * What `agent webhook` says about deliver-only routes: `test` warns that a real message is sent
  * only when the route takes the test's event; `subscribe` warns that skills are never loaded.
  * And what `test` says when a route's template renders blank for its payload (an agent run gets
- * the default prompt, a direct delivery sends nothing).
+ * the default prompt, a direct delivery sends nothing), or its script ignored the event.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -199,6 +199,24 @@ Deno.test("test of a deliver-only route whose template renders blank: says nothi
     /\nnote: nothing was sent to slack: the route's prompt template renders blank for this payload .* subscribe scripted \.\.\.\)\n$/,
   );
   assert.deepEqual(delivered, ["LGTM"]);
+});
+
+Deno.test("test of a route whose script ignored the event: the note names this home's gateway.log by its full path", async () => {
+  await using h = await listeningHome({
+    runScript: () => Promise.resolve({ kind: "ignored", reason: "exit 1" }),
+  });
+  const { env } = h;
+  Deno.mkdirSync(join(h.home, "scripts"));
+  Deno.writeTextFileSync(join(h.home, "scripts", "gate.sh"), "#!/bin/sh\nexit 1\n");
+  await subscribe(h.home, "gated", ["--script", "gate.sh"], env);
+  const result = await cli(h.home, ["webhook", "test", "gated"], { env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /HTTP 200\n\{"status":"ignored","reason":"script"\}/);
+  assert.equal(
+    result.stderr,
+    "note: the route's script ignored the event; see " +
+      `${join(h.home, "logs", "gateway.log")} for what it said\n`,
+  );
 });
 
 Deno.test("test answered 502 or 503 while the log level leaves out the line with the reason: says which setting to lower instead of pointing at the log", async () => {
