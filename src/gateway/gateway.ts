@@ -13,6 +13,7 @@ import type { ResolvedConfig } from "../home/config.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import { literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
+import { formatIssue, loadMcpServers } from "../mcp/mod.ts";
 import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
@@ -53,6 +54,7 @@ export interface GatewayOptions {
 export { GatewayBusyError } from "./home_lock.ts";
 
 const log = logger("gateway");
+const mcpLog = logger("mcp");
 
 /** How long finished events stay in the inbox (for inspection). */
 const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
@@ -158,6 +160,14 @@ export class Gateway {
       lock.close();
       throw error;
     }
+    // Said before the servers connect, and without a model too (its servers are not started
+    // then): the problems `agent mcp list` reports, found at start, not at the first event.
+    const mcp = loadMcpServers(config);
+    for (const issue of mcp.issues) {
+      const text = literalMessage(formatIssue(issue, config.paths.config));
+      if (issue.severity === "error") mcpLog.error(text);
+      else mcpLog.warn(text);
+    }
     // Without a model, direct-delivery routes still work; agent runs end with the reason.
     let session: AgentSession | undefined;
     try {
@@ -182,6 +192,13 @@ export class Gateway {
       log.warn("agent runs fail until the model is set up: {problem}", {
         problem: agent.modelProblem?.message,
       });
+      if (mcp.servers.some((server) => server.enabled)) {
+        // Only agent runs use them: whether they connect is checked on demand.
+        mcpLog.warn(
+          "the MCP servers are not started until the model is set up (only agent runs use " +
+            "them); `agent mcp list` connects them and says what fails",
+        );
+      }
     }
     let inbox: Inbox;
     try {

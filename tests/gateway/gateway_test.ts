@@ -318,6 +318,54 @@ Deno.test("an MCP server's warnings are said on the gateway's console", async ()
   ]);
 });
 
+/** `mcp_servers` entries with a config error (`broken`) and a misspelled key (`typo`, `lines`). */
+function faultyServerLines(lines: string[] = []): string[] {
+  return [
+    "  broken:",
+    "    args: [x]",
+    ...stdioServerLines("typo", { command: "true", args: [] }, ["comand: x", ...lines]),
+  ];
+}
+
+/** The console lines of a gateway on `home` that name MCP servers or `mcp_servers`. */
+function mcpLines(shown: string[]): string[] {
+  return shown.filter((line) => /MCP server|mcp_servers/.test(line));
+}
+
+Deno.test("a gateway without a model reports the MCP config problems at start, and that its servers are not started", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml(configText(["mcp_servers:", ...faultyServerLines()])),
+  );
+  const shown = await consoleOfGateway(h.home);
+  // Before: only "agent runs fail until the model is set up", the servers not named.
+  assert.deepEqual(mcpLines(shown), [
+    `error: ${h.config}:2: mcp_servers.broken: the server has neither \`command\` nor \`url\`; ` +
+    "add `command:` for a local (stdio) server or `url:` for a remote (HTTP) one\n",
+    `warning: ${h.config}:7: mcp_servers.typo.comand: unknown key \`comand\` is ignored; did you ` +
+    "mean `command`?\n",
+    "warning: the MCP servers are not started until the model is set up (only agent runs use " +
+    "them); `agent mcp list` connects them and says what fails\n",
+  ]);
+  const log = Deno.readTextFileSync(join(h.home, "logs", "gateway.log"));
+  assert.match(log, /"level":"ERROR","message":"[^"]*mcp_servers\.broken: the server has neither/);
+  assert.match(log, /"level":"WARN","message":"[^"]*mcp_servers\.typo\.comand: unknown key/);
+});
+
+Deno.test("a gateway with a model reports the MCP config problems at start too", async () => {
+  await using h = await tempHome();
+  // `typo` disabled: nothing connects, only the config is read.
+  Deno.writeTextFileSync(h.config, mcpGatewayYaml(faultyServerLines(["enabled: false"])));
+  const shown = await consoleOfGateway(h.home);
+  assert.deepEqual(mcpLines(shown).map((line) => line.replace(/:\d+: /, ":N: ")), [
+    `error: ${h.config}:N: mcp_servers.broken: the server has neither \`command\` nor \`url\`; ` +
+    "add `command:` for a local (stdio) server or `url:` for a remote (HTTP) one\n",
+    `warning: ${h.config}:N: mcp_servers.typo.comand: unknown key \`comand\` is ignored; did you ` +
+    "mean `command`?\n",
+  ]);
+});
+
 Deno.test("a gateway whose model lacks its API key warns about that, not that no model is configured", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(
