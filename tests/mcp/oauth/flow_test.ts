@@ -77,6 +77,17 @@ function manager(tokenDir: string, warnings: string[] = []): McpManager {
   });
 }
 
+/** Starts a manager (as the gateway does) on the stored records; the server must connect. */
+async function assertConnects(tokenDir: string, config: McpServerConfig): Promise<void> {
+  const gateway = manager(tokenDir);
+  try {
+    await gateway.start([config]);
+    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
+  } finally {
+    await gateway.shutdown();
+  }
+}
+
 function portOf(uri: string): number {
   return Number(new URL(uri).port);
 }
@@ -738,13 +749,7 @@ Deno.test("a recorded required scope survives a refresh until the next login", a
   await loginMcpServer(config, t.options());
   t.store().writeRequiredScope("read write");
   t.server.expireAccessTokens();
-  const gateway = manager(t.tokenDir);
-  try {
-    await gateway.start([config]);
-    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
-  } finally {
-    await gateway.shutdown();
-  }
+  await assertConnects(t.tokenDir, config);
   assert.equal(t.server.tokenRequests.at(-1)?.grantType, "refresh_token");
   assert.equal(t.store().requiredScope(), "read write");
   assert.equal(t.store().readTokens()?.scope, "read");
@@ -809,13 +814,7 @@ Deno.test("discovery variants log in, and every authorize, token and refresh req
       t.server.authorizationServerUrl,
     );
     t.server.expireAccessTokens();
-    const gateway = manager(t.tokenDir);
-    try {
-      await gateway.start([config]);
-      assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
-    } finally {
-      await gateway.shutdown();
-    }
+    await assertConnects(t.tokenDir, config);
     assert.deepEqual(t.server.authorizations.map((a) => a.resource), [t.server.mcpUrl]);
     assert.deepEqual(t.server.tokenRequests.map((r) => [r.grantType, r.resource]), [
       ["authorization_code", t.server.mcpUrl],
@@ -856,13 +855,7 @@ Deno.test("token records: no expires_in means no expiry; a refresh without a new
   assert.equal(t.store().readTokens()?.expires_in, undefined);
   const first = t.store().readTokens()!;
   t.server.revokeAccessTokens();
-  const gateway = manager(t.tokenDir);
-  try {
-    await gateway.start([config]);
-    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
-  } finally {
-    await gateway.shutdown();
-  }
+  await assertConnects(t.tokenDir, config);
   const after = t.store().readTokens()!;
   assert.notEqual(after.access_token, first.access_token);
   assert.equal(after.refresh_token, first.refresh_token);
@@ -889,13 +882,7 @@ Deno.test("a refresh answer without a scope keeps the granted scope (a later ste
   assert.equal(t.store().readTokens()?.scope, "read");
   const before = t.store().readTokens()!;
   t.server.expireAccessTokens();
-  const gateway = manager(t.tokenDir);
-  try {
-    await gateway.start([config]);
-    assert.equal(gateway.servers()[0].status, "connected", gateway.servers()[0].error);
-  } finally {
-    await gateway.shutdown();
-  }
+  await assertConnects(t.tokenDir, config);
   const after = t.store().readTokens()!;
   assert.notEqual(after.access_token, before.access_token, "refreshed");
   assert.equal(after.scope, "read");
