@@ -30,6 +30,18 @@ function collector(): { endpoint: string; received: string[] } & AsyncDisposable
 }
 
 /** What the store holds after the process: counts packaged or not, per metric name. */
+/** The usage-metrics service of `home` as a long-running process opens it (writes at once). */
+function openService(
+  home: string,
+  options: Parameters<typeof openUsageMetrics>[1] = {},
+): ReturnType<typeof openUsageMetrics> {
+  return openUsageMetrics(loadConfig({ home, env: noEnv }), {
+    resource: RESOURCE,
+    flushDelayMs: 0,
+    ...options,
+  });
+}
+
 function collected(home: string): Record<string, number> {
   const metrics = openExistingUsageMetrics(loadConfig({ home, env: noEnv }), { readOnly: true });
   assert(metrics, "the store exists");
@@ -50,10 +62,8 @@ Deno.test("`metrics disable` stops a running process's recording, packaging and 
   );
   const clock = new TestClock("2026-11-21T10:00:00.000Z");
   // The gateway's service, opened while consent was given.
-  const metrics = openUsageMetrics(loadConfig({ home: h.home, env: noEnv }), {
+  const metrics = openService(h.home, {
     now: clock.now,
-    resource: RESOURCE,
-    flushDelayMs: 0,
   });
   metrics.recorder.record(STARTED);
   const [built] = metrics.exportNow(); // one package waits in the outbox, not sent yet
@@ -90,8 +100,7 @@ Deno.test("`metrics disable` stops a running process's recording, packaging and 
 Deno.test("counts buffered before an opt-out are dropped, not written on the next flush or close", async () => {
   await using h = await tempHome();
   assert.equal((await cli(h.home, ["metrics", "enable"])).code, 0);
-  const metrics = openUsageMetrics(loadConfig({ home: h.home, env: noEnv }), {
-    resource: RESOURCE,
+  const metrics = openService(h.home, {
     flushDelayMs: 60_000,
   });
   metrics.recorder.record(STARTED);
@@ -105,10 +114,7 @@ Deno.test("counts buffered before an opt-out are dropped, not written on the nex
 Deno.test("opting in again while the process runs resumes counting", async () => {
   await using h = await tempHome();
   assert.equal((await cli(h.home, ["metrics", "enable"])).code, 0);
-  const metrics = openUsageMetrics(loadConfig({ home: h.home, env: noEnv }), {
-    resource: RESOURCE,
-    flushDelayMs: 0,
-  });
+  const metrics = openService(h.home);
   metrics.recorder.record(STARTED);
   assert.equal((await cli(h.home, ["metrics", "disable"])).code, 0);
   metrics.recorder.record(STARTED);
@@ -122,10 +128,7 @@ Deno.test("opting in again while the process runs resumes counting", async () =>
 Deno.test("DO_NOT_TRACK=1 added to .env while the process runs stops its counting", async () => {
   await using h = await tempHome();
   assert.equal((await cli(h.home, ["metrics", "enable"])).code, 0);
-  const metrics = openUsageMetrics(loadConfig({ home: h.home, env: noEnv }), {
-    resource: RESOURCE,
-    flushDelayMs: 0,
-  });
+  const metrics = openService(h.home);
   metrics.recorder.record(STARTED);
   Deno.writeTextFileSync(`${h.home}/.env`, "DO_NOT_TRACK=1\n");
   metrics.recorder.record(STARTED);
@@ -140,9 +143,7 @@ Deno.test("a config.yaml broken while the process runs pauses counting, said onc
   assert.equal((await cli(h.home, ["metrics", "enable"])).code, 0);
   const good = Deno.readTextFileSync(h.config);
   const warnings: string[] = [];
-  const metrics = openUsageMetrics(loadConfig({ home: h.home, env: noEnv }), {
-    resource: RESOURCE,
-    flushDelayMs: 0,
+  const metrics = openService(h.home, {
     onWarning: (message) => warnings.push(message),
   });
   Deno.writeTextFileSync(h.config, `${good}  : [\n`);
