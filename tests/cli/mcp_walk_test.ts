@@ -151,14 +151,7 @@ Deno.test("mcp add --header takes 'Name: Value' as READMEs write it; a header wi
 });
 
 Deno.test("mcp tools lists the tools an agent gets: server-everything's elicitation and sampling tools too; mcp call answers them no, saying so", async () => {
-  await using home = await tempHome();
-  const { command, args } = everythingStdio();
-  writeConfig(
-    home.home,
-    `mcp_servers:\n  everything:\n    command: ${yamlValue(command)}\n    args: ${
-      yamlValue(args)
-    }\n`,
-  );
+  await using home = await everythingHome();
   const env = denoEnv();
   const doc = await cliJson(home.home, ["mcp", "tools", "everything", "--json"], 0, { env });
   const names = doc.tools.map((tool: { original_name: string }) => tool.original_name);
@@ -198,14 +191,7 @@ Deno.test("mcp tools lists the tools an agent gets: server-everything's elicitat
 });
 
 Deno.test("server-everything's simulate-research-query runs only as a task: not registered, said by mcp list, test and tools; mcp call says why", async () => {
-  await using home = await tempHome();
-  const { command, args } = everythingStdio();
-  writeConfig(
-    home.home,
-    `mcp_servers:\n  everything:\n    command: ${yamlValue(command)}\n    args: ${
-      yamlValue(args)
-    }\n`,
-  );
+  await using home = await everythingHome();
   const env = denoEnv();
   const reason = "MCP server 'everything': tool 'simulate-research-query' is not registered " +
     "because it runs only as a task (execution.taskSupport: required), and this client does not " +
@@ -234,3 +220,16 @@ Deno.test("server-everything's simulate-research-query runs only as a task: not 
   expectCode(called, 1);
   assert.equal(called.stderr, `agent: ${reason}\n`);
 });
+
+/** A temporary home whose config.yaml declares server-everything over stdio as `everything`. */
+async function everythingHome(): Promise<Awaited<ReturnType<typeof tempHome>>> {
+  const home = await tempHome();
+  const { command, args } = everythingStdio();
+  writeConfig(
+    home.home,
+    `mcp_servers:\n  everything:\n    command: ${yamlValue(command)}\n    args: ${
+      yamlValue(args)
+    }\n`,
+  );
+  return home;
+}
