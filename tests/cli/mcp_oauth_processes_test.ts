@@ -7,20 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startOAuthServer, testBrowser } from "../fixtures/oauth_server.ts";
+import { startOAuthServer } from "../fixtures/oauth_server.ts";
 import { editLockWaiters } from "../fixtures/edit_lock_holder.ts";
 import { waitUntil } from "../e2e/_gateway.ts";
 import { cli, spawnCli, tempHome } from "./_helpers.ts";
-import { writeConfig } from "./_mcp_helpers.ts";
+import { loginApi } from "./_oauth_login.ts";
 
 Deno.test("two processes refreshing the same expired OAuth tokens at once both connect, and the rotated tokens are kept", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
-  const browser = testBrowser();
-  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
-  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(login.code, 0, login.stderr);
+  await loginApi(h.home, server);
   server.expireAccessTokens();
 
   // Each refresh request is held at the token endpoint (its refresh token still unused).
@@ -58,11 +54,7 @@ Deno.test("two processes refreshing the same expired OAuth tokens at once both c
 Deno.test("mcp login while the gateway refreshes the same tokens: the login's tokens are kept, not the old grant's", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
-  const browser = testBrowser();
-  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
-  const first = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(first.code, 0, first.stderr);
+  const browser = await loginApi(h.home, server);
   server.expireAccessTokens();
 
   // Another process's refresh of the first login's grant is held at the token endpoint.

@@ -5,18 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startOAuthServer, testBrowser } from "../fixtures/oauth_server.ts";
-import { cli, spawnCli, tempHome } from "./_helpers.ts";
-import { writeConfig } from "./_mcp_helpers.ts";
+import { startOAuthServer } from "../fixtures/oauth_server.ts";
+import { spawnCli, tempHome } from "./_helpers.ts";
+import { loginApi } from "./_oauth_login.ts";
 
 Deno.test("a refresh answered invalid_grant says 'log in again' once, without [mcp-sdk] lines", async () => {
   await using h = await tempHome();
   await using server = startOAuthServer({ cimdSupported: true });
-  const browser = testBrowser();
-  writeConfig(h.home, `mcp_servers:\n  api:\n    url: ${server.mcpUrl}\n    auth: oauth\n`);
-  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
-  await browser.settled();
-  assert.equal(login.code, 0, login.stderr);
+  await loginApi(h.home, server);
 
   // An expired access token whose refresh token the authorization server no longer knows.
   const file = join(h.home, "mcp-tokens", "api.json");
