@@ -15,6 +15,7 @@ import {
   type McpConfigIssue,
   type McpEvent,
   McpManager,
+  type McpServersResult,
   PARKED_RETRY_TEXT,
   type ReloadReport,
   serverLogLevel,
@@ -59,6 +60,11 @@ export interface AgentSessionOptions {
   env?: EnvReader;
   /** `${workspaceFolder}` of MCP entries. Default the working directory. */
   workspaceFolder?: string;
+  /**
+   * `mcp_servers` as the caller already read them (the gateway, which reports their problems
+   * before the session opens); read from the configuration when not given.
+   */
+  mcpServers?: McpServersResult;
   /**
    * Stops {@linkcode AgentSession.open} while it connects to the MCP servers: what it started is
    * shut down (stdio children too) and `open` rejects with the signal's reason.
@@ -211,7 +217,8 @@ export class AgentSession {
     let issues: McpConfigIssue[] = [];
     let servers: ReturnType<typeof loadMcpServers>["servers"] = [];
     if (!options.manager) {
-      ({ servers, issues } = loadMcpServers(options.config, options.workspaceFolder));
+      ({ servers, issues } = options.mcpServers ??
+        loadMcpServers(options.config, options.workspaceFolder));
     }
     const session = new AgentSession(options, settings, model, options.manager, issues);
     if (!options.manager) await session.manager.start(servers, { signal: options.signal });

@@ -161,7 +161,8 @@ export class Gateway {
       throw error;
     }
     // Said before the servers connect, and without a model too (its servers are not started
-    // then): the problems `agent mcp list` reports, found at start, not at the first event.
+    // then): the problems `agent mcp list` reports, found at start, not at the first event. The
+    // session connects the servers read here.
     const mcp = loadMcpServers(config);
     for (const issue of mcp.issues) {
       const text = literalMessage(formatIssue(issue, config.paths.config));
@@ -179,6 +180,7 @@ export class Gateway {
           approvals: new PolicyApprovals(agent.nonInteractiveApprovals),
           metrics,
           env,
+          mcpServers: mcp,
           signal: options.signal,
         })
         : undefined;
