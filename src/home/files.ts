@@ -330,3 +330,29 @@ export function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8
   }
   return bytes;
 }
+
+/**
+ * What `path` looks like now, as a string that changes whenever its content may have: its
+ * modification and change times, size and inode (an atomic rewrite is a new file, a same-second
+ * edit changes the change time), or the name of the error when it cannot be looked at
+ * (`NotFound`). For files re-read only when they changed.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { fileStamp } from "./files.ts";
+ * const file = await Deno.makeTempFile();
+ * const before = fileStamp(file);
+ * Deno.writeTextFileSync(file, "changed");
+ * assert.notEqual(fileStamp(file), before);
+ * assert.equal(fileStamp(`${file}.missing`), "NotFound");
+ * ```
+ */
+export function fileStamp(path: string): string {
+  try {
+    const info = Deno.statSync(path);
+    return `${info.mtime?.getTime()}:${info.ctime?.getTime()}:${info.size}:${info.ino}`;
+  } catch (error) {
+    return error instanceof Error ? error.name : "error";
+  }
+}

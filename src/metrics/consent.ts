@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { fileStamp } from "../home/files.ts";
 import {
   ConfigSource,
   readUtf8IfExists,
@@ -82,14 +83,5 @@ export class LiveConsent {
   /** The identity, time and size of `config.yaml` and `.env` (an atomic rewrite is a new file). */
   #currentStamp(): string {
     return [this.#config.paths.config, this.#config.paths.dotenv].map(fileStamp).join("|");
-  }
-}
-
-function fileStamp(path: string): string {
-  try {
-    const info = Deno.statSync(path);
-    return `${info.ino}:${info.mtime?.getTime()}:${info.size}`;
-  } catch (error) {
-    return error instanceof Error ? error.name : "error";
   }
 }

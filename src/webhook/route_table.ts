@@ -9,6 +9,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { fileStamp } from "../home/files.ts";
 import { type Filter, parseFilters } from "./filters.ts";
 import type { Route } from "./routes.ts";
 import { dynamicRoutes, readSubscriptions } from "./subscriptions.ts";
@@ -176,13 +177,4 @@ interface Served {
   served?: ServedRoute;
   problems: string[];
   warnings: string[];
-}
-
-function fileStamp(file: string): string {
-  try {
-    const info = Deno.statSync(file);
-    return `${info.mtime?.getTime()}:${info.size}:${info.ino}:${info.ctime?.getTime()}`;
-  } catch {
-    return "missing";
-  }
 }
