@@ -444,7 +444,7 @@ export async function runRouteScript(request: ScriptRequest): Promise<ScriptOutc
           }));
       warn(heldOutputWarning(request.script));
     }
-    return outcomeOf(run, request, maxOutputBytes);
+    return outcomeOf(run, request, maxOutputBytes, sandbox.bwrap !== undefined);
   } finally {
     if (tempDir) await Deno.remove(tempDir, { recursive: true }).catch(() => {});
   }
@@ -789,7 +789,12 @@ function heldOutputWarning(script: string): string {
     `the script starts in the background (\`cmd >/dev/null 2>&1 &\`) or wait for it to finish`;
 }
 
-function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): ScriptOutcome {
+function outcomeOf(
+  run: Run,
+  request: ScriptRequest,
+  maxOutputBytes: number,
+  sandboxed: boolean,
+): ScriptOutcome {
   const name = `route script ${JSON.stringify(request.script)}`;
   if (run.spawnError !== undefined) {
     return {
@@ -819,7 +824,7 @@ function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): Sc
   if (!status.success) {
     const how = status.signal
       ? `was killed by ${status.signal}`
-      : `exited with code ${status.code}`;
+      : `exited with code ${status.code}${sandboxed ? sandboxedSignal(status.code) : ""}`;
     const stderr = run.stderr.trim();
     return {
       kind: "ignored",
@@ -829,6 +834,41 @@ function outcomeOf(run: Run, request: ScriptRequest, maxOutputBytes: number): Sc
   }
   return parseScriptOutput(new TextDecoder().decode(run.stdout), request.payload);
 }
+
+/**
+ * What an exit code above 128 may mean inside bubblewrap, which ends with 128 + the signal's
+ * number when the script is killed by one: the two cannot be told apart, so both are said.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sandboxedSignal } from "./scripts.ts";
+ * assert.equal(sandboxedSignal(137), " (or was killed by SIGKILL: in the sandbox both end so)");
+ * assert.equal(sandboxedSignal(1), "");
+ * ```
+ */
+export function sandboxedSignal(code: number): string {
+  const signal = SIGNAL_NAMES[code - 128];
+  return signal ? ` (or was killed by ${signal}: in the sandbox both end so)` : "";
+}
+
+/** The signals a script is killed by in practice, by their Linux numbers. */
+const SIGNAL_NAMES: Record<number, string> = {
+  1: "SIGHUP",
+  2: "SIGINT",
+  3: "SIGQUIT",
+  4: "SIGILL",
+  6: "SIGABRT",
+  7: "SIGBUS",
+  8: "SIGFPE",
+  9: "SIGKILL",
+  11: "SIGSEGV",
+  13: "SIGPIPE",
+  14: "SIGALRM",
+  15: "SIGTERM",
+  24: "SIGXCPU",
+  25: "SIGXFSZ",
+};
 
 // --- small helpers --------------------------------------------------------------------------
 
