@@ -1,7 +1,7 @@
 /**
  * A client for OpenAI-compatible chat completions (`POST {base_url}/chat/completions`): the
- * request and answer shapes of that API, per-request timeout, retries with backoff on 429, 5xx
- * and lost connections, and errors that say which setting to fix.
+ * request and answer shapes of that API, per-request timeout, a cap on the size of an answer,
+ * retries with backoff on 429, 5xx and lost connections, and errors that say which setting to fix.
  *
  * @module
  */
@@ -89,8 +89,24 @@ export interface ModelClientOptions {
   retryBaseMs?: number;
   /** Where the `model.*` keys live, for messages. Default `config.yaml`. */
   configFile?: string;
+  /**
+   * The most bytes of an answer read; a longer one fails, not retried. Default 64 MiB
+   * (`MAX_ANSWER_BYTES`).
+   */
+  maxAnswerBytes?: number;
 }
 
+/**
+ * The most bytes of an answer read (64 MiB): far above any real completion. An answer is at most
+ * the model's output limit, tool-call arguments included (128k tokens for the largest today,
+ * about 0.5 MB of text); a local server left to write until a 1M-token context is full, every
+ * character JSON-escaped, stays under 30 MB. Only something that is not a chat completion (an
+ * endless stream at a wrong `model.base_url`, a broken server) gets here, and reading on would
+ * grow the process until it dies.
+ */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/** The most bytes of an error answer read: more than any error message, or an error page's start. */
+const MAX_ERROR_BYTES = 1024 * 1024;
 const MAX_BACKOFF_MS = 30_000;
 const MAX_RETRY_AFTER_MS = 60_000;
 
@@ -119,6 +135,7 @@ export class ModelClient {
   readonly #random: () => number;
   readonly #retryBaseMs: number;
   readonly #configFile: string;
+  readonly #maxAnswerBytes: number;
 
   constructor(settings: ModelSettings, options: ModelClientOptions = {}) {
     this.settings = settings;
@@ -127,6 +144,7 @@ export class ModelClient {
     this.#random = options.random ?? Math.random;
     this.#retryBaseMs = options.retryBaseMs ?? 1000;
     this.#configFile = options.configFile ?? "config.yaml";
+    this.#maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
   }
 
   /** The endpoint requests go to. */
@@ -184,7 +202,7 @@ export class ModelClient {
     };
     if (settings.apiKey) headers.authorization = `Bearer ${settings.apiKey}`;
     let response: Response | undefined;
-    let text: string;
+    let answer: AnswerBody;
     try {
       response = await this.#fetch(this.url, {
         method: "POST",
@@ -193,14 +211,21 @@ export class ModelClient {
         redirect: "manual",
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
-      text = await response.text();
+      // The timeout covers the body too: one that trickles forever ends with it.
+      answer = await readBody(
+        response,
+        response.ok ? this.#maxAnswerBytes : Math.min(MAX_ERROR_BYTES, this.#maxAnswerBytes),
+      );
     } catch (error) {
       if (signal?.aborted) throw this.#cancelled(attempt, error);
       if (timeout.aborted) {
         return new RetryableFailure(
           "timeout",
-          `the model endpoint ${this.url} did not answer within model.timeout_seconds ` +
-            `(${settings.timeoutSeconds} s)`,
+          `the model endpoint ${this.url} ` +
+            (response
+              ? `began to answer (HTTP ${response.status}) but did not finish within `
+              : "did not answer within ") +
+            `model.timeout_seconds (${settings.timeoutSeconds} s)`,
           undefined,
           error,
         );
@@ -227,6 +252,9 @@ export class ModelClient {
         `start the model server, or set model.base_url in ${this.#configFile}`,
       );
     }
+    if (response.ok && !answer.whole) throw this.#tooLarge(response, answer.text, attempt);
+    // An error answer past its cap is judged by its status and its start.
+    const text = answer.text;
     if (response.ok) return this.#parse(text, response.status, attempt);
     if (response.status >= 300 && response.status < 400) {
       // Following a redirect would resend the API key to wherever it points.
@@ -407,6 +435,21 @@ export class ModelClient {
     };
   }
 
+  /** An answer that went on past the cap: not a chat completion, and trying again is no use. */
+  #tooLarge(response: Response, start: string, retries: number): ModelError {
+    const type = response.headers.get("content-type")?.split(";")[0].trim() || "no content type";
+    const began = bodySummary(this.#redact(start.slice(0, 1000)));
+    return new ModelError(
+      "bad_response",
+      `the model endpoint ${this.url} answered HTTP ${response.status} (${type}) with more than ` +
+        `${byteCount(this.#maxAnswerBytes)} and had not finished, far more than any chat ` +
+        `completion, so the rest was not read${began ? ` (it began: ${began})` : ""}. Fix: ` +
+        `check that model.base_url in ${this.#configFile} points at an OpenAI-compatible API ` +
+        "root (it usually ends in /v1) and that the server there works",
+      { status: response.status, retries },
+    );
+  }
+
   /** What to do about a refused key, naming the variable and where it was read from. */
   #keyFix(): string {
     const { apiKey, apiKeyVariable, apiKeySource, dotenvPath } = this.settings;
@@ -453,6 +496,46 @@ class RetryableFailure {
       cause: this.cause,
     });
   }
+}
+
+/** What was read of an answer's body. */
+interface AnswerBody {
+  text: string;
+  /** False when the body went on past the cap: `text` is its start, the rest was not read. */
+  whole: boolean;
+}
+
+/**
+ * The body of `response` as text, at most `maxBytes` of it: reading stops there and the body is
+ * cancelled, so an endless one costs no more memory than that.
+ */
+async function readBody(response: Response, maxBytes: number): Promise<AnswerBody> {
+  if (response.body === null) return { text: "", whole: true };
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
+  let room = maxBytes;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) {
+      parts.push(decoder.decode());
+      return { text: parts.join(""), whole: true };
+    }
+    if (value.byteLength > room) {
+      parts.push(decoder.decode(value.subarray(0, room)));
+      await reader.cancel().catch(() => {});
+      return { text: parts.join(""), whole: false };
+    }
+    room -= value.byteLength;
+    parts.push(decoder.decode(value, { stream: true }));
+  }
+}
+
+/** A byte count as limits are spoken of: `64 MiB`, `512 KiB`, `100 bytes`. */
+function byteCount(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
 }
 
 /**

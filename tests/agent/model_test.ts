@@ -865,6 +865,130 @@ Deno.test("an answer that breaks off mid-body is retried, and said as such, not 
   assert.doesNotMatch(error.message, /cannot reach|start the model server/);
 });
 
+// A wrong model.base_url (or a broken server) can send a body that never ends: it is read up to
+// a cap, never buffered past it, and fails without being retried.
+const MiB = 1024 * 1024;
+/** Bytes the server may have sent past what the client read: socket buffers, generously. */
+const IN_FLIGHT = 16 * MiB;
+
+Deno.test("a JSON answer that never ends → bad_response at 64 MiB, not retried, naming model.base_url and what came", async () => {
+  const { model, client } = await setup(
+    {
+      turns: [{
+        endlessBody: {
+          start: '{"choices":[{"message":{"role":"assistant","content":"',
+          repeat: "all work and no play ",
+        },
+      }],
+    },
+    { timeoutSeconds: 10, maxRetries: 1 },
+    { configFile: "/h/config.yaml" },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_response");
+
+  assert.equal(error.status, 200);
+  assert.equal(error.retries, 0);
+  assert.equal(model.requests.length, 1, "not retried");
+  assert.match(
+    error.message,
+    /^the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions answered HTTP 200 \(application\/json\) with more than 64 MiB and had not finished, far more than any chat completion, so the rest was not read \(it began: \{"choices":\[\{"message":\{"role":"assistant","content":"all work and no play all work/,
+  );
+  assert.match(
+    error.message,
+    /\. Fix: check that model\.base_url in \/h\/config\.yaml points at an OpenAI-compatible API root \(it usually ends in \/v1\) and that the server there works$/,
+  );
+  const [body] = model.endlessBodies;
+  await body.stopped; // the client cancelled the body
+  assert.ok(body.sentBytes < 64 * MiB + IN_FLIGHT, `${body.sentBytes} bytes sent`);
+});
+
+Deno.test("an event stream that never ends → bad_response at the cap, not retried, saying text/event-stream", async () => {
+  const { model, client } = await setup(
+    {
+      turns: [{
+        endlessBody: {
+          contentType: "text/event-stream; charset=utf-8",
+          repeat: 'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n',
+        },
+      }],
+    },
+    { timeoutSeconds: 10, maxRetries: 1 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "bad_response");
+
+  assert.equal(model.requests.length, 1, "not retried");
+  assert.match(
+    error.message,
+    /answered HTTP 200 \(text\/event-stream\) with more than 64 MiB and had not finished, .* \(it began: data: \{"choices":\[\{"index":0,"delta":\{"content":"x"\}\}\]\} data: /,
+  );
+  assert.match(error.message, /Fix: check that model\.base_url in config\.yaml points at/);
+  const [body] = model.endlessBodies;
+  await body.stopped;
+  assert.ok(body.sentBytes < 64 * MiB + IN_FLIGHT, `${body.sentBytes} bytes sent`);
+});
+
+Deno.test("maxAnswerBytes sets the cap; an answer of exactly that size is read whole", async () => {
+  const answer = JSON.stringify({
+    choices: [{ message: { role: "assistant", content: "fits" }, finish_reason: "stop" }],
+  });
+  await using server = serve(() => Response.json(JSON.parse(answer)));
+  const bytes = new TextEncoder().encode(answer).byteLength;
+  const fits = new ModelClient(settingsFor(server.baseUrl), { maxAnswerBytes: bytes });
+  assert.equal((await fits.complete(HELLO, [])).content, "fits");
+  const over = new ModelClient(settingsFor(server.baseUrl), { maxAnswerBytes: bytes - 1 });
+  const error = await modelError(over.complete(HELLO, []), "bad_response");
+  assert.match(error.message, new RegExp(`with more than ${bytes - 1} bytes and had not finished`));
+});
+
+Deno.test("an error answer that never ends is read up to 1 MiB and judged by its status (5xx: retried)", async () => {
+  const endless500 = {
+    endlessBody: {
+      status: 502,
+      start: '{"error":{"message":"',
+      repeat: "upstream overloaded ",
+    },
+  };
+  const { model, client, delays } = await setup(
+    { turns: [endless500, endless500] },
+    { timeoutSeconds: 10, maxRetries: 1 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "server");
+
+  assert.equal(error.status, 502);
+  assert.equal(error.retries, 1);
+  assert.equal(delays.length, 1);
+  assert.match(
+    error.message,
+    /^the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions failed \(HTTP 502: \{"error":\{"message":"upstream overloaded upstream/,
+  );
+  for (const body of model.endlessBodies) {
+    await body.stopped;
+    assert.ok(body.sentBytes < 1 * MiB + IN_FLIGHT, `${body.sentBytes} bytes sent`);
+  }
+});
+
+Deno.test("an answer that trickles forever ends with model.timeout_seconds, said as begun but unfinished", async () => {
+  const { model, client } = await setup(
+    { turns: [{ endlessBody: { start: '{"choices":[', repeat: " ", everyMs: 20 } }] },
+    { timeoutSeconds: 0.5, maxRetries: 0 },
+  );
+  await using _ = model;
+
+  const error = await modelError(client.complete(HELLO, []), "timeout");
+
+  assert.match(
+    error.message,
+    /^the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions began to answer \(HTTP 200\) but did not finish within model\.timeout_seconds \(0\.5 s\)$/,
+  );
+  await model.endlessBodies[0].stopped;
+});
+
 Deno.test("reasoning in <think>…</think> before the answer is not part of the answer", async () => {
   const cases: Array<[string | null, string | null]> = [
     ["<think>\nThe user greets me.\n</think>\n\nHello!", "Hello!"],
