@@ -3,9 +3,12 @@
  * command, say) refresh expired tokens without losing them: the second one waits for the first
  * one's refresh and uses the tokens it stored. Before, it presented the same refresh token, the
  * authorization server (which rotates refresh tokens) answered `invalid_grant`, and that process
- * deleted the token file the first one had just written: a new login was needed.
+ * deleted the token file the first one had just written: a new login was needed. A refresh that
+ * is refused deletes the tokens it presented only, under the same lock: not those another process
+ * stored after the refusal.
  */
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { startOAuthServer } from "../fixtures/oauth_server.ts";
 import { editLockWaiters } from "../fixtures/edit_lock_holder.ts";
@@ -87,6 +90,48 @@ Deno.test("mcp login while the gateway refreshes the same tokens: the login's to
   assert.equal(codes.length, 2);
   const stored = JSON.parse(Deno.readTextFileSync(join(h.home, "mcp-tokens", "api.json")));
   assert.equal(stored.access_token, codes[1].accessToken, "the second login's tokens");
+  // They work: the next command connects without a token request.
+  const requests = server.tokenRequests.length;
+  const next = await spawnCli(h.home, ["mcp", "test", "api"]);
+  assert.equal(next.code, 0, next.stderr);
+  assert.equal(server.tokenRequests.length, requests);
+});
+
+Deno.test("a refused refresh deletes only the tokens it presented: a login's, stored meanwhile by another process, are kept", async () => {
+  await using h = await tempHome();
+  await using server = startOAuthServer({ cimdSupported: true });
+  const browser = await loginApi(h.home, server);
+  server.expireAccessTokens();
+  server.revokeRefreshTokens(); // the stored grant's refresh is refused: invalid_grant
+
+  // The refusal's status reaches the other process (its refresh, and the records' lock, are
+  // over), its body is held: the SDK has not yet read the error and invalidated the tokens.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  let refused = false;
+  server.options.beforeErrorBody = (grantType) => {
+    if (grantType !== "refresh_token") return undefined;
+    refused = true;
+    return held;
+  };
+  const other = spawnCli(h.home, ["mcp", "test", "api"]);
+  await waitUntil(() => refused, "the other process's refresh to be refused");
+  server.options.beforeErrorBody = undefined;
+  // A new login meanwhile, to its end: the file holds its tokens.
+  const login = await cli(h.home, ["mcp", "login", "api"], { openBrowser: browser.open });
+  await browser.settled();
+  assert.equal(login.code, 0, login.stderr);
+  release(); // the other process reads `invalid_grant` for the old grant's refresh token
+  const refreshed = await other;
+
+  const file = join(h.home, "mcp-tokens", "api.json");
+  assert.ok(existsSync(file), "the login's tokens are not deleted");
+  // The other process found the login's grant and used it (refreshing it, as the SDK does).
+  assert.equal(refreshed.code, 0, refreshed.stderr);
+  const codes = server.tokenRequests.filter((r) => r.grantType === "authorization_code");
+  assert.equal(codes.length, 2);
+  const stored = JSON.parse(Deno.readTextFileSync(file));
+  assert.equal(stored.access_token, server.tokenRequests.at(-1)!.accessToken);
   // They work: the next command connects without a token request.
   const requests = server.tokenRequests.length;
   const next = await spawnCli(h.home, ["mcp", "test", "api"]);

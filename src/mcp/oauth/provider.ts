@@ -105,6 +105,11 @@ export class McpOAuthProvider implements OAuthClientProvider {
   #tokensRemoved = false;
   /** The scope of the last 403 `insufficient_scope` challenge not yet authorized. */
   #insufficientScope: string | undefined;
+  /**
+   * What the last token request presented, when the authorization server refused it (400/401):
+   * the credentials the SDK's {@linkcode McpOAuthProvider.invalidateCredentials} then means.
+   */
+  #refused: { clientId?: string; refreshToken?: string } | undefined;
 
   constructor(
     config: Pick<McpServerConfig, "name" | "oauth" | "configFile">,
@@ -284,27 +289,40 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return this.#verifier;
   }
 
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery"): void {
-    switch (scope) {
-      case "all":
-        this.store.remove("tokens", "client", "meta");
-        this.#tokensDiscarded = true;
-        this.#verifier = undefined;
-        return;
-      case "client":
-        this.store.remove("client");
-        return;
-      case "tokens":
-        this.store.remove("tokens");
-        this.#tokensDiscarded = true;
-        return;
-      case "verifier":
-        this.#verifier = undefined;
-        return;
-      case "discovery":
-        this.store.remove("meta");
-        return;
-    }
+  /**
+   * Deletes credentials the authorization server refused (the SDK calls this on
+   * `invalid_client`, `unauthorized_client`, `invalid_grant`). Under the records' lock, as a
+   * refresh is, and only while the records still hold what was refused: another process may have
+   * refreshed the tokens or logged in again since the refusal, and its records stay.
+   */
+  async invalidateCredentials(
+    scope: "all" | "client" | "tokens" | "verifier" | "discovery",
+  ): Promise<void> {
+    if (scope === "verifier" || scope === "all") this.#verifier = undefined;
+    if (scope === "verifier") return;
+    await this.store.withLock(() => {
+      if (scope === "client" || scope === "all") this.#discardRefusedClient();
+      if (scope === "tokens" || scope === "all") this.#discardRefusedTokens();
+      if (scope === "discovery" || scope === "all") this.store.remove("meta");
+      return Promise.resolve();
+    });
+  }
+
+  /** Removes the stored client, unless it is another one than the refused token request's. */
+  #discardRefusedClient(): void {
+    const refused = this.#refused?.clientId;
+    const stored = this.store.readClient();
+    if (stored !== undefined && refused !== undefined && stored.client_id !== refused) return;
+    this.store.remove("client");
+  }
+
+  /** Removes the stored tokens, unless they are others than the ones whose refresh was refused. */
+  #discardRefusedTokens(): void {
+    const refused = this.#refused?.refreshToken;
+    const stored = this.store.readTokens();
+    if (stored !== undefined && refused !== undefined && stored.refresh_token !== refused) return;
+    this.store.remove("tokens");
+    this.#tokensDiscarded = true;
   }
 
   discoveryState(): OAuthDiscoveryState | undefined {
@@ -368,12 +386,17 @@ export class McpOAuthProvider implements OAuthClientProvider {
       const refreshToken = form.get("grant_type") === "refresh_token"
         ? form.get("refresh_token")
         : null;
+      this.#refused = undefined;
       const response = refreshToken === null
         ? await send()
         : await this.#refreshOnce(refreshToken, form.has("scope"), send);
+      const clientId = clientIdOf(form, headers);
+      if (response.status === 400 || response.status === 401) {
+        this.#refused = { clientId, refreshToken: refreshToken ?? undefined };
+      }
       if (
         (response.status === 400 || response.status === 401) &&
-        clientIdOf(form, headers) === this.#settings.clientMetadataUrl
+        clientId === this.#settings.clientMetadataUrl
       ) {
         const answer = await response.clone().json().catch(() => undefined);
         if (answer?.error === "invalid_client") this.#recordDocumentRefusal();

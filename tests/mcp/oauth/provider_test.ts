@@ -20,6 +20,8 @@ import {
   OAuthLoginRequired,
   OAuthStore,
 } from "../../../src/mcp/oauth/mod.ts";
+import { waitUntil } from "../../e2e/_gateway.ts";
+import { editLockWaiters } from "../../fixtures/edit_lock_holder.ts";
 
 const DOCUMENT = "https://example.com/oauth/client.json";
 
@@ -247,7 +249,7 @@ Deno.test("without a login, missing records refuse with the agent mcp login hint
     () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
     /stored OAuth tokens were refused and could not be refreshed/,
   );
-  p.provider.invalidateCredentials("tokens");
+  await p.provider.invalidateCredentials("tokens");
   assert.equal(p.store.readTokens(), undefined);
   assert.throws(
     () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
@@ -302,20 +304,82 @@ Deno.test("invalidateCredentials removes the matching records; cimd-off survives
     p.store.markCimdOff();
   };
   fill();
-  p.provider.invalidateCredentials("client");
+  await p.provider.invalidateCredentials("client");
   assert.equal(p.store.readClient(), undefined);
   assert.ok(p.store.readTokens());
-  p.provider.invalidateCredentials("discovery");
+  await p.provider.invalidateCredentials("discovery");
   assert.equal(p.store.readDiscovery(), undefined);
   fill();
-  p.provider.invalidateCredentials("all");
+  await p.provider.invalidateCredentials("all");
   assert.equal(p.store.readTokens(), undefined);
   assert.equal(p.store.readClient(), undefined);
   assert.equal(p.store.readDiscovery(), undefined);
   assert.equal(p.store.isCimdOff(), true);
   p.provider.saveCodeVerifier("v");
-  p.provider.invalidateCredentials("verifier");
+  await p.provider.invalidateCredentials("verifier");
   assert.throws(() => p.provider.codeVerifier(), /no PKCE code verifier/);
+});
+
+Deno.test("invalidateCredentials waits for the records' lock, then keeps a client and tokens stored in place of the refused ones", async () => {
+  await using p = await provider();
+  const refuse = async () => {
+    // The token endpoint refuses the stored client's refresh (as after a reset on its side).
+    const base = recorder(() => Response.json({ error: "invalid_client" }, { status: 401 }));
+    const answer = await p.provider.fetchFor(base.fetch)("https://as.example.com/token", {
+      method: "POST",
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: "r1",
+        client_id: "dcr-1",
+      }),
+    });
+    await answer.body?.cancel();
+  };
+  // What the SDK does on invalid_client (and, for the tokens, on invalid_grant).
+  const invalidate = async () => {
+    await p.provider.invalidateCredentials("client");
+    await p.provider.invalidateCredentials("tokens");
+  };
+  p.store.writeClient({ client_id: "dcr-1" });
+  p.store.writeTokens({ access_token: "a1", token_type: "Bearer", refresh_token: "r1" });
+  await refuse();
+
+  // Another process (here another store on the same folder) holds the lock, to log in again.
+  const other = new OAuthStore(p.store.dir, "api");
+  let holding!: () => void;
+  const held = new Promise<void>((resolve) => holding = resolve);
+  let done!: () => void;
+  const login = other.withLock(async () => {
+    holding();
+    await new Promise<void>((resolve) => done = resolve);
+    other.writeClient({ client_id: "dcr-2" });
+    other.writeTokens({ access_token: "a2", token_type: "Bearer", refresh_token: "r2" });
+  });
+  await held;
+  const invalidated = invalidate();
+  assert.equal(p.store.readClient()?.client_id, "dcr-1", "nothing is deleted under another's lock");
+  await waitUntil(
+    () => editLockWaiters(p.store.dir).includes(Deno.pid),
+    "invalidateCredentials to wait for the lock",
+  );
+  assert.equal(p.store.readTokens()?.access_token, "a1");
+  done();
+  await login;
+  await invalidated;
+  assert.equal(p.store.readClient()?.client_id, "dcr-2", "the login's client is kept");
+  assert.equal(p.store.readTokens()?.access_token, "a2", "the login's tokens are kept");
+
+  // Still the refused ones: deleted, and the next authorization says why.
+  p.store.writeClient({ client_id: "dcr-1" });
+  p.store.writeTokens({ access_token: "a1", token_type: "Bearer", refresh_token: "r1" });
+  await refuse();
+  await invalidate();
+  assert.equal(p.store.readClient(), undefined);
+  assert.equal(p.store.readTokens(), undefined);
+  assert.throws(
+    () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
+    /the OAuth token refresh failed, so the stored tokens were discarded/,
+  );
 });
 
 Deno.test("oauthFailure quotes a server's error_description and cuts a long one", async () => {
