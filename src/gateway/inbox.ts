@@ -235,7 +235,10 @@ export interface Recovery {
   freedClaims: number;
 }
 
-/** Runs interrupted (by a stop or a crash) this often are not started again. */
+/**
+ * Runs interrupted this often (the gateway crashed or was killed while they ran) are not started
+ * again. A run a clean stop cuts off is not counted ({@linkcode Inbox.putBack}).
+ */
 export const MAX_RUN_ATTEMPTS = 3;
 /** A delivery taken by a worker is not handed out again for this long (unless after a restart). */
 const DELIVERY_LEASE_MS = 10 * 60_000;
@@ -453,7 +456,8 @@ export class Inbox implements Disposable {
    * process never answered) are freed, keeping how far a direct delivery got. A delivery waiting for its
    * retry keeps its time. A run already interrupted `maxRunAttempts` times (an event whose run
    * brings the process down would otherwise do so after every restart) is not run again: its
-   * answer becomes a notice saying so, to be delivered.
+   * answer becomes a notice saying so, to be delivered. A run a clean stop cut off is not among
+   * them: it was put back in the queue ({@linkcode Inbox.putBack}).
    */
   recover(nowMs: number, maxRunAttempts = MAX_RUN_ATTEMPTS): Recovery {
     return this.#atomic(() => {
@@ -461,7 +465,7 @@ export class Inbox implements Disposable {
         `UPDATE events SET state = 'delivering', end_reason = 'interrupted', answer =
            'The agent run for ' || route || ' (' || event || ', delivery ' || delivery_id ||
            ') was interrupted ' ||
-           run_attempts || ' times by a stop or crash of the gateway; it is not run again.',
+           run_attempts || ' times by a crash or kill of the gateway; it is not run again.',
            error = 'the run was interrupted ' || run_attempts || ' times',
            next_attempt_at = ?, leased = 0, updated_at = ?
          WHERE state = 'running' AND run_attempts >= ? RETURNING id, delivery_id`,
@@ -509,6 +513,24 @@ export class Inbox implements Disposable {
       }
       return toEvent(row);
     });
+  }
+
+  /**
+   * A run cut off by a clean stop of the gateway (its grace ran out, or a second Ctrl-C): back in
+   * the queue where it was, and the run taken by {@linkcode Inbox.take} is not counted. The process
+   * survived that run, so it is no run that brings the gateway down, which is what
+   * {@linkcode MAX_RUN_ATTEMPTS} is for; a crash or kill during a run leaves it `running` and
+   * counted. Returns the runs of the event interrupted so far (by crashes or kills), or
+   * `undefined` when it was not running.
+   */
+  putBack(id: string, nowMs: number): number | undefined {
+    const row = this.#write(() =>
+      this.#sql(
+        `UPDATE events SET state = 'queued', run_attempts = MAX(run_attempts - 1, 0),
+           updated_at = ? WHERE id = ? AND state = 'running' RETURNING run_attempts`,
+      ).get(nowMs, id)
+    ) as { run_attempts: number } | undefined;
+    return row?.run_attempts;
   }
 
   /** When the next event falls due, or `undefined` when none is waiting. */

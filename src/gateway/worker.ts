@@ -143,8 +143,8 @@ export class WorkerPool {
     for (const { id, deliveryId } of abandoned) {
       this.#o.log(
         "error",
-        "event {id} (delivery {delivery_id}): its run was interrupted by a stop or crash too " +
-          "often; it is not run again (a notice is delivered instead)",
+        "event {id} (delivery {delivery_id}): its run was interrupted by a crash or kill of " +
+          "the gateway too often; it is not run again (a notice is delivered instead)",
         { id, delivery_id: deliveryId },
       );
     }
@@ -176,7 +176,8 @@ export class WorkerPool {
 
   /**
    * Stops taking events and waits for those under way. After `graceMs` their runs are aborted
-   * (a shutdown: they stay in the inbox and run again after a restart).
+   * (a shutdown: they go back to the queue, not counted as interrupted, and run again after a
+   * restart).
    */
   async stop(graceMs: number = STOP_GRACE_MS): Promise<void> {
     this.#stopped = true;
@@ -188,11 +189,11 @@ export class WorkerPool {
 
   /**
    * Aborts the runs under way now, without waiting for the grace of {@linkcode stop} (a second
-   * Ctrl-C): they stay in the inbox and run again after a restart.
+   * Ctrl-C): they go back to the queue and run again after a restart.
    */
   abortRuns(): void {
     // Before stop() too (a second Ctrl-C while requests drain): no event is taken any more, or
-    // each queued one would be started, cut off at once and counted as an interrupted run.
+    // each queued one would be started and cut off at once, its model call wasted.
     this.#stopped = true;
     clearTimeout(this.#timer);
     // A shutdown, not a user's Ctrl-C: the run ends (and is counted) as system_aborted.
@@ -216,17 +217,22 @@ export class WorkerPool {
       if (current.state === "running") {
         const result = await this.#o.run(current, this.#abort.signal);
         if (this.#abort.signal.aborted) {
-          // Left running in the inbox: the next start requeues it.
+          // A clean stop: the process outlived this run, so it does not count as one of the
+          // interruptions that guard against runs bringing the gateway down.
+          const interrupted = inbox.putBack(current.id, this.#o.now()) ?? current.runAttempts;
+          await inbox.durable();
           log(
             "warning",
             "event {id} (delivery {delivery_id}) on {route}: run stopped by the gateway's " +
-              "shutdown; the next `agent gateway run` runs it again (interrupted run {attempt} " +
-              "of {max}: after that it is not run again and a notice is delivered instead)",
+              "shutdown; it is queued again, and the next `agent gateway run` runs it from the " +
+              "start. A stop is not counted as an interruption: only crashes or kills of the " +
+              "gateway during its run are, and after {max} of them it is not run again " +
+              "({interrupted} so far)",
             {
               id: current.id,
               delivery_id: current.deliveryId,
               route: current.route,
-              attempt: current.runAttempts,
+              interrupted,
               max: MAX_RUN_ATTEMPTS,
             },
           );

@@ -126,7 +126,8 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
   const [cut] = inboxEvents(s.home);
   assert.ok(
     logEntries(first.log()).some(({ level, message, properties }) =>
-      level === "WARN" && /run stopped by the gateway's shutdown; the next/.test(message) &&
+      level === "WARN" &&
+      /run stopped by the gateway's shutdown; it is queued again/.test(message) &&
       properties.id === cut.id && properties.delivery_id === "d-stop" &&
       properties.route === "triage"
     ),
@@ -144,6 +145,70 @@ Deno.test("gateway e2e: a second SIGTERM while stopping aborts the run under way
     const end = await second.stop();
     assert.equal(end.code, 0, end.stderr);
   }
+});
+
+Deno.test("gateway e2e: clean stops during a run do not use up its 3 interruptions; kill -9 still does", async () => {
+  // The model never answers: only the gateway's end ends a run.
+  await using s = await startFakeStack({ model: { fallback: { hang: true } } });
+  const sub = await triageRoute(s, "Triage #{issue.number}: {issue.title}");
+  const stopLines = (gateway: GatewayProcess) =>
+    logEntries(gateway.log()).filter(({ message }) =>
+      /run stopped by the gateway's shutdown; it is queued again/.test(message)
+    );
+  let runs = 0;
+  /** Starts the gateway, lets the event's run reach the model, then ends the gateway by `end`. */
+  const interrupt = async (end: "stop" | "kill") => {
+    const gateway = await startGateway(s.home, s.env);
+    try {
+      if (runs === 0) assert.equal((await sendIssue(gateway, sub, "d-long", 1)).status, 202);
+      runs++;
+      await within(s.model.waitForRequests(runs), `run ${runs} to reach the model`);
+      if (end === "stop") {
+        // As a deploy's restart does: SIGTERM, then (not to wait out the 30 s) a second one.
+        gateway.signal("SIGTERM");
+        await waitUntil(() => gateway.stdout().includes("press Ctrl-C again"), "the stop notice");
+        gateway.signal("SIGTERM");
+        const exit = await within(gateway.exited(), "the gateway to stop");
+        assert.equal(exit.code, 0, exit.stderr);
+      }
+    } finally {
+      await gateway.kill("SIGKILL");
+    }
+    return gateway;
+  };
+
+  for (let stop = 1; stop <= 3; stop++) {
+    const gateway = await interrupt("stop");
+    const [row] = inboxEvents(s.home);
+    assert.deepEqual([row.state, row.run_attempts], ["queued", 0], `after clean stop ${stop}`);
+    const lines = stopLines(gateway);
+    assert.equal(lines.length, stop, gateway.log());
+    assert.deepEqual(
+      [lines.at(-1)!.properties.id, lines.at(-1)!.properties.interrupted],
+      [row.id, 0],
+    );
+    assert.match(lines.at(-1)!.message, /A stop is not counted as an interruption/);
+  }
+  // A crash (here kill -9) during the run still counts: three of them and it is not run again.
+  for (let kill = 1; kill <= 3; kill++) {
+    await interrupt("kill");
+    const [row] = inboxEvents(s.home);
+    assert.deepEqual([row.state, row.run_attempts], ["running", kill], `after kill ${kill}`);
+  }
+  const last = await startGateway(s.home, s.env);
+  try {
+    await within(s.platforms.telegram.waitForRequests(1), "the notice's delivery");
+    await waitUntil(() => inboxIdle(s.home), "the inbox to have nothing left to do");
+  } finally {
+    const exit = await last.stop();
+    assert.equal(exit.code, 0, exit.stderr);
+  }
+  assert.equal(s.model.requests.length, 6, "three runs cut off by stops, three by kills");
+  assert.deepEqual(s.platforms.telegram.requests.map((r) => r.body), [{
+    chat_id: "-1001234",
+    text: "The agent run for triage (issues, delivery d-long) was interrupted 3 times by a " +
+      "crash or kill of the gateway; it is not run again.",
+  }]);
 });
 
 Deno.test("gateway e2e: kill -9 with runs under way and an accepted event still queued; each is delivered once after a restart", async () => {

@@ -145,10 +145,40 @@ Deno.test("recover: a run interrupted 3 times is not run again; a notice is to b
     );
     assert.equal(
       notice.answer,
-      "The agent run for github (issues, delivery poison) was interrupted 3 times by a stop or " +
-        "crash of the " +
-        "gateway; it is not run again.",
+      "The agent run for github (issues, delivery poison) was interrupted 3 times by a crash " +
+        "or kill of the gateway; it is not run again.",
     );
+  });
+});
+
+Deno.test("putBack: a run a clean stop cut off is queued again in its place, not counted; a crash still is", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("long"), 0);
+    const later = inbox.enqueue(event("later"), 1);
+    for (const now of [2, 3, 4, 5]) {
+      assert.equal(inbox.take(now)?.id, id, "taken before the event accepted after it");
+      assert.equal(inbox.putBack(id, now), 0);
+      assert.deepEqual(inbox.recover(now), { requeued: 0, abandoned: [], freedClaims: 0 });
+    }
+    assert.deepEqual([inbox.get(id)?.state, inbox.get(id)?.runAttempts], ["queued", 0]);
+    // The other event runs meanwhile.
+    assert.deepEqual([inbox.take(5)?.id, inbox.take(5)?.id], [id, later]);
+    inbox.finishRun(later, { answer: "[SILENT]", endReason: "completed", deliver: false }, 5);
+    assert.equal(inbox.putBack(id, 5), 0);
+    // Crashes during its run count as before: the third one and it is not run again.
+    for (const now of [6, 7]) {
+      assert.equal(inbox.take(now)?.id, id);
+      assert.deepEqual(inbox.recover(now), { requeued: 1, abandoned: [], freedClaims: 0 });
+    }
+    assert.equal(inbox.take(8)?.runAttempts, 3);
+    assert.equal(inbox.putBack(id, 8), 2, "two crashes so far; this stop is not one");
+    assert.equal(inbox.take(9)?.runAttempts, 3);
+    assert.deepEqual(inbox.recover(10).abandoned, [{ id, deliveryId: "long" }]);
+    // Only a running event is put back.
+    assert.equal(inbox.putBack(later, 11), undefined);
+    assert.equal(inbox.get(later)?.state, "done");
+    assert.equal(inbox.putBack(id, 11), undefined);
+    assert.equal(inbox.get(id)?.state, "delivering");
   });
 });
 

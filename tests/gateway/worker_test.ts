@@ -411,7 +411,7 @@ Deno.test("an event whose run was interrupted too often is not run again: its no
   await t.until(() => t.inbox.counts().done === 1);
   assert.deepEqual(t.runs, []);
   assert.equal(t.deliveries.length, 1);
-  assert.match(t.deliveries[0].message, /delivery poison\) was interrupted 3 times by a stop/);
+  assert.match(t.deliveries[0].message, /delivery poison\) was interrupted 3 times by a crash/);
   const logged = t.logs.find((entry) => entry.level === "error");
   assert.deepEqual([logged?.properties?.id, logged?.properties?.delivery_id], [id, "poison"]);
 });
@@ -476,7 +476,7 @@ Deno.test("an idle pool picks up an event another process requeued, without bein
   assert.deepEqual(t.runs, ["d1"], "redelivery does not run the agent again");
 });
 
-Deno.test("a run the stop cuts off ends system_aborted, is logged with its event, and runs once after the restart", async () => {
+Deno.test("a run the stop cuts off ends system_aborted, is queued again without counting as interrupted, is logged with its event, and runs once after the restart", async () => {
   const requested = Promise.withResolvers<void>();
   await using model = startHangingModel(() => requested.resolve());
   const endReasons: string[] = [];
@@ -506,7 +506,12 @@ Deno.test("a run the stop cuts off ends system_aborted, is logged with its event
   // A shutdown, not a user's Ctrl-C: the usage metrics count it as such.
   assert.deepEqual(endReasons, ["system_aborted"]);
   assert.deepEqual(t.deliveries, []);
-  assert.equal(t.inbox.get(id)?.state, "running", "left for the next start to requeue");
+  // The process outlived the run: it is no run that brings the gateway down.
+  assert.deepEqual(
+    [t.inbox.get(id)?.state, t.inbox.get(id)?.runAttempts],
+    ["queued", 0],
+    "queued again, its run not counted",
+  );
   const stopped = t.logs.find((entry) => /stopped by the gateway's shutdown/.test(entry.message));
   assert.ok(stopped, `no log line for the stopped run: ${JSON.stringify(t.logs)}`);
   assert.equal(stopped.level, "warning");
@@ -514,10 +519,13 @@ Deno.test("a run the stop cuts off ends system_aborted, is logged with its event
     id,
     delivery_id: "d1",
     route: "github",
-    attempt: 1,
+    interrupted: 0,
     max: 3,
   });
-  assert.match(stopped.message, /the next `agent gateway run` runs it again/);
+  assert.match(
+    stopped.message,
+    /it is queued again, and the next `agent gateway run` runs it from the start\. A stop is not counted as an interruption: only crashes or kills of the gateway during its run are, and after \{max\} of them it is not run again \(\{interrupted\} so far\)$/,
+  );
 
   // The restart: a new pool on the same inbox runs it once and delivers it once.
   const delivered: string[] = [];
@@ -537,7 +545,7 @@ Deno.test("a run the stop cuts off ends system_aborted, is logged with its event
   await restarted.stop();
   assert.deepEqual(delivered, ["answer after the restart"]);
   assert.equal(t.inbox.get(id)?.state, "done");
-  assert.equal(t.inbox.get(id)?.runAttempts, 2);
+  assert.equal(t.inbox.get(id)?.runAttempts, 1, "the run the stop cut off is not counted");
 });
 
 Deno.test("runs aborted before the stop (a second Ctrl-C while requests drain): queued events are not taken", async () => {
@@ -561,8 +569,14 @@ Deno.test("runs aborted before the stop (a second Ctrl-C while requests drain): 
   );
   await t.pool.stop();
   assert.deepEqual(t.runs.toSorted(), ["d1", "d2"]);
-  // The two cut off run again at the next start; the two queued were never started.
-  assert.deepEqual(t.inbox.counts(), { queued: 2, running: 2, delivering: 0, done: 0, failed: 0 });
+  // The two cut off are queued again and run at the next start; the two queued were never
+  // started. None counts as an interrupted run.
+  assert.deepEqual(t.inbox.counts(), { queued: 4, running: 0, delivering: 0, done: 0, failed: 0 });
   const queued = t.inbox.list({ state: "queued", limit: 10 });
-  assert.deepEqual(queued.map((e) => e.runAttempts), [0, 0]);
+  assert.deepEqual(queued.map((e) => e.runAttempts), [0, 0, 0, 0]);
+  // Each keeps its place: the cut-off runs, accepted first, are taken first.
+  assert.deepEqual(
+    [t.inbox.take(Date.now())?.deliveryId, t.inbox.take(Date.now())?.deliveryId].toSorted(),
+    ["d1", "d2"],
+  );
 });
