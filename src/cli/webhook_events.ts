@@ -1,7 +1,8 @@
 /**
  * `agent webhook events` and `agent webhook redeliver`: what the gateway's inbox holds, and
  * sending a finished event's answer again (or running its agent again), for instance once the
- * token whose absence made its delivery fail for good is set.
+ * token whose absence made its delivery fail for good is set; a delivery waiting for its retry
+ * is sent now instead of after its backoff.
  *
  * @module
  */
@@ -43,8 +44,9 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
     .addHelpText(
       "after",
       "\nStates: queued (waiting for its run), running, delivering (the answer is being sent or\n" +
-        "waits for a retry), done (delivered, or nothing to deliver), failed (delivery gave up;\n" +
-        "`agent webhook redeliver <id>` sends it again). Finished events are kept for a week.\n" +
+        "waits for a retry; `agent webhook redeliver <id>` makes a waiting retry due now), done\n" +
+        "(delivered, or nothing to deliver), failed (delivery gave up; `agent webhook redeliver\n" +
+        "<id>` sends it again). Finished events are kept for a week.\n" +
         "While no gateway runs on this home, an event whose run or delivery it was doing when it\n" +
         'stopped is shown as interrupted (in --json: its state and "interrupted": true); the\n' +
         "next `agent gateway run` resumes it.\n" +
@@ -95,7 +97,8 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
     });
 
   webhook.command("redeliver").description(
-    "send a finished event's answer again, or run its agent again with --rerun",
+    "send a finished event's answer again (a delivery waiting for its retry: now), or run its " +
+      "agent again with --rerun",
   )
     .argument("[ids...]", "event ids or delivery ids (see `agent webhook events`)")
     .option("--failed", "every event whose delivery failed for good (with --route: of that route)")
@@ -105,8 +108,10 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
     .addHelpText(
       "after",
       "\nA failed event gets the parts of its answer that were not sent; a done one is sent\n" +
-        "whole. The running gateway picks requeued events up within a few seconds; a stopped one\n" +
-        "at its next start. The route's target as it was when the event arrived is used.",
+        "whole. A delivery waiting for its retry is due now instead (its tries start again; the\n" +
+        "parts already sent are skipped); one a gateway is sending right now is refused. The\n" +
+        "running gateway picks requeued events up within a few seconds; a stopped one at its\n" +
+        "next start. The route's target as it was when the event arrived is used.",
     )
     .action((ids, options) => {
       if (ids.length === 0 && !options.failed) {
@@ -121,6 +126,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         throw new UsageError("--route goes with --failed (ids already name their events)");
       }
       const config = commandConfig(io, state);
+      const now = io.now();
       const found = withInbox(config, (inbox) => {
         const targets = options.failed
           ? inbox.list({ state: "failed", route: options.route?.trim() || undefined, limit: -1 })
@@ -129,7 +135,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         const unique = [...new Map(targets.map((event) => [event.id, event])).values()];
         return unique.map((event) => ({
           event,
-          result: inbox.requeue(event.id, { rerun: options.rerun === true }, io.now()),
+          result: inbox.requeue(event.id, { rerun: options.rerun === true }, now),
         }));
       });
       if (found === undefined && !options.failed) {
@@ -152,6 +158,8 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
             route: event.route,
             delivery_id: event.deliveryId,
             state: (result as { state: string }).state,
+            // `delivering`: a delivery that was waiting for its retry, now due.
+            previous_state: waitedRetry(result) === undefined ? event.state : "delivering",
           })),
           refused: failed.map(({ event, result }) => ({
             id: event.id,
@@ -176,9 +184,14 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
           io.err(`${what}: not requeued: ${refusal(event, result, served)}\n`);
           continue;
         }
+        const waited = waitedRetry(result);
         io.out(
           result.state === "queued"
             ? `${what}: queued to run again; its new answer goes to ${event.deliver}\n`
+            : waited !== undefined
+            ? `${what}: its delivery to ${event.deliver} was waiting for a retry ` +
+              `in ${waitSeconds(waited - now)} s; ` +
+              "it is due now, its tries start again, and the parts already sent are skipped\n"
             : `${what}: queued for delivery to ${event.deliver} again\n`,
         );
         const note = noticeNote(result);
@@ -191,6 +204,11 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
         );
       }
     });
+}
+
+/** When the retry a requeued delivery was waiting for was due, if it was one. */
+function waitedRetry(result: RequeueResult): number | undefined {
+  return result.ok && result.state === "delivering" ? result.retryWasDueAt : undefined;
 }
 
 /** `event <id> (<route>, <event>, delivery <delivery id>)`, as redeliver names an event. */
@@ -256,6 +274,9 @@ function resolveKey(inbox: Inbox, key: string): EventSummary[] {
   return found;
 }
 
+/** What redeliver takes, as its refusals say. */
+const REQUEUED = "only done or failed events, and deliveries waiting for a retry, are requeued";
+
 function refusal(
   event: EventSummary,
   result: RequeueResult,
@@ -266,10 +287,18 @@ function refusal(
     case "unknown":
       return "it is no longer in the inbox";
     case "pending":
-      return interrupted({ ...event, state: result.state }, served)
+    case "leased":
+      return interrupted({ ...event, state: result.state, leased: true }, served)
         ? `it was ${result.state} when the gateway stopped; the next \`agent gateway run\` ` +
-          "resumes it (only done or failed events are requeued)"
-        : `it is ${result.state} already; only done or failed events are requeued`;
+          `resumes it (${REQUEUED})`
+        : result.problem === "leased"
+        ? `the gateway is delivering it to ${event.deliver} right now; once that attempt is ` +
+          "over, `agent webhook events` shows how it went (a failed attempt waits for a retry, " +
+          "which redeliver can make due now)"
+        : `it is ${result.state} already; ${REQUEUED}`;
+    case "due":
+      return `it is delivering already and due now: a running gateway sends it within ` +
+        `${IDLE_POLL_MS / 1000} s, a stopped one at its next \`agent gateway run\``;
     case "silent":
       return `its answer was [SILENT], so there is nothing to deliver; --rerun runs the agent ` +
         `again (route ${event.route})`;

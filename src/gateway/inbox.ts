@@ -209,13 +209,18 @@ export function noAnswerNotice(
 /**
  * What {@linkcode Inbox.requeue} did: requeued (and how), or why not. A requeued delivery of a
  * run that ended without an answer names its end reason in `noAnswer` (`failed`,
- * {@linkcode EMPTY_ANSWER}, …): what goes out is {@linkcode noAnswerNotice}.
+ * {@linkcode EMPTY_ANSWER}, …): what goes out is {@linkcode noAnswerNotice}. A delivery that was
+ * waiting for its retry, made due now, says when that retry was due in `retryWasDueAt`.
+ *
+ * Refusals: `pending`, queued or running; `leased`, a gateway's worker holds its delivery (under
+ * way, or cut off by that gateway's end); `due`, a delivery due already that no worker took yet;
+ * `silent`, a `[SILENT]` answer, nothing to deliver.
  */
 export type RequeueResult =
   | { ok: true; state: "queued" }
-  | { ok: true; state: "delivering"; noAnswer?: string }
+  | { ok: true; state: "delivering"; noAnswer?: string; retryWasDueAt?: number }
   | { ok: false; problem: "unknown" }
-  | { ok: false; problem: "pending" | "silent"; state: EventState };
+  | { ok: false; problem: "pending" | "leased" | "due" | "silent"; state: EventState };
 
 /** The columns an {@linkcode EventSummary} is read from (no payload, prompt or answer). */
 const SUMMARY_COLUMNS = "id, route, event, delivery_id, plan, state, run_attempts, " +
@@ -644,16 +649,19 @@ export class Inbox implements Disposable {
   /**
    * Puts a finished event back in the queue: its answer is delivered again (`failed`: the parts
    * not sent yet; `done`: all of it), or, with `rerun`, the agent runs its prompt again and the
-   * new answer is delivered. Its delivery (and run) attempts start again from zero. An event
-   * still queued, running or being delivered is left alone, and so is a `done` event that has
-   * nothing to deliver (its answer was `[SILENT]`) unless `rerun`. An empty answer kept by an
-   * older version is replaced by the notice of a run without an answer.
+   * new answer is delivered. A delivery waiting for its retry (after a failed attempt) is taken
+   * as a failed one: due now, the parts already sent skipped (the cause of the failure was fixed,
+   * and nobody wants to wait out the backoff). Its delivery (and run) attempts start again from
+   * zero. An event still queued or running is left alone, and so is a delivery a worker holds or
+   * one due already, and a `done` event that has nothing to deliver (its answer was `[SILENT]`)
+   * unless `rerun`. An empty answer kept by an older version is replaced by the notice of a run
+   * without an answer.
    */
   requeue(id: string, options: { rerun: boolean }, nowMs: number): RequeueResult {
     return this.#atomic(() => {
       const row = this.#sql(
-        `SELECT state, delivery_attempts, answer, end_reason, route, event, delivery_id
-         FROM events WHERE id = ?`,
+        `SELECT state, delivery_attempts, answer, end_reason, route, event, delivery_id, leased,
+           next_attempt_at FROM events WHERE id = ?`,
       ).get(id) as
         | {
           state: EventState;
@@ -663,10 +671,20 @@ export class Inbox implements Disposable {
           route: string;
           event: string;
           delivery_id: string;
+          leased: number;
+          next_attempt_at: number;
         }
         | undefined;
       if (!row) return { ok: false, problem: "unknown" };
-      if (row.state !== "done" && row.state !== "failed") {
+      // A worker took it (leased) or will at its time: only the second can be hurried.
+      const waiting = row.state === "delivering" && row.leased === 0;
+      if (row.state === "delivering" && !waiting) {
+        return { ok: false, problem: "leased", state: row.state };
+      }
+      if (waiting && !options.rerun && row.next_attempt_at <= nowMs) {
+        return { ok: false, problem: "due", state: row.state };
+      }
+      if (row.state !== "done" && row.state !== "failed" && !waiting) {
         return { ok: false, problem: "pending", state: row.state };
       }
       if (options.rerun) {
@@ -697,9 +715,12 @@ export class Inbox implements Disposable {
            parts_sent = CASE WHEN state = 'done' THEN 0 ELSE parts_sent END,
            next_attempt_at = ?, updated_at = ? WHERE id = ?`,
       ).run(nowMs, nowMs, id);
-      return endReason === null || endReason === "completed"
-        ? { ok: true, state: "delivering" }
-        : { ok: true, state: "delivering", noAnswer: endReason };
+      return {
+        ok: true,
+        state: "delivering",
+        ...(endReason === null || endReason === "completed" ? {} : { noAnswer: endReason }),
+        ...(waiting ? { retryWasDueAt: row.next_attempt_at } : {}),
+      };
     });
   }
 

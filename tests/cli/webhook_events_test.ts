@@ -121,7 +121,7 @@ for (
     assert.equal(redo.code, 1);
     assert.match(
       redo.stderr,
-      /not requeued: it was running when the gateway stopped; the next `agent gateway run` resumes it \(only done or failed events are requeued\)/,
+      /not requeued: it was running when the gateway stopped; the next `agent gateway run` resumes it \(only done or failed events, and deliveries waiting for a retry, are requeued\)/,
     );
   });
 }
@@ -152,6 +152,90 @@ Deno.test("events while a gateway holds the home's lock: running and delivering 
     assert.match(redo.stderr, /not requeued: it is running already/);
   } finally {
     lock.close();
+  }
+});
+
+Deno.test("redeliver of a delivery waiting for its retry makes it due now, --json too; one the gateway is sending, or due already, is refused; --failed leaves them", async () => {
+  await using h = await tempHome();
+  const ids = pendingInbox(h.home);
+  const lock = await lockGatewayHome(join(h.home, "gateway", "inbox.sqlite3.lock"));
+  try {
+    // --failed takes the failed events only: a delivery waiting for its retry is not one.
+    const failed = await cli(h.home, ["webhook", "redeliver", "--failed", "--json"]);
+    assert.equal(failed.code, 0, failed.stderr);
+    assert.deepEqual(parseOneJson(failed.stdout).requeued, []);
+
+    const redo = await cli(h.home, ["webhook", "redeliver", ids.retry]);
+    assert.equal(redo.code, 0, redo.stderr);
+    assert.equal(
+      redo.stdout,
+      `event ${ids.retry} (ci, push, delivery d-retry): its delivery to slack was waiting for a ` +
+        "retry in 90 s; it is due now, its tries start again, and the parts already sent are " +
+        "skipped\nA running gateway picks this up within 5 s; otherwise it happens at the next " +
+        "`agent gateway run`.\n",
+    );
+    assert.equal(redo.stderr, "");
+    const retry = (await eventsJson(h.home))[ids.retry];
+    assert.deepEqual(
+      [retry.state, retry.next_attempt_at, retry.delivery_attempts, retry.deliver],
+      ["delivering", new Date(NOW).toISOString().replace(".000Z", "Z"), 0, "slack"],
+    );
+
+    // Due now, not taken yet: redelivering it again changes nothing.
+    const again = await cli(h.home, ["webhook", "redeliver", ids.retry]);
+    assert.equal(again.code, 1);
+    assert.equal(
+      again.stderr,
+      `event ${ids.retry} (ci, push, delivery d-retry): not requeued: it is delivering already ` +
+        "and due now: a running gateway sends it within 5 s, a stopped one at its next " +
+        "`agent gateway run`\n",
+    );
+    // A worker of the running gateway holds this one: its attempt is under way.
+    const held = await cli(h.home, ["webhook", "redeliver", ids.delivering]);
+    assert.equal(held.code, 1);
+    assert.equal(
+      held.stderr,
+      `event ${ids.delivering} (ci, push, delivery d-delivering): not requeued: the gateway is ` +
+        "delivering it to slack right now; once that attempt is over, `agent webhook events` " +
+        "shows how it went (a failed attempt waits for a retry, which redeliver can make due " +
+        "now)\n",
+    );
+  } finally {
+    lock.close();
+  }
+
+  // --json, on a fresh inbox: the waiting one requeued (and what it was), the held one refused.
+  await using j = await tempHome();
+  const jids = pendingInbox(j.home);
+  const lockJ = await lockGatewayHome(join(j.home, "gateway", "inbox.sqlite3.lock"));
+  try {
+    const json = await cli(j.home, [
+      "webhook",
+      "redeliver",
+      jids.retry,
+      jids.delivering,
+      "--json",
+    ]);
+    assert.equal(json.code, 1);
+    const document = parseOneJson(json.stdout);
+    assert.deepEqual(document.requeued, [{
+      id: jids.retry,
+      route: "ci",
+      delivery_id: "d-retry",
+      state: "delivering",
+      previous_state: "delivering",
+    }]);
+    assert.deepEqual(
+      (document.refused as { id: string; reason: string }[]).map((r) => [r.id, r.reason]),
+      [[
+        jids.delivering,
+        "the gateway is delivering it to slack right now; once that attempt is over, " +
+        "`agent webhook events` shows how it went (a failed attempt waits for a retry, which " +
+        "redeliver can make due now)",
+      ]],
+    );
+  } finally {
+    lockJ.close();
   }
 });
 

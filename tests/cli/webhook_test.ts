@@ -359,18 +359,18 @@ Deno.test("events lists newest first and says when --limit hides some; redeliver
   const redo = await cli(h.home, ["webhook", "redeliver", "--failed", "--route", "a", "--json"]);
   assert.equal(redo.code, 0, redo.stderr);
   const { requeued, refused } = parseOneJson(redo.stdout) as {
-    requeued: { id: string; state: string }[];
+    requeued: { id: string; state: string; previous_state: string }[];
     refused: unknown[];
   };
-  assert.deepEqual(requeued.map((e) => [e.id, e.state]), [
-    [ids[0], "delivering"],
-    [ids[2], "delivering"],
+  assert.deepEqual(requeued.map((e) => [e.id, e.state, e.previous_state]), [
+    [ids[0], "delivering", "failed"],
+    [ids[2], "delivering", "failed"],
   ]);
   assert.deepEqual(refused, []);
   // Requeued again before the gateway took them: refused, exit 1, the reason given.
   const again = await cli(h.home, ["webhook", "redeliver", ids[0]]);
   assert.equal(again.code, 1);
-  assert.match(again.stderr, /not requeued: it is delivering already/);
+  assert.match(again.stderr, /not requeued: it is delivering already and due now/);
   const states = await cli(h.home, ["webhook", "events", "--json"]);
   assert.deepEqual(
     (parseOneJson(states.stdout).events as { id: string; state: string }[]).map((e) => e.state),

@@ -837,3 +837,40 @@ Deno.test("gateway e2e: `agent webhook redeliver` sends a failed event again thr
   assert.equal(bare.code, 2);
   assert.match(bare.stderr, /use --failed/);
 });
+
+Deno.test("gateway e2e: `agent webhook redeliver` of a delivery waiting for its backoff retry sends it now", async () => {
+  // The first retry would come 20 minutes after the failed attempt.
+  await using s = await startGatewayStack({ delivery_retry_seconds: 1200 });
+  s.platforms.slack.push("server_error");
+  const sub = await subscribe(s.home, s.env, "flaky", [
+    ...["--deliver", "slack", "--deliver-chat-id", "C0123456789", "--prompt", "Summarise {id}"],
+  ]);
+  s.model.push({ content: "Seven is fine." });
+  assert.equal((await postGithub(s.gateway, sub, "ping", "d-wait", { id: 7 })).status, 202);
+  await waitUntil(
+    () => inboxEvents(s.home).some((row) => row.delivery_attempts === 1),
+    "the first attempt to fail",
+  );
+  const [{ id, state }] = inboxEvents(s.home);
+  assert.equal(state, "delivering");
+
+  // The cause is fixed: the answer goes out now, not in 20 minutes, and the agent does not run.
+  const redo = await cli(s.home, ["webhook", "redeliver", "d-wait"], { now: Date.now() });
+  assert.equal(redo.code, 0, redo.stderr);
+  assert.match(
+    redo.stdout,
+    new RegExp(
+      `^event ${id} \\(flaky, ping, delivery d-wait\\): its delivery to slack was waiting for ` +
+        "a retry in 1\\d{3} s; it is due now",
+    ),
+  );
+  await waitUntil(
+    () => inboxEvents(s.home).some((row) => row.state === "done"),
+    "the delivery made due now",
+  );
+  assert.deepEqual(s.platforms.slack.requests.map((request) => request.body), [
+    { channel: "C0123456789", text: "Seven is fine." },
+    { channel: "C0123456789", text: "Seven is fine." },
+  ]);
+  assert.equal(s.model.requests.length, 1, "the agent ran once");
+});

@@ -637,6 +637,49 @@ Deno.test("requeue with rerun: the event is queued to run again, its old answer 
   });
 });
 
+Deno.test("requeue of a delivery waiting for its retry makes it due now, its parts sent skipped; one a worker holds, or due already, is refused", async () => {
+  await withInbox((inbox) => {
+    const id = inbox.enqueue(event("d1"), 0);
+    inbox.take(1);
+    inbox.finishRun(id, { answer: "A", endReason: "completed", deliver: true }, 2);
+    // The worker that ran it is delivering it.
+    const leased = { ok: false, problem: "leased", state: "delivering" };
+    assert.deepEqual(inbox.requeue(id, { rerun: false }, 3), leased);
+    assert.deepEqual(inbox.requeue(id, { rerun: true }, 3), leased);
+    inbox.recordDelivery(
+      id,
+      { ok: false, error: "HTTP 401", retryAt: 1_200_000, partsSent: 2 },
+      4,
+    );
+    assert.equal(inbox.take(5), undefined, "waiting for its retry");
+
+    assert.deepEqual(inbox.requeue(id, { rerun: false }, 5), {
+      ok: true,
+      state: "delivering",
+      retryWasDueAt: 1_200_000,
+    });
+    const taken = inbox.take(5)!;
+    assert.equal(taken?.id, id, "due now");
+    assert.deepEqual(
+      [taken.state, taken.answer, taken.partsSent, taken.deliveryAttempts, taken.runAttempts],
+      ["delivering", "A", 2, 0, 1],
+      "the same answer, the parts already sent skipped, its tries from the first, no new run",
+    );
+    assert.deepEqual(taken.plan, event("d1").plan, "its target as accepted");
+    assert.deepEqual(inbox.requeue(id, { rerun: false }, 6), leased, "taken by a worker again");
+
+    // Failed again; its retry falls due, but no worker has taken it yet: nothing to hurry.
+    inbox.recordDelivery(id, { ok: false, error: "HTTP 401", retryAt: 100 }, 7);
+    assert.deepEqual(inbox.requeue(id, { rerun: false }, 200), {
+      ok: false,
+      problem: "due",
+      state: "delivering",
+    });
+    assert.deepEqual(inbox.requeue(id, { rerun: true }, 200), { ok: true, state: "queued" });
+    assert.deepEqual([inbox.get(id)?.state, inbox.get(id)?.answer], ["queued", undefined]);
+  });
+});
+
 Deno.test("requeue refuses an event under way, a silent one (unless rerun) and an unknown id", async () => {
   await withInbox((inbox) => {
     const queued = inbox.enqueue(event("d1"), 0);
