@@ -351,7 +351,8 @@ export class WorkerPool {
       log(
         "warning",
         "event {id} (delivery {delivery_id}) on {route}: delivery attempt {attempt} of " +
-          "{max} failed ({error}); the next one in {wait_seconds} s",
+          "{max} failed ({error}); the next one in {wait_seconds} s (once the cause is fixed, " +
+          "`agent webhook redeliver {id}` makes it due now)",
         {
           id: event.id,
           delivery_id: event.deliveryId,
