@@ -83,6 +83,8 @@ export class Gateway {
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
+  /** The prune under way (it goes in chunks, between requests), if any. */
+  #pruning: Promise<void> | undefined;
   readonly #flusher: MetricsFlusher;
 
   private constructor(parts: {
@@ -407,6 +409,7 @@ export class Gateway {
       await this.#pool.stop();
       await this.#session?.close();
       this.#inbox.close();
+      await this.#pruning; // ends at its next chunk now that the inbox is closed
       this.#lock.close();
       this.#flusher.packageDue();
       this.#metrics.close();
@@ -425,15 +428,15 @@ export class Gateway {
 
   /**
    * Hourly, and at start: forgets expired delivery-id claims and events finished more than a week
-   * ago, and flushes the usage metrics (packages finished days; sends them when `send: true`),
-   * so a quiet gateway still reports.
+   * ago (in chunks, between requests; none starts while the last one is under way), and flushes
+   * the usage metrics (packages finished days; sends them when `send: true`), so a quiet gateway
+   * still reports.
    */
   #housekeeping(): void {
-    try {
-      this.#inbox.prune(Date.now(), FINISHED_EVENTS_KEPT_MS);
-    } catch (error) {
-      log.warn("pruning the inbox failed: {error}", { error: String(error) });
-    }
+    this.#pruning ??= this.#inbox.prune(Date.now(), FINISHED_EVENTS_KEPT_MS).then(
+      () => {},
+      (error) => log.warn("pruning the inbox failed: {error}", { error: String(error) }),
+    ).finally(() => this.#pruning = undefined);
     this.#flusher.flush();
   }
 

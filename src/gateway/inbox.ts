@@ -67,7 +67,56 @@ export interface InboxEvent extends NewEvent {
   nextAttemptAt: number;
 }
 
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
+/** The states of the `events_waiting` index. */
+const WAITING = "state IN ('queued', 'delivering')";
+/**
+ * The states of the `events_by_state` index: those not waiting (running, done, failed), so that
+ * the intake's insert (queued) does not write it. Said with NOT IN: an IN list of three values
+ * would build a temporary table on every insert, to decide.
+ */
+const NOT_WAITING = "state NOT IN ('queued', 'delivering')";
+/** The states of the `events_finished` index (what {@linkcode Inbox.prune} deletes). */
+const FINISHED = "state IN ('done', 'failed')";
+const STATES: readonly EventState[] = ["queued", "running", "delivering", "done", "failed"];
+
+/**
+ * The SQL condition for events in `state`, written so that a partial index serves it: SQLite
+ * uses a partial index only for a query that repeats the index's own condition, so `state = 'done'`
+ * alone would read the whole table.
+ */
+function inState(state: EventState): string {
+  if (!STATES.includes(state)) throw new Error(`unknown event state '${state}'`);
+  const index = state === "queued" || state === "delivering" ? WAITING : NOT_WAITING;
+  return `${index} AND state = '${state}'`;
+}
+
+/**
+ * The query of {@linkcode Inbox.list} for events in `state` (any state when undefined); its
+ * parameters are the route (or null) and the limit. Exported for the test that checks the plan.
+ */
+export function listSql(state: EventState | undefined): string {
+  // Left alone, SQLite reads waiting events newest first along the id index, to spare a sort:
+  // through the whole table when fewer than the limit are waiting.
+  const waiting = state === "queued" || state === "delivering";
+  return `SELECT ${SUMMARY_COLUMNS} FROM events${waiting ? " INDEXED BY events_waiting" : ""}
+    WHERE ${state ? inState(state) : "TRUE"} AND (?1 IS NULL OR route = ?1)
+    ORDER BY id DESC LIMIT ?2`;
+}
+
+/** The query of {@linkcode Inbox.counts}: each half read from one partial index. */
+export const COUNTS_SQL = `SELECT state, COUNT(*) AS n FROM events WHERE ${WAITING} GROUP BY state
+  UNION ALL SELECT state, COUNT(*) AS n FROM events WHERE ${NOT_WAITING} GROUP BY state`;
+
+/**
+ * One chunk of {@linkcode Inbox.prune}: up to ?2 events finished before ?1, found by the
+ * `events_finished` index (exported for the test that checks the plan).
+ */
+export const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE id IN (
+    SELECT id FROM events WHERE ${FINISHED} AND updated_at < ?1 LIMIT ?2)`;
+
+/** Rows one transaction of {@linkcode Inbox.prune} deletes (events) or looks at (claims). */
+export const PRUNE_CHUNK_ROWS = 1000;
 /**
  * The query of `take()`: the oldest due event. Served by the `events_waiting` index, in its
  * order, so it never sorts the queue (exported for the test that checks the plan).
@@ -473,13 +522,15 @@ export class Inbox implements Disposable {
            run_attempts || ' times by a crash or kill of the gateway; it is not run again.',
            error = 'the run was interrupted ' || run_attempts || ' times',
            next_attempt_at = ?, leased = 0, updated_at = ?
-         WHERE state = 'running' AND run_attempts >= ? RETURNING id, delivery_id`,
+         WHERE ${inState("running")} AND run_attempts >= ? RETURNING id, delivery_id`,
       ).all(nowMs, nowMs, maxRunAttempts) as { id: string; delivery_id: string }[];
       const requeued = this.#sql(
-        "UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ? WHERE state = 'running'",
+        `UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ?
+         WHERE ${inState("running")}`,
       ).run(nowMs, nowMs);
       this.#sql(
-        "UPDATE events SET next_attempt_at = ?, leased = 0 WHERE state = 'delivering' AND leased = 1",
+        `UPDATE events SET next_attempt_at = ?, leased = 0
+         WHERE ${inState("delivering")} AND leased = 1`,
       ).run(nowMs);
       // Requests the dead process never answered: their senders retry, and must be served.
       const freed = this.#sql("DELETE FROM claims WHERE held = 1 AND message_key IS NULL").run();
@@ -629,12 +680,8 @@ export class Inbox implements Disposable {
    * keeps: finished events go after a week (see {@linkcode Inbox.prune}).
    */
   list(filter: { state?: EventState; route?: string; limit: number }): EventSummary[] {
-    const rows = this.#sql(
-      `SELECT ${SUMMARY_COLUMNS} FROM events
-       WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR route = ?2)
-       ORDER BY id DESC LIMIT ?3`,
-    ).all(filter.state ?? null, filter.route ?? null, filter.limit) as Record<string, unknown>[];
-    return rows.map(toSummary);
+    const rows = this.#sql(listSql(filter.state)).all(filter.route ?? null, filter.limit);
+    return (rows as Record<string, unknown>[]).map(toSummary);
   }
 
   /** The events whose id or delivery id is `key` (one delivery id may reach several routes). */
@@ -733,7 +780,7 @@ export class Inbox implements Disposable {
       done: 0,
       failed: 0,
     };
-    const rows = this.#sql("SELECT state, COUNT(*) AS n FROM events GROUP BY state").all();
+    const rows = this.#sql(COUNTS_SQL).all();
     for (const row of rows as { state: EventState; n: number }[]) counts[row.state] = row.n;
     return counts;
   }
@@ -741,16 +788,81 @@ export class Inbox implements Disposable {
   /**
    * Deletes expired claims and finished events older than `keepMs`. A claim holding the progress
    * of a failed direct delivery is kept until `keepMs` after it expired.
+   *
+   * It goes in chunks of `chunkRows` rows, each one write of its turn (committed with that turn's
+   * other writes), and waits between chunks until the chunk is committed, the writer thread has
+   * committed what it was handed meanwhile, and the event loop has had a turn: a large prune
+   * never holds up requests for long, and a stop in the middle leaves only whole chunks done.
+   * Ends early, with what it did so far, once the inbox is closed.
    */
-  prune(nowMs: number, keepMs: number): void {
-    this.#atomic(() => {
-      this.#sql(
-        "DELETE FROM claims WHERE expires_at <= ? AND (message_key IS NULL OR expires_at < ?)",
-      ).run(nowMs, nowMs - keepMs);
-      this.#sql(
-        "DELETE FROM events WHERE state IN ('done', 'failed') AND updated_at < ?",
-      ).run(nowMs - keepMs);
-    });
+  async prune(
+    nowMs: number,
+    keepMs: number,
+    options: { chunkRows?: number } = {},
+  ): Promise<{ claims: number; events: number; chunks: number }> {
+    const chunkRows = Math.max(1, Math.floor(options.chunkRows ?? PRUNE_CHUNK_ROWS));
+    const done = { claims: 0, events: 0, chunks: 0 };
+    // Claims have no index by expiry (the intake would have to keep it up): they are walked in
+    // key order, chunkRows at a time, from after the last key of the chunk before.
+    let after: ClaimKey | undefined;
+    let more = true;
+    while (more && this.#db.isOpen) {
+      const chunk = this.#atomic(() => this.#pruneClaims(after, chunkRows, nowMs, keepMs));
+      done.claims += chunk.deleted;
+      done.chunks++;
+      after = chunk.last;
+      more = chunk.last !== undefined;
+      await this.#pause();
+    }
+    more = true;
+    while (more && this.#db.isOpen) {
+      const deleted = this.#atomic(() =>
+        Number(this.#sql(PRUNE_EVENTS_SQL).run(nowMs - keepMs, chunkRows).changes)
+      );
+      done.events += deleted;
+      done.chunks++;
+      more = deleted === chunkRows;
+      await this.#pause();
+    }
+    return done;
+  }
+
+  /**
+   * Deletes the expired claims among the `chunkRows` claims after `after` (from the first when
+   * undefined); returns how many, and the last key looked at unless the walk reached the end.
+   */
+  #pruneClaims(
+    after: ClaimKey | undefined,
+    chunkRows: number,
+    nowMs: number,
+    keepMs: number,
+  ): { deleted: number; last?: ClaimKey } {
+    const from = after ? "(route, delivery_id) > (?, ?)" : "TRUE";
+    const fromArgs = after ? [after.route, after.delivery_id] : [];
+    const last = this.#sql(
+      `SELECT route, delivery_id FROM claims WHERE ${from}
+       ORDER BY route, delivery_id LIMIT 1 OFFSET ?`,
+    ).get(...fromArgs, chunkRows - 1) as ClaimKey | undefined;
+    const to = last ? "AND (route, delivery_id) <= (?, ?)" : "";
+    const toArgs = last ? [last.route, last.delivery_id] : [];
+    const deleted = this.#sql(
+      `DELETE FROM claims WHERE ${from} ${to}
+         AND expires_at <= ? AND (message_key IS NULL OR expires_at < ?)`,
+    ).run(...fromArgs, ...toArgs, nowMs, nowMs - keepMs).changes;
+    return { deleted: Number(deleted), last };
+  }
+
+  /**
+   * Between two chunks of a prune: this turn's writes committed, the writer thread's events
+   * committed (it waits for the file's lock, and would lose the race for it to the next chunk),
+   * and one turn of the event loop for the requests waiting.
+   */
+  async #pause(): Promise<void> {
+    await this.durable();
+    await this.#writer?.idle();
+    // A timer: Deno runs a chain of setImmediate (or MessageChannel) callbacks without reading
+    // the sockets in between, so requests would wait for the whole prune.
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
 
   /**
@@ -835,6 +947,12 @@ export class Inbox implements Disposable {
   }
 }
 
+/** A claim's key, as {@linkcode Inbox.prune} walks them. */
+interface ClaimKey {
+  route: string;
+  delivery_id: string;
+}
+
 interface Batch {
   committed: Promise<void>;
   resolve(): void;
@@ -894,6 +1012,8 @@ class WriterThread {
   readonly #sent = new Map<number, Waiter[]>();
   #seq = 0;
   #broken = false;
+  /** Who waits in {@linkcode WriterThread.idle}, and for the answer to which message. */
+  #idleWaiters: { seq: number; resolve(): void }[] = [];
 
   constructor(path: string, onBroken: (error: unknown, unsent: Waiter[]) => void) {
     this.#path = path;
@@ -921,6 +1041,32 @@ class WriterThread {
     return new Promise((resolve, reject) => {
       if (this.#queued.push({ row, resolve, reject }) === 1) setImmediate(() => this.#flush());
     });
+  }
+
+  /**
+   * Resolves once every event handed over so far is answered (committed or failed), or the
+   * thread has stopped.
+   */
+  idle(): Promise<void> {
+    const seq = this.#seq + (this.#queued.length > 0 ? 1 : 0);
+    if (this.#answeredUpTo(seq)) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push({ seq, resolve }));
+  }
+
+  #answeredUpTo(seq: number): boolean {
+    if (this.#broken) return true;
+    if (this.#seq < seq) return false;
+    for (const sent of this.#sent.keys()) if (sent <= seq) return false;
+    return true;
+  }
+
+  #wakeIdle(): void {
+    const waiting = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const waiter of waiting) {
+      if (this.#answeredUpTo(waiter.seq)) waiter.resolve();
+      else this.#idleWaiters.push(waiter);
+    }
   }
 
   /** Stops the thread; what it had not answered is rejected. */
@@ -953,9 +1099,10 @@ class WriterThread {
     if (reply.kind === "failed") {
       const error = new Error(reply.error);
       for (const waiter of waiters) waiter.reject(error);
-      return;
+    } else {
+      waiters.forEach((waiter, index) => waiter.resolve(reply.results[index]));
     }
-    waiters.forEach((waiter, index) => waiter.resolve(reply.results[index]));
+    this.#wakeIdle();
   }
 
   /**
@@ -979,6 +1126,7 @@ class WriterThread {
     this.#sent.clear();
     for (const waiter of this.#queued) waiter.reject(error);
     this.#queued = [];
+    this.#wakeIdle();
   }
 }
 
@@ -1132,5 +1280,11 @@ const SCHEMA: StoreSchema = {
     if (!claimColumns.has("held")) {
       db.exec("ALTER TABLE claims ADD COLUMN held INTEGER NOT NULL DEFAULT 0");
     }
+    // Version 5: events by state, and finished events by age, for listing and pruning a large
+    // inbox. Neither holds queued events, so the intake's insert does not write them.
+    db.exec(`
+      CREATE INDEX IF NOT EXISTS events_by_state ON events (state, id) WHERE ${NOT_WAITING};
+      CREATE INDEX IF NOT EXISTS events_finished ON events (updated_at) WHERE ${FINISHED};
+    `);
   },
 };

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
 import { lockGatewayHome, runningGateway } from "../../src/gateway/home_lock.ts";
+import { Inbox } from "../../src/gateway/inbox.ts";
 import { loadConfig } from "../../src/home/config.ts";
 import { closeLogging, configureLogging } from "../../src/home/log.ts";
 import { AGENT_VERSION } from "../../src/version.ts";
@@ -65,6 +66,20 @@ async function consoleOfGateway(
     await closeLogging();
   }
   return shown;
+}
+
+/** The raw answer to `GET path` on `address` (`http://host:port`), over a connection of its own. */
+async function rawGet(address: string, path: string): Promise<string> {
+  const url = new URL(address);
+  using conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
+  const request = `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`;
+  await conn.write(new TextEncoder().encode(request));
+  let answer = "";
+  const buffer = new Uint8Array(4096);
+  for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) {
+    answer += new TextDecoder().decode(buffer.subarray(0, n));
+  }
+  return answer;
 }
 
 /** The text of `file`, or "" while it does not exist. */
@@ -175,6 +190,57 @@ Deno.test("housekeeping runs again on its interval: a claim that expired after t
     db.close();
     await gateway.stop();
   }
+});
+
+Deno.test("the start's prune of a large inbox goes on in chunks while requests are answered", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const old = Date.now() - 30 * 86_400_000;
+  const events = 50_000;
+  {
+    Inbox.open(config.paths.gatewayInbox).close();
+    const db = new DatabaseSync(config.paths.gatewayInbox);
+    db.exec("BEGIN");
+    const insert = db.prepare(
+      `INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state,
+         created_at, updated_at, next_attempt_at)
+       VALUES (?, 'r', 'e', ?, '{}', 'p', '{"deliver":"log","deliverExtra":{},"skills":[]}',
+         'done', ?, ?, ?)`,
+    );
+    for (let i = 0; i < events; i++) insert.run(`e${i}`, `d${i}`, old, old, old);
+    db.exec("COMMIT");
+    db.close();
+  }
+  const shown: string[] = [];
+  await configureLogging(config.paths, { console: (line) => shown.push(line) });
+  try {
+    const gateway = await Gateway.start({ config, env });
+    const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
+    try {
+      const left = () => (db.prepare("SELECT COUNT(*) AS n FROM events").get() as { n: number }).n;
+      // Over a bare connection: fetch's first request sets up its client, which takes longer.
+      const answer = await rawGet(gateway.addresses[0], "/health");
+      assert.match(answer, /^HTTP\/1\.1 200 /);
+      const whenAnswered = left();
+      assert.ok(
+        whenAnswered > 0 && whenAnswered < events,
+        `answered while the prune was under way (${whenAnswered} of ${events} events left)`,
+      );
+      const deadline = Date.now() + 10_000;
+      while (left() > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(left(), 0);
+    } finally {
+      db.close();
+      await gateway.stop();
+    }
+  } finally {
+    await closeLogging();
+  }
+  assert.deepEqual(shown.filter((line) => line.includes("prun")), []);
 });
 
 Deno.test("a second gateway on the same home refuses to start while the first runs; after its stop it may", async () => {

@@ -3,10 +3,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import {
+  COUNTS_SQL,
   EMPTY_ANSWER,
+  type EventState,
   Inbox,
+  listSql,
   type NewEvent,
   NEXT_DUE_SQL,
+  PRUNE_EVENTS_SQL,
   timeOrderedId,
 } from "../../src/gateway/inbox.ts";
 
@@ -249,14 +253,14 @@ Deno.test("the inbox folder is 0700 and its files 0600", async () => {
 });
 
 Deno.test("prune removes expired claims and old finished events only", async () => {
-  await withInbox((inbox) => {
+  await withInbox(async (inbox) => {
     inbox.claim("r", "old", 0, 10);
     inbox.claim("r", "live", 0, 1000);
     const done = inbox.enqueue(event("x"), 0);
     inbox.take(0);
     inbox.finishRun(done, { answer: "", endReason: "completed", deliver: false }, 0);
     const queued = inbox.enqueue(event("y"), 0);
-    inbox.prune(500, 100);
+    await inbox.prune(500, 100);
     assert.equal(inbox.claim("r", "old", 500, 10), true);
     assert.equal(inbox.claim("r", "live", 500, 10), false);
     assert.equal(inbox.get(done), undefined);
@@ -265,7 +269,7 @@ Deno.test("prune removes expired claims and old finished events only", async () 
 });
 
 Deno.test("prune keeps a released claim's delivery progress as long as finished events", async () => {
-  await withInbox((inbox, path) => {
+  await withInbox(async (inbox, path) => {
     const claimed = () => {
       inbox.commit();
       const db = new DatabaseSync(path, { readOnly: true });
@@ -279,11 +283,170 @@ Deno.test("prune keeps a released claim's delivery progress as long as finished 
     assert.ok(inbox.claim("r", "d1", 0, 10));
     inbox.release("r", "d1", { messageKey: "k", partsSent: 2, atMs: 5 });
     assert.ok(inbox.claim("r", "plain", 0, 10));
-    inbox.prune(50, 100); // both expired; only the one without progress goes
+    await inbox.prune(50, 100); // both expired; only the one without progress goes
     assert.deepEqual(claimed(), ["d1"]);
     assert.equal(inbox.partsDelivered("r", "d1", "k"), 2);
-    inbox.prune(200, 100); // released at 5: more than 100 ago
+    await inbox.prune(200, 100); // released at 5: more than 100 ago
     assert.deepEqual(claimed(), []);
+  });
+});
+
+/** What {@linkcode fillForPrune} writes that a prune at 100 000 keeping 50 000 deletes. */
+const PRUNED = { events: 1200, claims: 750 };
+
+/**
+ * Writes, on a connection of its own, finished events and claims of which a prune at 100 000
+ * keeping 50 000 deletes {@linkcode PRUNED}: 1200 events finished at 10 000 (done and failed),
+ * 700 claims expired at 1 000 and 50 holding a failed direct delivery's progress since 10 000;
+ * and what it keeps: 300 events finished at 60 000, 80 old ones not finished, 200 live claims
+ * and 50 holding progress since 80 000.
+ */
+function fillForPrune(path: string): void {
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("BEGIN");
+    const insert = db.prepare(
+      `INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state,
+         created_at, updated_at, next_attempt_at)
+       VALUES (?, 'r', 'e', ?, '{}', 'p', '{"deliver":"log","deliverExtra":{},"skills":[]}', ?,
+         ?, ?, ?)`,
+    );
+    const rows: [EventState, number][] = [
+      ...Array.from({ length: 1200 }, (_, i): [EventState, number] => [
+        i % 3 ? "done" : "failed",
+        10_000,
+      ]),
+      ...Array.from({ length: 300 }, (_, i): [EventState, number] => [
+        i % 3 ? "done" : "failed",
+        60_000,
+      ]),
+      ...Array.from({ length: 80 }, (_, i): [EventState, number] => [
+        (["queued", "running", "delivering"] as const)[i % 3],
+        10_000,
+      ]),
+    ];
+    // Interleaved by id, as a real inbox has them.
+    rows.sort((a, b) => (a[0] + a[1]).localeCompare(b[0] + b[1]));
+    rows.forEach(([state, at], i) => {
+      const id = `e${String(i).padStart(5, "0")}`;
+      insert.run(id, `d-${id}`, state, at - 100, at, at);
+    });
+    const claim = db.prepare(
+      "INSERT INTO claims (route, delivery_id, expires_at, parts_sent, message_key) VALUES (?, ?, ?, ?, ?)",
+    );
+    const claims: [number, string | null][] = [
+      ...Array.from({ length: 700 }, (): [number, string | null] => [1_000, null]),
+      ...Array.from({ length: 50 }, (): [number, string | null] => [10_000, "k"]),
+      ...Array.from({ length: 200 }, (): [number, string | null] => [200_000, null]),
+      ...Array.from({ length: 50 }, (): [number, string | null] => [80_000, "k"]),
+    ];
+    claims.forEach(([expires, key], i) => {
+      // Keys in an order unrelated to expiry.
+      const id = `c${String((i * 7919) % claims.length).padStart(5, "0")}`;
+      claim.run(i % 2 ? "github" : "gitlab", id, expires, key ? 2 : 0, key);
+    });
+    db.exec("COMMIT");
+  } finally {
+    db.close();
+  }
+}
+
+/** How many of what {@linkcode fillForPrune} wrote are left, as another connection sees it. */
+function leftAfterPrune(path: string) {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    return {
+      oldEvents: count(
+        "SELECT COUNT(*) AS n FROM events WHERE state IN ('done', 'failed') AND updated_at = 10000",
+      ),
+      expiredClaims: count(
+        "SELECT COUNT(*) AS n FROM claims WHERE expires_at IN (1000, 10000)",
+      ),
+      kept: {
+        recentEvents: count("SELECT COUNT(*) AS n FROM events WHERE updated_at = 60000"),
+        waitingOrRunning: count(
+          "SELECT COUNT(*) AS n FROM events WHERE state NOT IN ('done', 'failed')",
+        ),
+        claims: count("SELECT COUNT(*) AS n FROM claims WHERE expires_at IN (80000, 200000)"),
+      },
+    };
+  } finally {
+    db.close();
+  }
+}
+
+const KEPT = { recentEvents: 300, waitingOrRunning: 80, claims: 250 };
+
+Deno.test("prune goes in chunks, each committed, with turns of the event loop in between", async () => {
+  await withInbox(async (inbox, path) => {
+    fillForPrune(path);
+    const seen: number[] = [];
+    let timer = setTimeout(function tick() {
+      seen.push(leftAfterPrune(path).oldEvents);
+      timer = setTimeout(tick, 0);
+    }, 0);
+    try {
+      const done = await inbox.prune(100_000, 50_000, { chunkRows: 100 });
+      // 1000 claims looked at 100 at a time, then 1200 events deleted 100 at a time; the last
+      // chunk of each finds the end.
+      assert.deepEqual(done, { ...PRUNED, chunks: 11 + 13 });
+    } finally {
+      clearTimeout(timer);
+    }
+    assert.ok(
+      seen.some((left) => left > 0 && left < PRUNED.events),
+      `a timer ran while some old events were deleted and others not yet: ${seen}`,
+    );
+    assert.deepEqual(leftAfterPrune(path), { oldEvents: 0, expiredClaims: 0, kept: KEPT });
+  });
+});
+
+Deno.test("a prune cut off by close() leaves whole chunks done; the next prune finishes it", async () => {
+  await withInboxPath(async (path) => {
+    const inbox = Inbox.open(path);
+    fillForPrune(path);
+    let timer = setTimeout(function tick() {
+      const left = leftAfterPrune(path).oldEvents;
+      if (left < PRUNED.events) inbox.close(); // as the gateway's stop does
+      else timer = setTimeout(tick, 0);
+    }, 0);
+    let done;
+    try {
+      done = await inbox.prune(100_000, 50_000, { chunkRows: 100 });
+    } finally {
+      clearTimeout(timer);
+      inbox.close();
+    }
+    assert.ok(done.events > 0 && done.events < PRUNED.events, `deleted ${done.events}`);
+    assert.equal(done.events % 100, 0, "whole chunks only");
+    assert.deepEqual(leftAfterPrune(path), {
+      oldEvents: PRUNED.events - done.events,
+      expiredClaims: 0,
+      kept: KEPT,
+    });
+    using again = Inbox.open(path);
+    const rest = await again.prune(100_000, 50_000);
+    assert.equal(rest.events, PRUNED.events - done.events);
+    assert.deepEqual(leftAfterPrune(path), { oldEvents: 0, expiredClaims: 0, kept: KEPT });
+  });
+});
+
+Deno.test("writer thread: an event accepted during a prune is committed before the next chunk", async () => {
+  await withInboxPath(async (path) => {
+    using inbox = Inbox.open(path, { writerThread: true });
+    fillForPrune(path);
+    await inbox.accept(event("w-0"), 100_000, 1000); // the thread is up
+    const pruning = inbox.prune(100_000, 50_000, { chunkRows: 50 });
+    let pruned = false;
+    pruning.then(() => pruned = true, () => {});
+    const accepted = await inbox.accept(event("w-1"), 100_000, 1000);
+    assert.equal(accepted.kind, "accepted");
+    assert.equal(pruned, false);
+    // The first chunk looked at 50 claims: no other one was committed before the event.
+    const left = leftAfterPrune(path).expiredClaims;
+    assert.ok(left >= PRUNED.claims - 50 && left < PRUNED.claims, `expired claims left: ${left}`);
+    assert.deepEqual(await pruning, { ...PRUNED, chunks: 21 + 25 });
   });
 });
 
@@ -420,6 +583,148 @@ Deno.test("take() uses the waiting-events index: no sort of the queue", async ()
   });
 });
 
+/** The details of the query plan of `sql` (with `params`) on the inbox at `path`. */
+function planOf(path: string, sql: string, ...params: (string | number | null)[]): string {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[];
+    return plan.map((row) => row.detail).join("; ");
+  } finally {
+    db.close();
+  }
+}
+
+/** A step of a plan that reads the whole events table, row by row. */
+const TABLE_SCAN = /SCAN events(?! USING)/;
+
+Deno.test("list by state, counts and prune read partial indexes, never the whole events table", async () => {
+  await withInbox((_inbox, path) => {
+    for (const state of ["running", "done", "failed"] as const) {
+      for (const route of [null, "github"]) {
+        const plan = planOf(path, listSql(state), route, 21);
+        assert.match(plan, /USING INDEX events_by_state \(state=\?\)/, `${state}: ${plan}`);
+        assert.doesNotMatch(plan, /TEMP B-TREE/, `${state}: read in id order, no sort`);
+      }
+    }
+    for (const state of ["queued", "delivering"] as const) {
+      const plan = planOf(path, listSql(state), null, 21);
+      assert.match(plan, /USING INDEX events_waiting/, `${state}: ${plan}`);
+      assert.doesNotMatch(plan, TABLE_SCAN, `${state}: ${plan}`);
+    }
+    const counts = planOf(path, COUNTS_SQL);
+    assert.match(counts, /USING COVERING INDEX events_by_state/, counts);
+    assert.match(counts, /USING INDEX events_waiting/, counts);
+    assert.doesNotMatch(counts, TABLE_SCAN, counts);
+    const prune = planOf(path, PRUNE_EVENTS_SQL, 0, 1000);
+    assert.match(prune, /USING INDEX events_finished \(updated_at<\?\)/, prune);
+    assert.doesNotMatch(prune, TABLE_SCAN, prune);
+  });
+});
+
+Deno.test("list by state and counts agree with the events, for every state", async () => {
+  await withInbox((inbox) => {
+    const ids: Record<EventState, string[]> = {
+      queued: [],
+      running: [],
+      delivering: [],
+      done: [],
+      failed: [],
+    };
+    // Each is the only one due when taken; the queued ones come last.
+    for (let i = 0; i < 15; i++) {
+      const id = inbox.enqueue(event(`s-${i}`, i % 2 ? "gitlab" : "github"), i);
+      if (i >= 12) {
+        ids.queued.push(id);
+        continue;
+      }
+      assert.equal(inbox.take(100)?.id, id);
+      if (i % 4 === 0) {
+        ids.running.push(id);
+        continue;
+      }
+      const deliver = i % 4 !== 1;
+      inbox.finishRun(id, { answer: "a", endReason: "completed", deliver }, 100 + i);
+      if (!deliver) ids.done.push(id);
+      else if (i % 4 === 2) {
+        inbox.recordDelivery(id, { ok: false, error: "no", retryAt: 10_000 }, 100 + i);
+        ids.delivering.push(id);
+      } else {
+        inbox.recordDelivery(id, { ok: false, error: "no" }, 100 + i);
+        ids.failed.push(id);
+      }
+    }
+    const counts = inbox.counts();
+    for (const state of Object.keys(ids) as EventState[]) {
+      assert.deepEqual(inbox.list({ state, limit: 100 }).map((e) => e.id), ids[state].reverse());
+      assert.equal(counts[state], ids[state].length, state);
+      const github = inbox.list({ state, route: "github", limit: 100 });
+      assert.ok(github.every((e) => e.state === state && e.route === "github"));
+    }
+    assert.equal(inbox.list({ state: "failed", limit: 1 }).length, 1);
+  });
+});
+
+/** A version 4 inbox, as that version created it, with one event in each given state. */
+function writeVersion4(path: string, states: EventState[]): void {
+  const db = new DatabaseSync(path);
+  try {
+    db.exec(`
+      CREATE TABLE events (id TEXT PRIMARY KEY, route TEXT NOT NULL, event TEXT NOT NULL,
+        delivery_id TEXT NOT NULL, payload TEXT NOT NULL, prompt TEXT NOT NULL, plan TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'delivering', 'done', 'failed')),
+        run_attempts INTEGER NOT NULL DEFAULT 0, delivery_attempts INTEGER NOT NULL DEFAULT 0,
+        answer TEXT, end_reason TEXT, error TEXT, created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL,
+        parts_sent INTEGER NOT NULL DEFAULT 0, leased INTEGER NOT NULL DEFAULT 0) STRICT;
+      CREATE INDEX events_waiting ON events (next_attempt_at, created_at)
+        WHERE state IN ('queued', 'delivering');
+      CREATE TABLE claims (route TEXT NOT NULL, delivery_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL, parts_sent INTEGER NOT NULL DEFAULT 0, message_key TEXT,
+        held INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (route, delivery_id)) STRICT, WITHOUT ROWID;
+      PRAGMA user_version = 4;
+    `);
+    const insert = db.prepare(
+      `INSERT INTO events (id, route, event, delivery_id, payload, prompt, plan, state,
+         created_at, updated_at, next_attempt_at)
+       VALUES (?, 'r', 'e', ?, '{}', 'p', '{"deliver":"log","deliverExtra":{},"skills":[]}', ?,
+         ?, ?, ?)`,
+    );
+    states.forEach((state, i) => insert.run(`e${i}`, `d${i}`, state, i, i, i));
+  } finally {
+    db.close();
+  }
+}
+
+Deno.test("a version 4 inbox gains the indexes of version 5 in place, its events kept", async () => {
+  await withInboxPath(async (path) => {
+    writeVersion4(path, ["done", "failed", "queued", "running", "failed"]);
+    using inbox = Inbox.open(path);
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      assert.equal(
+        (db.prepare("PRAGMA user_version").get() as { user_version: number })
+          .user_version,
+        5,
+      );
+      const indexes = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
+      ).all() as { name: string }[];
+      assert.deepEqual(indexes.map((row) => row.name).sort(), [
+        "events_by_state",
+        "events_finished",
+        "events_waiting",
+      ]);
+    } finally {
+      db.close();
+    }
+    assert.match(planOf(path, listSql("failed"), null, 21), /USING INDEX events_by_state/);
+    assert.deepEqual(inbox.list({ state: "failed", limit: 10 }).map((e) => e.id), ["e4", "e1"]);
+    assert.deepEqual(inbox.counts(), { queued: 1, running: 1, delivering: 0, done: 1, failed: 2 });
+    assert.deepEqual(await inbox.prune(100, 98), { claims: 0, events: 2, chunks: 2 });
+    assert.deepEqual(inbox.list({ limit: 10 }).map((e) => e.id), ["e4", "e3", "e2"]);
+  });
+});
+
 Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken in order", async () => {
   await withInboxPath((path) => {
     const old = new DatabaseSync(path);
@@ -461,7 +766,11 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
       const indexes = db.prepare(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
       ).all() as { name: string }[];
-      assert.deepEqual(indexes.map((row) => row.name), ["events_waiting"]);
+      assert.deepEqual(indexes.map((row) => row.name).sort(), [
+        "events_by_state",
+        "events_finished",
+        "events_waiting",
+      ]);
     } finally {
       db.close();
     }
