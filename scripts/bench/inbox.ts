@@ -15,12 +15,14 @@
  *   without a gateway): `Inbox.prune` in chunks of `--chunk` rows on a copy of the file, against
  *   the prune of version 4 (one transaction, its indexes) on another copy. For each: total time,
  *   the longest stretch the main thread was blocked (the largest gap between turns of a probe
- *   timer), and the longest wait of an event accepted through the writer thread (one every 2 ms)
- *   while the prune ran;
- * - the cost of the intake's insert with the new indexes against version 4's (they hold no queued
- *   event, so the insert does not write them; the ratio should stay about 1);
+ *   timer), and the longest wait for the answer to a webhook posted while it ran (one every 2 ms,
+ *   by a client on a thread of its own, to a server on the main thread that answers 202 once the
+ *   writer thread committed the event, as the gateway does);
  * - how long a version 4 inbox of that size takes to open the first time (the upgrade builds the
- *   indexes once).
+ *   indexes once);
+ * - the cost of the intake's insert (claim and event) in that upgraded file against the version 4
+ *   file it came from: the new indexes hold no queued event, so the ratio should stay about 1.
+ * Prints figures only; no target makes it fail.
  */
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
