@@ -699,24 +699,10 @@ Deno.test("a version 4 inbox gains the indexes of version 5 in place, its events
   await withInboxPath(async (path) => {
     writeVersion4(path, ["done", "failed", "queued", "running", "failed"]);
     using inbox = Inbox.open(path);
-    const db = new DatabaseSync(path, { readOnly: true });
-    try {
-      assert.equal(
-        (db.prepare("PRAGMA user_version").get() as { user_version: number })
-          .user_version,
-        5,
-      );
-      const indexes = db.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
-      ).all() as { name: string }[];
-      assert.deepEqual(indexes.map((row) => row.name).sort(), [
-        "events_by_state",
-        "events_finished",
-        "events_waiting",
-      ]);
-    } finally {
-      db.close();
-    }
+    assert.deepEqual(schemaOf(path), {
+      version: 5,
+      indexes: ["events_by_state", "events_finished", "events_waiting"],
+    });
     assert.match(planOf(path, listSql("failed"), null, 21), /USING INDEX events_by_state/);
     assert.deepEqual(inbox.list({ state: "failed", limit: 10 }).map((e) => e.id), ["e4", "e1"]);
     assert.deepEqual(inbox.counts(), { queued: 1, running: 1, delivering: 0, done: 1, failed: 2 });
@@ -761,19 +747,10 @@ Deno.test("a version 1 inbox is upgraded in place: its events are kept and taken
     assert.ok(inbox.claim("r", "d9", 10, 1000));
     inbox.release("r", "d9", { messageKey: "k", partsSent: 2, atMs: 10 });
     assert.equal(inbox.partsDelivered("r", "d9", "k"), 2);
-    const db = new DatabaseSync(path, { readOnly: true });
-    try {
-      const indexes = db.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
-      ).all() as { name: string }[];
-      assert.deepEqual(indexes.map((row) => row.name).sort(), [
-        "events_by_state",
-        "events_finished",
-        "events_waiting",
-      ]);
-    } finally {
-      db.close();
-    }
+    assert.deepEqual(schemaOf(path), {
+      version: 5,
+      indexes: ["events_by_state", "events_finished", "events_waiting"],
+    });
   });
 });
 
@@ -1146,3 +1123,17 @@ Deno.test("writer thread: when it cannot open the inbox, events are accepted on 
     inbox.close();
   }
 });
+
+/** The schema version of the inbox at `path` and the names of its events table's own indexes. */
+function schemaOf(path: string): { version: number; indexes: string[] } {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const { user_version } = db.prepare("PRAGMA user_version").get() as { user_version: number };
+    const indexes = db.prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
+    ).all() as { name: string }[];
+    return { version: user_version, indexes: indexes.map((row) => row.name).sort() };
+  } finally {
+    db.close();
+  }
+}
