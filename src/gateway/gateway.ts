@@ -457,6 +457,16 @@ function listenerLog(): (event: ListenerEvent) => void {
   let loggedAt = -Infinity;
   let unlogged = 0;
   return (event) => {
+    if (event.type === "unclosed") {
+      log.warn(
+        "stopped without waiting for connections still open after their answer ({waited_ms} ms " +
+          "after the last one): a sender that does not read its answer, or one refused a body " +
+          "(413, 408) that neither sends the rest (Deno's HTTP server reads it before it closes " +
+          "the connection) nor closes",
+        { waited_ms: event.waitedMs },
+      );
+      return;
+    }
     if (event.type === "listening") {
       if (unlogged === 0) {
         log.info("gateway listening again after {failures} failure(s)", {

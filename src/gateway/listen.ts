@@ -5,6 +5,11 @@
  * stop the gateway for good. Here the failed server is shut down (the requests under way finish)
  * and a new one is bound to the same address after a pause that grows while it keeps failing.
  *
+ * Stopping waits for the requests under way to be answered, but not for long after that for the
+ * connections to close: Deno's HTTP server reads the rest of a body the handler did not read (one
+ * refused 413 or 408) before it closes the connection, with no deadline, so a sender that never
+ * sends it nor closes would keep the gateway from ever stopping.
+ *
  * @module
  */
 
@@ -13,13 +18,23 @@ const FIRST_REBIND_DELAY_MS = 100;
 const MAX_REBIND_DELAY_MS = 5_000;
 /** A failure this long after the previous one starts the pauses again from the first. */
 const FAILURE_STREAK_MS = 60_000;
+/**
+ * How long {@linkcode ResilientServer.shutdown} waits, once every request under way has been
+ * answered, for the connections to close (time for the answers to be written out).
+ */
+const CLOSE_GRACE_MS = 2_000;
 
 /** What {@linkcode ResilientServer} tells its owner. */
 export type ListenerEvent =
   /** The accept loop (or binding again) failed; `failures` counts the current streak. */
   | { type: "failed"; error: unknown; retryInMs: number; failures: number }
   /** Listening again after `failures` failures. */
-  | { type: "listening"; failures: number };
+  | { type: "listening"; failures: number }
+  /**
+   * Stopped with connections still open `waitedMs` after the last request was answered: their
+   * senders neither sent the rest of a body nobody read nor closed.
+   */
+  | { type: "unclosed"; waitedMs: number };
 
 /**
  * Serves `handler` on `options.hostname`/`options.port` until {@linkcode shutdown}, binding again
@@ -41,12 +56,15 @@ export class ResilientServer {
   #current: Deno.HttpServer<Deno.NetAddr> | undefined;
   /** Failed servers still finishing the requests they had. */
   readonly #draining = new Set<Promise<void>>();
+  /** The handler's answers under way. */
+  readonly #answering = new Set<Promise<Response>>();
   #stopping = false;
   #failures = 0;
   #lastFailureMs = -Infinity;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #stopped: Promise<void>;
   #resolveStopped!: () => void;
+  #closed: Promise<void> | undefined;
 
   constructor(
     readonly options: { hostname: string; port: number },
@@ -69,23 +87,66 @@ export class ResilientServer {
     return this.#stopped;
   }
 
-  /** Stops accepting and binding again; resolves when every request under way has finished. */
+  /**
+   * Resolves once every connection has closed, which can be later than {@linkcode shutdown}
+   * (see {@linkcode ListenerEvent} `unclosed`); never before {@linkcode shutdown} was called.
+   */
+  get closed(): Promise<void> {
+    return this.#stopped.then(() => this.#closed);
+  }
+
+  /**
+   * Stops accepting and binding again; resolves when every request under way has been answered
+   * and its connection closed, or {@linkcode CLOSE_GRACE_MS} after the last answer if connections
+   * are still open then (reported as `unclosed`; the process can exit: nothing is left to answer).
+   */
   async shutdown(): Promise<void> {
     if (!this.#stopping) {
       this.#stopping = true;
       clearTimeout(this.#timer);
       const current = this.#current;
       this.#current = undefined;
-      await Promise.all([current?.shutdown(), ...this.#draining]);
+      let closed = false;
+      this.#closed = Promise.all([current?.shutdown(), ...this.#draining]).then(() => {
+        closed = true;
+      });
+      let graceTimer: ReturnType<typeof setTimeout> | undefined;
+      const grace = this.#answered().then(() => {
+        const answeredAt = performance.now();
+        return new Promise<number>((resolve) => {
+          if (closed) return resolve(0);
+          graceTimer = setTimeout(() => resolve(performance.now() - answeredAt), CLOSE_GRACE_MS);
+        });
+      });
+      const waited = await Promise.race([this.#closed.then(() => undefined), grace]);
+      if (!closed && waited !== undefined) {
+        this.onEvent({ type: "unclosed", waitedMs: Math.round(waited) });
+      } else {
+        // Closed first: the grace's timer, if set, or about to be (`closed` is now true), ends.
+        clearTimeout(graceTimer);
+      }
       this.#resolveStopped();
     }
     await this.#stopped;
   }
 
+  /** Resolves once no answer of the handler is under way. */
+  async #answered(): Promise<void> {
+    while (this.#answering.size > 0) await Promise.allSettled(this.#answering);
+  }
+
+  /** The handler, its answers under way counted. */
+  #serve: Deno.ServeHandler<Deno.NetAddr> = (request, info) => {
+    const answer = Promise.resolve().then(() => this.handler(request, info));
+    this.#answering.add(answer);
+    answer.finally(() => this.#answering.delete(answer)).catch(() => {});
+    return answer;
+  };
+
   #bind(port: number): Deno.HttpServer<Deno.NetAddr> {
     const server = Deno.serve(
       { hostname: this.options.hostname, port, onListen() {} },
-      this.handler,
+      this.#serve,
     );
     this.#current = server;
     server.finished.catch((error) => this.#failed(server, error));
