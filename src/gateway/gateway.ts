@@ -33,6 +33,7 @@ import {
 } from "../webhook/settings.ts";
 import { defaultPrompt } from "../webhook/templates.ts";
 import { lockGatewayHome, recordGatewayAddress } from "./home_lock.ts";
+import { LOW_OPEN_FILE_LIMIT, processOpenFileLimit } from "./file_limit.ts";
 import { Inbox, type InboxEvent } from "./inbox.ts";
 import { type ListenerEvent, ResilientServer } from "./listen.ts";
 import { WorkerPool } from "./worker.ts";
@@ -385,6 +386,7 @@ export class Gateway {
     Deno.unrefTimer(timer);
     gateway.#pruneTimer = timer;
     log.info("gateway listening on {addresses}", { addresses: gateway.addresses });
+    lowFileLimit(settings.host, server.addr.port, processOpenFileLimit());
     if (acceptsUnsigned(settings)) {
       log.warn(
         "INSECURE_NO_AUTH is on: routes without a secret accept unsigned requests on {host}",
@@ -444,6 +446,23 @@ export class Gateway {
   get finished(): Promise<void> {
     return this.#server.finished;
   }
+}
+
+/**
+ * Warns when the open-file limit is low and other machines can reach the listener: that many idle
+ * connections stop it until they are closed (Deno's HTTP server has no idle or header timeout).
+ */
+function lowFileLimit(host: string | undefined, port: number, limit: number | undefined): void {
+  const loopback = host === "127.0.0.1" || host === "::1" || host === "localhost";
+  if (limit === undefined || limit >= LOW_OPEN_FILE_LIMIT || loopback) return;
+  log.warn(
+    "the open-file limit of the gateway is {limit} (`ulimit -n`): about that many idle " +
+      "connections, from anyone who can reach port {port}, stop the listener until they are " +
+      "closed. Fix: raise the hard limit before starting (`ulimit -Hn 65536`, or " +
+      "LimitNOFILE=65536 in a systemd unit; Deno raises the soft limit to it), or set " +
+      "platforms.webhook.extra.host to 127.0.0.1 behind a proxy that limits connections",
+    { limit, port },
+  );
 }
 
 /** How often a listener that keeps failing is logged again. */

@@ -1,6 +1,7 @@
 /**
- * Connections nobody closes: the real gateway under a low open-file limit, filled with idle TCP
- * connections until accepting fails, keeps running, logs why, and listens again once they close;
+ * Connections nobody closes: the real gateway under a low open-file limit warns about it at start,
+ * and, filled with idle TCP connections until accepting fails, keeps running, logs why, and
+ * listens again once they close;
  * a request whose body stops arriving is answered 408 once its deadline passed.
  */
 import assert from "node:assert/strict";
@@ -40,6 +41,13 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
   const connections: Deno.TcpConn[] = [];
   try {
     assert.equal(await health(port), 200);
+    assert.match(
+      gateway.log(),
+      new RegExp(
+        `the open-file limit of the gateway is ${FILE_LIMIT} .*from anyone who can reach port ` +
+          `${port}, stop the listener .*Fix: raise the hard limit .*platforms\\.webhook\\.extra\\.host`,
+      ),
+    );
     // More connections than the gateway has descriptors: once accept() fails, the kernel refuses
     // the rest (the failed listener is closed).
     for (let i = 0; i < FILE_LIMIT * 2; i++) {
@@ -67,6 +75,17 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
     assert.equal(exit.code, 0, `the gateway exits cleanly:\n${exit.stdout}\n${exit.stderr}`);
     assert.doesNotMatch(exit.stderr, /Uncaught/);
   }
+});
+
+Deno.test("gateway: bound to 127.0.0.1 (behind a proxy), a low open-file limit is not warned about", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  writeGatewayConfig(h.home, { webhook: { host: "127.0.0.1" } });
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
+  await using gateway = await startGateway(h.home, env, { fileLimit: FILE_LIMIT });
+  assert.equal(await health(port), 200);
+  assert.match(gateway.log(), /gateway listening on/);
+  assert.doesNotMatch(gateway.log(), /open-file limit/);
 });
 
 Deno.test("gateway: a body that stops arriving is answered 408 after body_timeout_seconds, and the gateway keeps serving", async () => {
