@@ -1,8 +1,8 @@
 /**
- * Connections nobody closes: the real gateway under a low open-file limit warns about it at start,
- * and, filled with idle TCP connections until accepting fails, keeps running, logs why, and
- * listens again once they close;
- * a request whose body stops arriving is answered 408 once its deadline passed.
+ * Connections nobody closes: the real gateway under a low open-file limit warns about it at start
+ * (unless bound to loopback), and, filled with idle TCP connections until accepting fails, keeps
+ * running, logs why, closes the idle connections and listens again; a request whose body stops
+ * arriving is answered 408 once its deadline passed.
  */
 import assert from "node:assert/strict";
 import { tempHome } from "../cli/_helpers.ts";
@@ -15,6 +15,7 @@ import {
   startGateway,
   subscribe,
   waitUntil,
+  within,
   writeGatewayConfig,
 } from "./_gateway.ts";
 
@@ -74,6 +75,39 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
     const exit = await gateway.stop();
     assert.equal(exit.code, 0, `the gateway exits cleanly:\n${exit.stdout}\n${exit.stderr}`);
     assert.doesNotMatch(exit.stderr, /Uncaught/);
+  }
+});
+
+Deno.test("gateway: out of file descriptors, it closes the idle connections and listens again while their sender still holds them", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  writeGatewayConfig(h.home, {});
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
+  await using gateway = await startGateway(h.home, env, { fileLimit: FILE_LIMIT });
+  const connections: Deno.TcpConn[] = [];
+  try {
+    for (let i = 0; i < FILE_LIMIT * 2; i++) {
+      try {
+        connections.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      } catch {
+        break;
+      }
+    }
+    await waitUntil(
+      () => gateway.log().includes("the listener stopped accepting connections"),
+      "the listener failure in gateway.log",
+    );
+    // None is closed here: the failed server's shutdown ends those without a request under way.
+    await waitUntil(async () => await health(port) === 200, "/health answering again");
+    const buffer = new Uint8Array(16);
+    for (const connection of connections) {
+      const read = await within(connection.read(buffer), "the gateway to close it").catch(
+        (error) => error instanceof Deno.errors.ConnectionReset ? null : Promise.reject(error),
+      );
+      assert.equal(read, null);
+    }
+  } finally {
+    for (const connection of connections) connection.close();
   }
 });
 
