@@ -163,6 +163,47 @@ Deno.test("gateway: a body that stops arriving is answered 408 after body_timeou
   );
 });
 
+/** The resident memory of process `pid`, in bytes (Linux). */
+function residentBytes(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) * 1024;
+}
+
+Deno.test("gateway: senders that declare a large body and stop sending it get 408 and hold no buffer of its size", async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  const declared = 4 * 1024 * 1024;
+  writeGatewayConfig(h.home, { webhook: { max_body_bytes: declared, body_timeout_seconds: 0.5 } });
+  const env = { WEBHOOK_PORT: String(port), WEBHOOK_SECRET: "a-global-secret-of-32-characters" };
+  await subscribe(h.home, env, "ci", ["--deliver", "log"]);
+  await using gateway = await startGateway(h.home, env);
+  assert.equal(await health(port), 200);
+  const before = residentBytes(gateway.pid);
+  const senders = 100;
+  const connections: Deno.TcpConn[] = [];
+  try {
+    const head = new TextEncoder().encode(
+      `POST /webhooks/ci HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${declared}\r\n\r\n{`,
+    );
+    for (let i = 0; i < senders; i++) {
+      const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+      connections.push(connection);
+      await connection.write(head);
+    }
+    // Every body's read has started, and passed its deadline.
+    for (const connection of connections) {
+      const buffer = new Uint8Array(1024);
+      const read = await within(connection.read(buffer), "the 408");
+      assert.match(new TextDecoder().decode(buffer.subarray(0, read ?? 0)), /^HTTP\/1\.1 408 /);
+    }
+    // Were a buffer of the declared size allocated for each, that would be 400 MiB.
+    const grown = residentBytes(gateway.pid) - before;
+    assert.ok(grown < senders * declared / 4, `the gateway grew by ${grown} bytes`);
+  } finally {
+    for (const connection of connections) connection.close();
+  }
+});
+
 Deno.test("gateway: a Host header that is not host[:port] is answered 400; HTTP/2 and HTTP/1.1 without one are served", async () => {
   await using h = await tempHome();
   const port = freePort();

@@ -253,3 +253,25 @@ Deno.test("over HTTP: a client that pipelines requests and never reads the answe
     conn.close();
   }
 });
+
+Deno.test("over HTTP: a body over 64 KiB (read chunk by chunk) is accepted whole, 400 when its sender hangs up, 408 when it stalls", async () => {
+  await using h = await harness({
+    routes: { github: route() },
+    maxBodyBytes: 1024 * 1024,
+    bodyTimeoutSeconds: 0.5,
+  });
+  const port = h.serve();
+  const body = JSON.stringify({ issue: { title: "large" }, padding: "x".repeat(200_000) });
+  const head = (length: number) =>
+    `POST /webhooks/github HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n` +
+    `X-Hub-Signature-256: ${githubSignature(SECRET, body)}\r\nContent-Length: ${length}\r\n\r\n`;
+  const whole = await rawRequest(port, head(body.length) + body);
+  assert.match(whole, /^HTTP\/1\.1 202 /, whole);
+  const cut = await rawRequest(port, head(body.length + 10) + body, { closeWrite: true });
+  assert.match(cut, /^HTTP\/1\.1 400 /, cut);
+  assert.match(cut, /"the request body could not be read to its end"/);
+  const stalled = await rawRequest(port, head(body.length) + body.slice(0, 100_000));
+  assert.match(stalled, /^HTTP\/1\.1 408 /, stalled);
+  assert.match(stalled, /check that Content-Length is the body's size in bytes/);
+  assert.equal(h.accepted, 1);
+});
