@@ -32,7 +32,7 @@ export type ListenerEvent =
   | { type: "listening"; failures: number }
   /**
    * Stopped with connections still open `waitedMs` after the last request was answered: their
-   * senders neither sent the rest of a body nobody read nor closed.
+   * senders did not read their answers, or neither sent the rest of a body nobody read nor closed.
    */
   | { type: "unclosed"; waitedMs: number };
 
