@@ -24,6 +24,7 @@ import {
   type Tool,
   type Transport,
 } from "@modelcontextprotocol/client";
+import { isAbsolute, resolve } from "node:path";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { McpServerConfig, McpTransportKind } from "./config.ts";
 import { elicitationCapability } from "./elicitation.ts";
@@ -667,6 +668,28 @@ function commandLineFix(config: McpServerConfig): string | undefined {
     entryFix(config, `set <command> to ${JSON.stringify(words[0])} and <args> to ${args}`);
 }
 
+/**
+ * Why a relative `command` (`./server.sh`, `bin/server`) was not found, when the file is missing
+ * from the folder the process runs in: the child is started there, so a gateway started elsewhere
+ * (a service) looks in another place than the shell the user tried it in. `undefined` for any other
+ * command, or when the file is there (then something else failed, such as its `#!` interpreter).
+ */
+function relativeCommandMissing(config: McpServerConfig): string | undefined {
+  const command = config.command ?? "";
+  if (!command.includes("/") || isAbsolute(command)) return undefined;
+  const folder = Deno.cwd();
+  const path = resolve(folder, command);
+  try {
+    Deno.statSync(path);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return undefined;
+    return `${path} does not exist (a relative command is looked up from the folder the agent ` +
+      `was started in, ${folder}). ` +
+      entryFix(config, "set <command> to the executable's absolute path");
+  }
+}
+
 /** Turns whatever the SDK or the runtime threw into an error naming the server. */
 function classifyConnectError(
   config: McpServerConfig,
@@ -723,8 +746,10 @@ function classifyConnectError(
     return new McpServerError(
       name,
       "spawn",
-      `cannot start command '${config.command}': not found${
-        commandLineFix(config) ?? " (check command and PATH)"
+      `cannot start command '${config.command}': ${
+        commandLineFix(config) === undefined
+          ? relativeCommandMissing(config) ?? "not found (check command and PATH)"
+          : `not found${commandLineFix(config)}`
       }`,
       { cause: error },
     );

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GARBAGE_STDIO_FIXTURE, stdioCommand } from "../fixtures/mcp/spawn.ts";
-import { cli, cliJson, type CliResult, parseOneJson, tempHome } from "./_helpers.ts";
+import { cli, cliJson, type CliResult, parseOneJson, spawnCli, tempHome } from "./_helpers.ts";
 import { denoEnv, stdioServerLines, writeConfig } from "./_mcp_helpers.ts";
 
 function expectCode(result: CliResult, code: number): void {
@@ -387,3 +387,31 @@ Deno.test("mcp remove of an unknown server exits 2, listing the configured names
   expectCode(none, 2);
   assert.equal(none.stderr, `agent: no MCP server 'nope' in ${fresh.config}\n`);
 });
+
+Deno.test("mcp test: a relative command that does not exist names the folder it was looked up in, the key and the fix", async () => {
+  await using home = await tempHome();
+  const started = await Deno.makeTempDir({ prefix: "agent-cwd-" });
+  try {
+    const config = writeConfig(home.home, "mcp_servers:\n  loc:\n    command: ./server.sh\n");
+    const result = await spawnCli(home.home, ["mcp", "test", "loc"], { cwd: started });
+    expectCode(result, 1);
+    assert.match(
+      result.stdout + result.stderr,
+      new RegExp(
+        escapeRegExp(
+          `MCP server 'loc': cannot start command './server.sh': ${
+            join(started, "server.sh")
+          } does not exist (a relative command is looked up from the folder the agent was ` +
+            `started in, ${started}). Fix: in ${config}, set mcp_servers.loc.command to the ` +
+            "executable's absolute path",
+        ),
+      ),
+    );
+  } finally {
+    await Deno.remove(started, { recursive: true });
+  }
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
