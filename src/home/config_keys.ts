@@ -86,11 +86,20 @@ const WELL_KNOWN_ALIASES: Readonly<Record<string, Readonly<Record<string, string
  */
 const API_KEY_IN_CONFIG = /^(api[_-]?key|key)$/i;
 
-function apiKeyMessage(key: string, configFile: string): string {
-  return `unknown key \`${key}\` is ignored: the API key is read from ` +
-    `${join(dirname(configFile), ".env")}, never from config.yaml; move it there as ` +
-    "<PROVIDER>_API_KEY=<key> (OPENAI_API_KEY for provider openai), or name the variable that " +
-    "holds it with model.api_key_env";
+function apiKeyMessage(key: string, configFile: string, model: Record<string, unknown>): string {
+  const start = `unknown key \`${key}\` is ignored: the API key is read from ` +
+    `${join(dirname(configFile), ".env")}, never from config.yaml; move it there as `;
+  const named = typeof model.api_key_env === "string" ? model.api_key_env.trim() : "";
+  if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(named)) {
+    return `${start}${named}=<key> (the variable model.api_key_env names)`;
+  }
+  // The variable the model settings read: `<PROVIDER>_API_KEY` of the provider in effect.
+  const written = typeof model.provider === "string" ? model.provider.trim().toLowerCase() : "";
+  const baseUrl = typeof model.base_url === "string" ? model.base_url.trim() : "";
+  const provider = written || (baseUrl ? "custom" : "openai");
+  const variable = `${provider.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_API_KEY`;
+  return `${start}${variable}=<key> (the variable of provider ${provider}), or name the ` +
+    "variable that holds it with model.api_key_env";
 }
 
 /**
@@ -181,7 +190,7 @@ export function unknownConfigKeys(source: ConfigSource): UnknownConfigKey[] {
           key: keyPath,
           line: source.lineOf(keyPath),
           message: section === "model" && API_KEY_IN_CONFIG.test(key)
-            ? apiKeyMessage(key, source.file)
+            ? apiKeyMessage(key, source.file, value)
             : alias !== undefined
             ? unknownKeyMessage(key, Object.keys(known), alias)
             : misplacedKeyMessage(key, path, Object.keys(known)) ??

@@ -172,10 +172,27 @@ Deno.test("unknownConfigKeys: an API key written in the model section says to mo
       key: `model.${key}`,
       line: 3,
       message: `unknown key \`${key}\` is ignored: the API key is read from /h/.env, never from ` +
-        "config.yaml; move it there as <PROVIDER>_API_KEY=<key> (OPENAI_API_KEY for provider " +
-        "openai), or name the variable that holds it with model.api_key_env",
+        "config.yaml; move it there as OPENAI_API_KEY=<key> (the variable of provider openai), " +
+        "or name the variable that holds it with model.api_key_env",
     }]);
   }
+});
+
+Deno.test("unknownConfigKeys: an API key in the model section names the variable this model section reads", () => {
+  const messageFor = (model: string) =>
+    unknownConfigKeys(ConfigSource.parse(FILE, `model:\n  default: m\n${model}  api_key: sk-1\n`))
+      .map((found) => found.message.replace(/^.*move it there as /, ""));
+  assert.deepEqual(messageFor("  provider: OpenRouter\n"), [
+    "OPENROUTER_API_KEY=<key> (the variable of provider openrouter), or name the variable that " +
+    "holds it with model.api_key_env",
+  ]);
+  assert.deepEqual(messageFor("  base_url: http://10.0.0.5:8000/v1\n"), [
+    "CUSTOM_API_KEY=<key> (the variable of provider custom), or name the variable that holds it " +
+    "with model.api_key_env",
+  ]);
+  assert.deepEqual(messageFor("  provider: groq\n  api_key_env: MY_GROQ_KEY\n"), [
+    "MY_GROQ_KEY=<key> (the variable model.api_key_env names)",
+  ]);
 });
 
 Deno.test("unknownConfigKeys: names the user chooses (servers, routes) and scalar forms are not checked here", () => {
