@@ -520,14 +520,24 @@ function shellQuote(text: string): string {
 
 async function readPrompt(io: CliIo, argument: string | undefined): Promise<string> {
   if (argument !== undefined && argument !== "-") {
-    if (argument.trim() === "") throw new UsageError("the prompt is empty");
+    if (argument.trim() === "") {
+      throw new UsageError(
+        "the prompt is empty. Fix: give the text to send to the model as one quoted argument " +
+          '(agent run "<prompt>"), or pipe it: echo … | agent run -',
+      );
+    }
     return argument;
   }
   if (io.stdinIsTerminal) {
     throw new UsageError('give a prompt: agent run "<prompt>" (or pipe it: echo … | agent run -)');
   }
   const text = await io.readStdin();
-  if (text.trim() === "") throw new UsageError("the prompt read from stdin is empty");
+  if (text.trim() === "") {
+    throw new UsageError(
+      "the prompt read from stdin is empty. Fix: pipe the text to send to the model " +
+        '(echo … | agent run -), or give it as one quoted argument: agent run "<prompt>"',
+    );
+  }
   // `echo … |` ends the text with a line break that is not part of the prompt.
   return text.replace(/(?:\r?\n)+$/, "");
 }

@@ -469,9 +469,17 @@ Deno.test("run: text mode, the prompt from an argument, from `-` and from piped 
         agentRun(home.home, []),
       ]);
       expectCode(argument, 2);
-      assert.match(argument.stderr, /the prompt is empty/);
+      assert.equal(
+        argument.stderr,
+        "agent: the prompt is empty. Fix: give the text to send to the model as one quoted " +
+          'argument (agent run "<prompt>"), or pipe it: echo … | agent run -\n',
+      );
       expectCode(blankStdin, 2);
-      assert.match(blankStdin.stderr, /the prompt read from stdin is empty/);
+      assert.equal(
+        blankStdin.stderr,
+        "agent: the prompt read from stdin is empty. Fix: pipe the text to send to the model " +
+          '(echo … | agent run -), or give it as one quoted argument: agent run "<prompt>"\n',
+      );
       expectCode(noStdin, 2);
       assert.match(noStdin.stderr, /empty/);
       for (const result of [argument, blankStdin, noStdin]) assert.equal(result.stdout, "");
