@@ -677,17 +677,22 @@ function commandLineFix(config: McpServerConfig): string | undefined {
 function relativeCommandMissing(config: McpServerConfig): string | undefined {
   const command = config.command ?? "";
   if (!command.includes("/") || isAbsolute(command)) return undefined;
-  const folder = Deno.cwd();
+  let folder: string;
+  try {
+    folder = Deno.cwd();
+  } catch {
+    return undefined; // the folder itself is gone: nothing better to say than "not found"
+  }
   const path = resolve(folder, command);
   try {
     Deno.statSync(path);
     return undefined;
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) return undefined;
-    return `${path} does not exist (a relative command is looked up from the folder the agent ` +
-      `was started in, ${folder}). ` +
-      entryFix(config, "set <command> to the executable's absolute path");
   }
+  return `${path} does not exist (a relative command is looked up from the folder the agent ` +
+    `was started in, ${folder}). ` +
+    entryFix(config, "set <command> to the executable's absolute path");
 }
 
 /** Turns whatever the SDK or the runtime threw into an error naming the server. */
