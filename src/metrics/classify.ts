@@ -357,22 +357,37 @@ const AT_DOMAIN = /@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(:[0-9]+)?$/;
 /** A host name with two or more dots ending in letters (`ada-laptop.corp.acme.com`), maybe a port. */
 const HOST_NAME = /^[a-z0-9-]+(\.[a-z0-9-]+)+\.[a-z]{2,}(:[0-9]+)?$/;
 const IPV4 = /^[0-9]{1,3}(\.[0-9]{1,3}){3}(:[0-9]+)?$/;
+/** Only what an IPv6 address is made of (hex digits, colons, and dots of an embedded IPv4). */
+const IPV6_CHARACTERS = /^[0-9a-f:.]+$/;
 /** Ollama's way to run a Hugging Face repository: `hf.co/<org>/<repo>[:<quant>]`. */
 const HUGGING_FACE_HOST = /^(hf\.co|huggingface\.co)\//;
 
 /**
  * Whether an already normalised route value names a place or a person rather than a model or a
- * provider: a URL (`://`, or any `:/` such as `c:/`), an e-mail address or `user@host.domain`,
- * an IPv4 address or a host name with two or more dots, a path (more than one `/`, or an `org`
- * part with a dot or a colon, such as `host:8080/x`), or a model file (`….gguf`, `….bin`, …).
+ * provider: a URL (`://`, or any `:/` such as `c:/`), an e-mail address, `user@host.domain` or
+ * `user@<IP address>`, an IPv4 or IPv6 address or a host name with two or more dots, a path
+ * (more than one `/`, or an `org` part with a dot or a colon, such as `host:8080/x`), or a model
+ * file (`….gguf`, `….bin`, …).
  */
 function namesAPlace(value: string): boolean {
   if (value.includes(":/") || AT_DOMAIN.test(value)) return true;
-  if (IPV4.test(value) || HOST_NAME.test(value)) return true;
+  if (isIpAddress(value) || HOST_NAME.test(value)) return true;
+  // `ada@10.0.0.5` or `ada@fd00::5`: a person at a machine, as `ada@host.example` is.
+  const at = value.lastIndexOf("@");
+  if (at >= 0 && isIpAddress(value.slice(at + 1))) return true;
   const segments = value.split("/");
   if (segments.length > 2) return true;
   if (segments.length === 2 && /[.:@]/.test(segments[0])) return true;
   return MODEL_FILE_EXTENSION.test(value);
+}
+
+/** An IPv4 address (maybe with a port) or an IPv6 address (`2001:db8::1`, `fe80::1`). */
+function isIpAddress(value: string): boolean {
+  if (IPV4.test(value)) return true;
+  if (!value.includes(":") || value.indexOf(":") === value.lastIndexOf(":")) return false;
+  if (!IPV6_CHARACTERS.test(value)) return false;
+  // The URL parser knows every IPv6 spelling (`::`, embedded IPv4); `qwen2.5:7b` never gets here.
+  return URL.canParse(`http://[${value}]/`);
 }
 
 /**

@@ -253,6 +253,28 @@ Deno.test("B3: model-route dimensions keep ids and drop paths, URLs, hosts and e
   }
 });
 
+Deno.test("B3: an IPv6 address, or a user at an IP address, is a place too: unknown", () => {
+  // The README: "A value that names a place or a person is recorded as `unknown`: … an IP address".
+  const places = [
+    "2001:db8::1",
+    "fe80::1",
+    "fd00::5",
+    "2001:db8:0:0:0:0:0:1",
+    "64:ff9b::10.0.0.1",
+    "ada@10.0.0.5",
+    "ada@192.168.1.5:8080",
+    "ada@fd00::5",
+  ];
+  for (const value of places) {
+    assert.equal(routeModel(value), "unknown", `routeModel(${value})`);
+    assert.equal(routeProvider(value), "unknown", `routeProvider(${value})`);
+  }
+  // Ids with one colon, or an @ tag that is not an address, are still kept.
+  for (const id of ["qwen2.5:7b", "claude-3-5-sonnet@20240620", "llama3@sha256:abc", "x@v1.2"]) {
+    assert.equal(routeModel(id), id);
+  }
+});
+
 Deno.test("B3: no canary of a model path, URL or e-mail reaches a package", async () => {
   await using h = await tempHome();
   await enable(h.home);
