@@ -592,8 +592,8 @@ function isEventName(name: string): boolean {
 /**
  * The event names of `--events`: comma-separated, each keeping the rule of `test --event` (a name
  * with a control character never matches what a sender sends), exact repeats dropped. A name with
- * a space that is not GitLab's (they end in ` Hook`) is likely a list without its commas: said in
- * `warnings`.
+ * a space that is not GitLab's (they end in ` Hook`, in any case) is likely a list without its
+ * commas: said in `warnings`.
  */
 function eventsOption(value: string, warnings: string[]): string[] {
   const names = splitList(value);
@@ -612,7 +612,8 @@ function eventsOption(value: string, warnings: string[]): string[] {
     );
   }
   for (const name of names) {
-    if (name.includes(" ") && !name.endsWith(" Hook")) {
+    // Names match in any case (`merge request hook` takes `Merge Request Hook`): so does this.
+    if (name.includes(" ") && !name.toLowerCase().endsWith(" hook")) {
       warnings.push(
         `--events: '${name}' is one event name with a space in it; only GitLab's names have ` +
           "spaces (`Issue Hook`): separate several names with commas",

@@ -82,6 +82,18 @@ Deno.test("subscribe --events: GitLab's names with a space are taken; another sp
   );
 });
 
+Deno.test("subscribe --events: a GitLab name in any case is not taken for a list without commas", async () => {
+  await using h = await tempHome();
+  // The README's own example: events match whatever their case, so this takes GitLab's
+  // `Merge Request Hook`, and no warning may say it is probably a list missing its commas.
+  const result = await cli(h.home, [
+    ...["webhook", "subscribe", "gl", "--events", "merge request hook,NOTE HOOK", "--json"],
+  ], { env: { WEBHOOK_ENABLED: "true" } });
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(parseOneJson(result.stdout).events, ["merge request hook", "NOTE HOOK"]);
+  assert.equal(result.stderr, "");
+});
+
 Deno.test("subscribe --events: exact repeats are dropped, first order kept; other spellings stay", async () => {
   await using h = await tempHome();
   const result = await cli(h.home, [
