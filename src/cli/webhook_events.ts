@@ -19,6 +19,7 @@ import {
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import type { ResolvedConfig } from "../home/config.ts";
 import { waitSeconds } from "../home/seconds.ts";
+import { normaliseRouteName } from "../webhook/routes.ts";
 import {
   CliError,
   type CliIo,
@@ -54,7 +55,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
     )
     .action((options) => {
       const filter = {
-        route: options.route?.trim() || undefined,
+        route: routeOption(options.route),
         state: stateOption(options.state),
         limit: limitOption(options.limit),
       };
@@ -125,11 +126,12 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       if (options.route !== undefined && !options.failed) {
         throw new UsageError("--route goes with --failed (ids already name their events)");
       }
+      const route = routeOption(options.route);
       const config = commandConfig(io, state);
       const now = io.now();
       const found = withInbox(config, (inbox) => {
         const targets = options.failed
-          ? inbox.list({ state: "failed", route: options.route?.trim() || undefined, limit: -1 })
+          ? inbox.list({ state: "failed", route, limit: -1 })
             .reverse()
           : ids.flatMap((key) => resolveKey(inbox, key.trim()));
         const unique = [...new Map(targets.map((event) => [event.id, event])).values()];
@@ -174,7 +176,7 @@ export function addWebhookEventCommands(webhook: Command, io: CliIo, state: Comm
       }
       if (outcomes.length === 0) {
         io.out(
-          `No failed events${options.route ? ` of route '${options.route.trim()}'` : ""}.\n`,
+          `No failed events${route ? ` of route '${route}'` : ""}.\n`,
         );
         return;
       }
@@ -303,6 +305,17 @@ function refusal(
       return `its answer was [SILENT], so there is nothing to deliver; --rerun runs the agent ` +
         `again (route ${event.route})`;
   }
+}
+
+/**
+ * `--route` as `subscribe`, `test` and `remove` take a name (`GitHub Issues` is `github-issues`,
+ * the name the inbox stores); blank is no filter, a name no route can have a usage error.
+ */
+function routeOption(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const result = normaliseRouteName(value);
+  if (!result.ok) throw new UsageError(`--route: ${result.error}`);
+  return result.name;
 }
 
 function stateOption(value: string | undefined): EventState | undefined {

@@ -300,3 +300,45 @@ Deno.test("events says the time to the next try as the retry log line says a wai
     lock.close();
   }
 });
+
+Deno.test("events --route and redeliver --failed --route take a name as subscribe does: any case, spaces as '-'", async () => {
+  await using h = await tempHome();
+  {
+    using inbox = Inbox.open(join(h.home, "gateway", "inbox.sqlite3"));
+    const enqueue = (deliveryId: string) =>
+      inbox.enqueue({
+        route: "github-issues",
+        event: "issues",
+        deliveryId,
+        payload: {},
+        prompt: "p",
+        plan: PLAN,
+      }, NOW - 60_000);
+    enqueue("d-queued");
+    const failed = enqueue("d-failed");
+    inbox.take(NOW - 60_000);
+    inbox.take(NOW - 60_000);
+    inbox.finishRun(failed, { answer: "a", endReason: "completed", deliver: true }, NOW);
+    inbox.recordDelivery(failed, { ok: false, error: "HTTP 403" }, NOW);
+  }
+  // `subscribe "GitHub Issues"` made the route github-issues; the same words find its events.
+  for (const route of ["GitHub-Issues", " GitHub Issues "]) {
+    const listed = await cli(h.home, ["webhook", "events", "--route", route, "--json"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    const { events } = parseOneJson(listed.stdout) as { events: EventJson[] };
+    assert.equal(events.length, 2, `events --route ${JSON.stringify(route)}`);
+  }
+  const text = await cli(h.home, ["webhook", "events", "--route", "Nope"]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.equal(text.stdout, "No events of route 'nope'.\n");
+  const redeliver = await cli(h.home, [
+    ...["webhook", "redeliver", "--failed", "--route", "GitHub-Issues", "--json"],
+  ]);
+  assert.equal(redeliver.code, 0, redeliver.stderr);
+  const { requeued } = parseOneJson(redeliver.stdout) as { requeued: { delivery_id: string }[] };
+  assert.deepEqual(requeued.map((event) => event.delivery_id), ["d-failed"]);
+  // A name no route can have is a usage error, as for `webhook test` and `remove`.
+  const bad = await cli(h.home, ["webhook", "events", "--route", "a/b"]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /^agent: --route: invalid subscription name "a\/b"/);
+});
