@@ -214,8 +214,6 @@ export type ToolCategory = typeof TOOL_CATEGORIES[number];
 
 /** Whether an approval prompt belonged to a tool call. */
 export const APPROVAL_ATTRIBUTIONS = ["tool_call", "unattributed"] as const;
-/** One of {@linkcode APPROVAL_ATTRIBUTIONS}. */
-export type ApprovalAttribution = typeof APPROVAL_ATTRIBUTIONS[number];
 
 /** Outcome of one approval prompt. */
 export const APPROVAL_OUTCOMES = ["approved", "denied", "timed_out", "unknown"] as const;
@@ -237,13 +235,9 @@ export type SkillAction = typeof SKILL_ACTIONS[number];
 
 /** Patch state of a skill when it was loaded. */
 export const POST_PATCH_STATES = ["no_new_patch", "not_applicable", "reused_after_patch"] as const;
-/** One of {@linkcode POST_PATCH_STATES}. */
-export type PostPatchState = typeof POST_PATCH_STATES[number];
 
 /** Whether a skill load was its first use. */
 export const REUSE_STATES = ["first_use", "reused"] as const;
-/** One of {@linkcode REUSE_STATES}. */
-export type ReuseState = typeof REUSE_STATES[number];
 
 /** `resource.architecture` values. */
 export const ARCHITECTURES = ["arm", "arm64", "unknown", "x86", "x86_64"] as const;
