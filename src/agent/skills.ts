@@ -32,7 +32,7 @@ export interface SkillLoad {
 }
 
 /** A skill's name: its folder under `<home>/skills/` (never a path: no `/`, no leading `.`). */
-export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_SKILL_BYTES = 256 * 1024;
 
 /**

@@ -40,7 +40,7 @@ import {
 } from "./io.ts";
 
 /** What setup writes. */
-export interface SetupChoices {
+interface SetupChoices {
   enabled: boolean;
   port: number;
   /** Bind address; `undefined` = every interface, IPv4 and IPv6. */
@@ -66,7 +66,7 @@ const EXTRA = ["platforms", "webhook", "extra"] as const;
 const REWRITTEN_VARIABLES = ["WEBHOOK_ENABLED", "WEBHOOK_PORT"] as const;
 
 /** The exposure explanation shown before the questions. */
-export const EXPOSURE_NOTE =
+const EXPOSURE_NOTE =
   `The webhook listener accepts HTTP POSTs from anyone who can reach its port. Each request must
 be signed with a secret (a subscription's own, or the global one set here), so keep secrets
 private. Listening on every interface means other machines on your network can reach it, and the
@@ -872,7 +872,7 @@ function printReport(io: CliIo, report: SetupReport): void {
 }
 
 /** A port number 1–65535. */
-export const checkPort: AnswerCheck = (value) => {
+const checkPort: AnswerCheck = (value) => {
   const text = value.trim();
   const port = Number(text);
   return /^\d+$/.test(text) && port >= 1 && port <= 65535
@@ -881,7 +881,7 @@ export const checkPort: AnswerCheck = (value) => {
 };
 
 /** An IP address (IPv6 with or without brackets) or a host name. */
-export const checkHost: AnswerCheck = (value) => {
+const checkHost: AnswerCheck = (value) => {
   const host = stripBrackets(value.trim());
   if (isIP(host) !== 0) return true;
   const labels = host.split(".");
@@ -897,7 +897,7 @@ export const checkHost: AnswerCheck = (value) => {
  * A secret a sender can be given: 16–512 visible ASCII characters, no single quote; a `whsec_`
  * secret must decode (the same rule as `webhook subscribe --secret`).
  */
-export const checkSecret: AnswerCheck = (value) =>
+const checkSecret: AnswerCheck = (value) =>
   checkSecretRule(value, "let setup generate one with --generate-secret");
 
 function stripBrackets(host: string): string {

@@ -1056,7 +1056,7 @@ interface ValidationReport {
 }
 
 /** Packages are a few KiB; anything near this is not one (and must not be read into memory). */
-export const MAX_PACKAGE_FILE_BYTES = 16 * 1024 * 1024;
+const MAX_PACKAGE_FILE_BYTES = 16 * 1024 * 1024;
 const MAX_SIZE_TEXT = "16 MiB";
 
 type PackageRead = { text: string } | { error: MetricsValidationError; unreadable: boolean };

@@ -50,7 +50,7 @@ export interface ApiNames {
  * GitLab note echoes up to 1 000 000 characters, which the cut leaves out); a body past this is
  * not read on, so that a wrong base URL cannot fill the memory within the timeout.
  */
-export const MAX_ANSWER_BYTES = 1024 * 1024;
+const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
  * Sends `request` as JSON; answers with the response (its body read up to

@@ -116,7 +116,7 @@ export const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE id IN (
     SELECT id FROM events WHERE ${FINISHED} AND updated_at < ?1 LIMIT ?2)`;
 
 /** Rows one transaction of {@linkcode Inbox.prune} deletes (events) or looks at (claims). */
-export const PRUNE_CHUNK_ROWS = 1000;
+const PRUNE_CHUNK_ROWS = 1000;
 /**
  * The query of `take()`: the oldest due event. Served by the `events_waiting` index, in its
  * order, so it never sorts the queue (exported for the test that checks the plan).

@@ -25,7 +25,7 @@ import { listInWords } from "./text.ts";
 export type { LogLevel };
 
 /** The levels `logging.level` and `AGENT_LOG_LEVEL` take, lowest first. */
-export const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
+const LOG_LEVELS = ["trace", "debug", "info", "warning", "error", "fatal"] as const;
 
 /**
  * The log level asked for: `AGENT_LOG_LEVEL`, else `logging.level` of `config.yaml` (any case),

@@ -60,10 +60,10 @@ import { InvalidTools } from "./_invalid_tools.ts";
 import type { InvalidTool } from "./registry.ts";
 
 /** The modern protocol revision (the 2026-07-28 era). */
-export const MODERN_PROTOCOL_VERSION = "2026-07-28";
+const MODERN_PROTOCOL_VERSION = "2026-07-28";
 
 /** Environment variables a stdio server inherits; everything else must be in its `env`. */
-export const INHERITED_ENV = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"];
+const INHERITED_ENV = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"];
 
 /** What connecting needs from the outside world. */
 export interface ConnectOptions {

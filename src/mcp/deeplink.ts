@@ -36,11 +36,11 @@ import { type SubstitutionContext, unresolvedPlaceholders } from "./substitute.t
 export { visible };
 
 /** The fixed start of every install link. */
-export const INSTALL_LINK_PREFIX = "agent://mcp/install";
+const INSTALL_LINK_PREFIX = "agent://mcp/install";
 /** The largest decoded `config`: 32 KB. */
 export const MAX_CONFIG_BYTES = 32 * 1024;
 /** The deepest nesting of the decoded JSON (the entry itself is level 1). */
-export const MAX_CONFIG_DEPTH = 32;
+const MAX_CONFIG_DEPTH = 32;
 
 const SHAPE = "agent://mcp/install?name=<server name>&config=<server entry as base64url JSON>";
 const NAME_RULE = "use 1 to 64 letters, digits, '.', '_' or '-'";

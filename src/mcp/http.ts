@@ -435,7 +435,7 @@ function tunnel(route: ProxyRoute, target: URL, signal?: AbortSignal | null): Pr
 const MCP_CONTENT_TYPES = ["application/json", "text/event-stream"];
 
 /** The longest one preflight request may take: it is a hint, never the reason to give up. */
-export const PREFLIGHT_STEP_MS = 5_000;
+const PREFLIGHT_STEP_MS = 5_000;
 
 /** What the preflight learnt about the URL. */
 export interface PreflightResult {

@@ -19,7 +19,7 @@ import { type MetricsValidationError, validateMetricsPackage } from "./schema.ts
 import { DAY_MS, type MetricsStore, MetricsStoreDamagedError, type PendingDelta } from "./store.ts";
 
 /** Exported packages older than this are pruned. */
-export const RETENTION_DAYS = 30;
+const RETENTION_DAYS = 30;
 
 /** Unsent packages the retention dropped, reported once, by the first command that looks. */
 export interface DroppedUnsent {

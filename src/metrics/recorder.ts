@@ -22,7 +22,7 @@ import { importUnwritten, keepUnwritten } from "./unwritten.ts";
 /** How long a recording write waits for another process's lock. */
 export const RECORD_BUSY_TIMEOUT_MS = 250;
 /** How long the last flush (on close) waits for another process's lock. */
-export const CLOSE_BUSY_TIMEOUT_MS = 1_000;
+const CLOSE_BUSY_TIMEOUT_MS = 1_000;
 
 /** Records usage facts. The disabled recorder accepts every call and stores nothing. */
 export interface MetricsRecorder {

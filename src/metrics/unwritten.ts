@@ -33,7 +33,7 @@ const REMEMBER_MS = 30 * 86_400_000;
 const FILE_NAME = /^([0-9a-f-]{36})\.json$/;
 
 /** The folder of unwritten counts of the store at `storePath`. */
-export function unwrittenFolder(storePath: string): string {
+function unwrittenFolder(storePath: string): string {
   return join(dirname(storePath), "unwritten");
 }
 

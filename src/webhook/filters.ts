@@ -23,7 +23,7 @@ import { resolve } from "node:path";
 import { stringifyJsonExact } from "../home/exact_json.ts";
 
 /** The operators of a condition, in the order decisions.md lists them. */
-export const FILTER_OPERATORS = [
+const FILTER_OPERATORS = [
   "exists",
   "missing",
   "equals",
@@ -35,7 +35,7 @@ export const FILTER_OPERATORS = [
 ] as const;
 
 /** One operator of a condition. */
-export type FilterOperator = typeof FILTER_OPERATORS[number];
+type FilterOperator = typeof FILTER_OPERATORS[number];
 
 /** Groups nest at most this deep (a condition does not count as a level). */
 export const MAX_FILTER_DEPTH = 16;

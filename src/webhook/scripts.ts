@@ -28,7 +28,7 @@ import { jsonAmbiguity } from "./request.ts";
 import { logger } from "../home/log.ts";
 
 /** The default cap of a script's stdout: 1 MiB. */
-export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 /** At most this much of a script's stderr is kept for the detail of a failed run. */
 export const MAX_STDERR_BYTES = 64 * 1024;
@@ -39,10 +39,10 @@ export const MAX_STDERR_BYTES = 64 * 1024;
  * them open for as long as it runs; the script's own output is complete when it exits, so the
  * outcome is decided from what was read and the exit status, with a warning.
  */
-export const OUTPUT_GRACE_MS = 200;
+const OUTPUT_GRACE_MS = 200;
 
 /** A script printing exactly this (after trimming) asks for the event to be ignored. */
-export const SILENT_MARKER = "[SILENT]";
+const SILENT_MARKER = "[SILENT]";
 
 /** The `PATH` inside the sandbox, where interpreters are looked up when sandboxed. */
 export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
