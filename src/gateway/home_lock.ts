@@ -38,13 +38,10 @@ const RETRY_EVERY_MS = 10;
  * assert.equal(gatewayRunning(path), false);
  * ```
  */
-export async function lockGatewayHome(
-  path: string,
-  graceMs: number = PROBE_GRACE_MS,
-): Promise<Deno.FsFile> {
+export async function lockGatewayHome(path: string): Promise<Deno.FsFile> {
   ensurePrivateDir(dirname(path));
   const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
-  const deadline = Date.now() + graceMs;
+  const deadline = Date.now() + PROBE_GRACE_MS;
   while (!file.tryLockSync(true)) {
     if (Date.now() >= deadline) {
       file.close();

@@ -508,12 +508,12 @@ export class Inbox implements Disposable {
    * After a restart: runs that never finished go back to the queue, deliveries that were under
    * way (leased by a worker of the dead process) are due now, and held claims (requests the dead
    * process never answered) are freed, keeping how far a direct delivery got. A delivery waiting for its
-   * retry keeps its time. A run already interrupted `maxRunAttempts` times (an event whose run
-   * brings the process down would otherwise do so after every restart) is not run again: its
-   * answer becomes a notice saying so, to be delivered. A run a clean stop cut off is not among
+   * retry keeps its time. A run already interrupted {@linkcode MAX_RUN_ATTEMPTS} times (an event
+   * whose run brings the process down would otherwise do so after every restart) is not run
+   * again: its answer becomes a notice saying so, to be delivered. A run a clean stop cut off is not among
    * them: it was put back in the queue ({@linkcode Inbox.putBack}).
    */
-  recover(nowMs: number, maxRunAttempts = MAX_RUN_ATTEMPTS): Recovery {
+  recover(nowMs: number): Recovery {
     return this.#atomic(() => {
       const abandoned = this.#sql(
         `UPDATE events SET state = 'delivering', end_reason = 'interrupted', answer =
@@ -523,7 +523,7 @@ export class Inbox implements Disposable {
            error = 'the run was interrupted ' || run_attempts || ' times',
            next_attempt_at = ?, leased = 0, updated_at = ?
          WHERE ${inState("running")} AND run_attempts >= ? RETURNING id, delivery_id`,
-      ).all(nowMs, nowMs, maxRunAttempts) as { id: string; delivery_id: string }[];
+      ).all(nowMs, nowMs, MAX_RUN_ATTEMPTS) as { id: string; delivery_id: string }[];
       const requeued = this.#sql(
         `UPDATE events SET state = 'queued', next_attempt_at = ?, updated_at = ?
          WHERE ${inState("running")}`,

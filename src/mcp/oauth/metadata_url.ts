@@ -102,7 +102,6 @@ function rawPath(url: string): string {
  *
  * @param document The parsed JSON document.
  * @param url The URL it is published at.
- * @param ports The pinned callback ports (default 27890 to 27894).
  * @returns One sentence per problem; empty when the document is usable.
  *
  * @example
@@ -120,11 +119,7 @@ function rawPath(url: string): string {
  * assert.equal(clientMetadataDocumentProblems({ client_id: url }, url).length, 1);
  * ```
  */
-export function clientMetadataDocumentProblems(
-  document: unknown,
-  url: string,
-  ports: readonly number[] = PINNED_CALLBACK_PORTS,
-): string[] {
+export function clientMetadataDocumentProblems(document: unknown, url: string): string[] {
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     return ["the document is not a JSON object"];
   }
@@ -138,7 +133,7 @@ export function clientMetadataDocumentProblems(
     );
   }
   const declared = Array.isArray(fields.redirect_uris) ? fields.redirect_uris : [];
-  const missing = loopbackRedirectUris(ports).filter((uri) => !declared.includes(uri));
+  const missing = loopbackRedirectUris().filter((uri) => !declared.includes(uri));
   if (missing.length > 0) {
     problems.push(`redirect_uris lacks ${missing.join(", ")}`);
   }
