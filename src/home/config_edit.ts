@@ -16,6 +16,7 @@ import {
 } from "yaml";
 import type { Document, Node, Pair, YAMLMap } from "yaml";
 import { keepInlineComments } from "./_comment_spacing.ts";
+import { keepUntouchedLines } from "./_keep_lines.ts";
 import { ConfigSource } from "./config.ts";
 import { readTextIfExists, withEditLock, writeFileAtomic } from "./files.ts";
 import { cut } from "./text.ts";
@@ -64,8 +65,9 @@ export function editConfigFile(
       rewrite(file, options.whenMissing ?? NEW_CONFIG_HEADER, (text, source) => {
         const document = parseDocument(text);
         keepCommentLevels(text, document);
+        const untouched = printUntouched(text, document);
         edit(document, source);
-        return print(text, document);
+        return printEdited(text, untouched, document);
       }),
   );
 }
@@ -99,6 +101,7 @@ export function removeConfigEntry(file: string, path: readonly string[]): boolea
     rewrite(file, NEW_CONFIG_HEADER, (text, source) => {
       const document = parseDocument(text);
       keepCommentLevels(text, document);
+      const untouched = printUntouched(text, document);
       const parent = path.length === 1
         ? document.contents
         : document.getIn(path.slice(0, -1), true);
@@ -112,7 +115,7 @@ export function removeConfigEntry(file: string, path: readonly string[]): boolea
       const emptied = parent.items.length === 0 && path.length > 1 ? path.slice(0, -1) : undefined;
       const spliced = parent.flow ? undefined : spliceOut(text, pair);
       if (spliced !== undefined && readsAs(spliced, document, emptied)) return spliced;
-      return print(text, document);
+      return printEdited(text, untouched, document);
     }));
   return removed;
 }
@@ -136,12 +139,70 @@ function rewrite(
   writeFileAtomic(file, crlf ? changed.replaceAll("\n", "\r\n") : changed);
 }
 
-/** `document` printed the way `text` (LF line ends) is written. */
-function print(text: string, document: Document): string {
+/**
+ * The prints of `document`, not yet edited, parsed from `text` (LF line ends), with each flow
+ * padding ({@linkcode flowPaddings}), for {@linkcode printEdited} to match lines against.
+ */
+function printUntouched(text: string, document: Document): Map<boolean, string> {
+  return new Map(flowPaddings(text).map((padding) => [padding, print(text, document, padding)]));
+}
+
+/**
+ * The edited `document` as the text to write: the lines of `text` (LF line ends) the edit did not
+ * change, byte for byte, and the library's print of the lines it did. `untouched` holds the
+ * prints of the document before the edit ({@linkcode printUntouched}); of its flow paddings, the
+ * one that changes the fewest characters wins (the file's usual one on a tie), so that an edited
+ * `{enabled: false}` stays unpadded in a file that pads others. When the lines cannot be matched,
+ * or the result would not read as the edited document, the whole print.
+ */
+function printEdited(text: string, untouched: Map<boolean, string>, document: Document): string {
+  let best: string | undefined;
+  for (const [padding, before] of untouched) {
+    const printed = print(text, document, padding);
+    const kept = keepUntouchedLines(text, before, printed);
+    const written = kept !== undefined && sameDocument(kept, printed) ? kept : printed;
+    if (best === undefined || changedLength(text, written) < changedLength(text, best)) {
+      best = written;
+    }
+  }
+  return best!;
+}
+
+/** How many characters differ between `a` and `b` once their common start and end are cut. */
+function changedLength(a: string, b: string): number {
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (
+    end < a.length - start && end < b.length - start &&
+    a[a.length - 1 - end] === b[b.length - 1 - end]
+  ) end++;
+  return a.length + b.length - 2 * (start + end);
+}
+
+/**
+ * Whether YAML texts `a` and `b` are the same document to the YAML library: the same data,
+ * styles and comments, in the same order, whatever their spacing and blank lines.
+ */
+function sameDocument(a: string, b: string): boolean {
+  const [first, second] = [a, b].map((text) => parseDocument(text));
+  if (first.errors.length > 0 || second.errors.length > 0) return false;
+  const normal = (document: Document) =>
+    document.toString({ lineWidth: 0 }).split("\n").filter((line) => line.trim() !== "")
+      .join("\n");
+  return normal(first) === normal(second);
+}
+
+/**
+ * `document` printed the way `text` (LF line ends) is written: flow collections padded
+ * (`[ a, b ]`) as `padding` says, by default as the file mostly does.
+ */
+function print(text: string, document: Document, padding = usesFlowPadding(text)): string {
   const printed = document.toString({
     lineWidth: 0, // never re-wrap long values
-    flowCollectionPadding: usesFlowPadding(text), // `[a, b]` or `[ a, b ]`, as the file does
+    flowCollectionPadding: padding,
     indentSeq: !usesUnindentedSequences(text),
+    indent: indentOf(text, document),
   });
   return keepTrailingCommentSpacing(text, keepInlineComments(text, printed));
 }
@@ -599,6 +660,36 @@ function commentLinesOf(text: string, node: Node): CommentLine[] | undefined {
 /** Whether the file pads flow collections (`{ a: 1 }`, `[ x ]`); new files do not. */
 function usesFlowPadding(text: string): boolean {
   return /:[ \t]+[[{] [^\s\]}]/.test(text);
+}
+
+/**
+ * The flow paddings an edit of `text` may print with: the file's usual one first, and the other
+ * one too when the file may hold a flow collection (it may mix both).
+ */
+function flowPaddings(text: string): boolean[] {
+  const usual = usesFlowPadding(text);
+  return /[[{]/.test(text) ? [usual, !usual] : [usual];
+}
+
+/**
+ * How many columns the file indents a block mapping under its key (2 when it nests none), so
+ * that lines an edit adds line up with the file's own.
+ */
+function indentOf(text: string, document: Document): number {
+  let indent = 2;
+  visit(document, {
+    Pair: (_key, pair) => {
+      if (!isScalar(pair.key) || !isMap(pair.value) || pair.value.flow) return;
+      const keyStart = pair.key.range?.[0];
+      const valueStart = pair.value.range?.[0];
+      if (keyStart === undefined || valueStart === undefined) return;
+      const step = columnAt(text, valueStart) - columnAt(text, keyStart);
+      if (step < 1 || step > 8) return;
+      indent = step;
+      return visit.BREAK;
+    },
+  });
+  return indent;
 }
 
 /** Whether the file writes block lists at their key's indentation (`key:` then `- item`). */
