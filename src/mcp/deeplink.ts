@@ -69,6 +69,7 @@ export type InstallLinkProblem =
   | "url"
   | "url_scheme"
   | "url_and_command"
+  | "type_contradicts" // JSON of another client: its `type` says stdio with a url, or http without
   | "no_url_or_command"
   | "empty_command"
   | "invalid_entry" // the mcp_servers validation found errors

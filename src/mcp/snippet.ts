@@ -13,7 +13,9 @@
  * Its entry is translated: `type` (`stdio`, `http`, `streamable-http`, `sse`) becomes
  * `transport`, `serverUrl`/`httpUrl` become `url`, `disabled: true` becomes `enabled: false`,
  * `${input:<id>}` (a VS Code prompt) becomes `${<ID>}` (a variable of `<home>/.env`), and keys
- * other clients use that mean nothing here are left out, each named in a warning. The result then
+ * other clients use that mean nothing here are left out, each named in a warning. A `type` that
+ * contradicts the entry (`stdio` with a url, `http` or `sse` with only a command) is refused,
+ * naming both keys. The result then
  * passes the checks of an install link's entry ({@linkcode checkInstallEntry}).
  *
  * @module
@@ -230,6 +232,7 @@ function translate(
       );
     }
   }
+  refuseContradictoryType(source, at);
   // After url, where a person writes it.
   if (transport !== undefined && entry.transport === undefined) entry.transport = transport;
   if (leftOut.length > 0) {
@@ -240,6 +243,38 @@ function translate(
     );
   }
   return entry;
+}
+
+/**
+ * Refuses an entry whose `type` says the opposite of its other keys: `"stdio"` with a url (it
+ * would be installed as a remote server), or an HTTP or SSE type with a command and no url (it
+ * would be installed as a local one). The message names both keys and which to remove.
+ */
+function refuseContradictoryType(
+  source: Record<string, unknown>,
+  at: (key: string) => string,
+): void {
+  if (!Object.hasOwn(source, "type")) return;
+  const written = visible(JSON.stringify(source.type));
+  const type = typeof source.type === "string" ? source.type.trim().toLowerCase() : "";
+  const urlKey = ["url", "serverUrl", "httpUrl"].find((key) => Object.hasOwn(source, key));
+  if (type === "stdio" && urlKey !== undefined) {
+    throw new InstallLinkError(
+      "type_contradicts",
+      `${at("type")} is ${written} (a local command) but ${at(urlKey)} is set (a remote ` +
+        `server), so the entry contradicts itself; remove "type" to ` +
+        `install the remote server at the url, or remove "${urlKey}" and give a "command"`,
+    );
+  }
+  const remote = type === "sse" || HTTP_TYPES.includes(type);
+  if (remote && urlKey === undefined && Object.hasOwn(source, "command")) {
+    throw new InstallLinkError(
+      "type_contradicts",
+      `${at("type")} is ${written} (a remote server) but ${at("command")} is set and no url ` +
+        `(a local command), so the entry contradicts itself; remove ` +
+        `"type" to run the command, or remove "command" and give a "url"`,
+    );
+  }
 }
 
 /**

@@ -699,3 +699,39 @@ Deno.test("in a real terminal: Enter keeps the default answer, no, and nothing i
   }
   assert.equal(h.text(), COMMENTED);
 });
+
+Deno.test('JSON whose "type" says stdio but has a url (or http with only a command) is refused naming both keys; nothing written', async () => {
+  await using h = await home(COMMENTED);
+  const stdioWithUrl = JSON.stringify({
+    mcpServers: { api: { type: "stdio", url: "https://api.example.com/mcp" } },
+  });
+  const refused = await h.run(["mcp", "install", "--yes", stdioWithUrl]);
+  expectCode(refused, 2);
+  assert.equal(
+    refused.stderr,
+    'agent: not installing this JSON: mcpServers.api.type is "stdio" (a local command) but ' +
+      "mcpServers.api.url is set (a remote server), so the entry contradicts itself; remove " +
+      '"type" to install the remote server at the url, or remove "url" and give a "command"\n',
+  );
+  assert.equal(refused.stdout, "");
+  assert.equal(h.text(), COMMENTED);
+
+  const httpWithCommand = JSON.stringify({ fetch: { type: "http", command: "uvx" } });
+  const other = await h.run(["mcp", "install", "--yes", httpWithCommand]);
+  expectCode(other, 2);
+  assert.match(
+    other.stderr,
+    /fetch\.type is "http" \(a remote server\) but fetch\.command is set and no url .*remove "type" to run the command, or remove "command" and give a "url"\n$/,
+  );
+  assert.equal(h.text(), COMMENTED);
+
+  // Without the contradiction, both install.
+  const fixed = await h.run([
+    "mcp",
+    "install",
+    "--yes",
+    stdioWithUrl.replace('"type":"stdio",', ""),
+  ]);
+  expectCode(fixed, 0);
+  assert.deepEqual(h.servers().api, { url: "https://api.example.com/mcp" });
+});

@@ -152,7 +152,7 @@ Deno.test("broken JSON: the line and column of the text as pasted (comments and 
   );
 });
 
-Deno.test("refused: no server, several, no name, a bad name, an unknown type, broken JSON, an invalid entry", () => {
+Deno.test("refused: no server, several, no name, a bad name, an unknown or contradictory type, broken JSON, an invalid entry", () => {
   refused("{}", "no_server", /^the JSON holds no server/);
   refused('{"mcpServers": {}}', "no_server", /^the JSON's mcpServers holds no server/);
   refused('{"version": 1}', "no_server", /^the JSON holds no MCP server; paste the server's entry/);
@@ -167,6 +167,16 @@ Deno.test("refused: no server, several, no name, a bad name, an unknown type, br
     JSON.stringify({ mcpServers: { a: { type: "websocket", url: "wss://a" } } }),
     "invalid_entry",
     /^mcpServers\.a\.type is "websocket"; a server here is a local command/,
+  );
+  refused(
+    JSON.stringify({ mcpServers: { a: { type: "stdio", serverUrl: "https://a" } } }),
+    "type_contradicts",
+    /^mcpServers\.a\.type is "stdio" \(a local command\) but mcpServers\.a\.serverUrl is set .*remove "type" .* or remove "serverUrl"/,
+  );
+  refused(
+    JSON.stringify({ a: { type: "sse", command: "x" } }),
+    "type_contradicts",
+    /^a\.type is "sse" \(a remote server\) but a\.command is set and no url/,
   );
   refused('{"mcpServers": {"a": {"command": "x"}}', "json", /^the text is not valid JSON/);
   refused('{"a": {"command": "x"}, "a": {}}', "duplicate_key", /the key "a" more than once/);
