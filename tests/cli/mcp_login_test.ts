@@ -218,7 +218,7 @@ Deno.test("agent mcp test of an OAuth server that is not logged in names agent m
   writeConfig(h.home, oauthConfig(server));
   const result = await cli(h.home, ["mcp", "test", "api"]);
   assert.equal(result.code, 1);
-  assert.match(result.stderr, /MCP server 'api': is not logged in .*; run `agent mcp login api`/);
+  assert.match(result.stderr, /MCP server 'api': not logged in .*; run `agent mcp login api`/);
   assert.deepEqual(server.registrations, []);
   assert.deepEqual(server.authorizations, []);
 });
@@ -289,14 +289,14 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
   const config = writeConfig(h.home, oauthConfig(server));
   await logIn(h.home, browser);
   const { refusing, record } = await refusedAtRefresh(h.home, server);
-  const error = "MCP server 'api': is not logged in: the authorization server refused the client " +
+  const error = "MCP server 'api': not logged in, as the authorization server refused the client " +
     `metadata document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client; recorded in ${record}) ` +
     "and no OAuth client is stored. A new login tries the document again, then registers the " +
     `client dynamically (set mcp_servers.api.oauth.cimd to false in ${config} to register ` +
     "dynamically at once); run `agent mcp login api`";
   assert.equal(refusing.stderr.split("\n").at(-2), error, "the run that met the refusal");
 
-  // A later run knows it from the record (before: "is not logged in (no OAuth client is stored)").
+  // A later run knows it from the record (before: "not logged in (no OAuth client is stored)").
   const later = await cli(h.home, ["mcp", "test", "api"]);
   assert.equal(later.code, 1);
   assert.equal(later.stderr, `${error}\n`);
@@ -308,7 +308,7 @@ Deno.test("mcp test after a recorded refusal of the document names it and the wa
   const dcr = await cli(h.home, ["mcp", "test", "api"]);
   assert.equal(
     dcr.stderr,
-    "MCP server 'api': is not logged in (no OAuth client is stored); run `agent mcp login api`\n",
+    "MCP server 'api': not logged in (no OAuth client is stored); run `agent mcp login api`\n",
   );
 });
 
@@ -329,7 +329,7 @@ Deno.test("mcp test after a recorded refusal, once the authorization server no l
   // Before: "A new login tries the document again, then registers the client dynamically …".
   assert.equal(
     later.stderr,
-    "MCP server 'api': is not logged in: the authorization server refused the client metadata " +
+    "MCP server 'api': not logged in, as the authorization server refused the client metadata " +
       `document ${DEFAULT_CLIENT_METADATA_URL} (invalid_client; recorded in ${record}) and no ` +
       "OAuth client is stored. A new login registers the client dynamically, as the cached " +
       "authorization-server metadata does not advertise client metadata documents; run " +

@@ -188,7 +188,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
         this.#server,
         this.#documentRefused()
           ? this.#documentRefusedReason()
-          : "is not logged in (no OAuth client is stored)",
+          : "not logged in (no OAuth client is stored)",
       );
     }
     return undefined;
@@ -207,7 +207,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
 
   /** Why no client is stored after a refused document, and what a new login will do. */
   #documentRefusedReason(): string {
-    const refused = `is not logged in: the authorization server refused the client metadata ` +
+    const refused = `not logged in, as the authorization server refused the client metadata ` +
       `document ${this.#settings.clientMetadataUrl} (invalid_client; recorded in ${
         this.store.path("cimdOff")
       }) and no OAuth client is stored. `;
@@ -270,11 +270,11 @@ export class McpOAuthProvider implements OAuthClientProvider {
       this.#tokensDiscarded
         ? "the OAuth token refresh failed, so the stored tokens were discarded and a new login is needed"
         : this.#tokensRemoved && this.store.readTokens() === undefined
-        ? "is not logged in: its stored OAuth tokens were removed while they were being " +
+        ? "not logged in, as its stored OAuth tokens were removed while they were being " +
           "refreshed (by a new login, say)"
         : this.store.readTokens()
         ? "the stored OAuth tokens were refused and could not be refreshed, so a new login is needed"
-        : "is not logged in (no OAuth tokens are stored)",
+        : "not logged in (no OAuth tokens are stored)",
     );
   }
 
@@ -556,8 +556,8 @@ export function storedOAuth(
  * import assert from "node:assert/strict";
  * import { oauthFailure, OAuthLoginRequired } from "./provider.ts";
  * const config = { name: "api", auth: "oauth" } as never;
- * const failure = oauthFailure(config, new OAuthLoginRequired("api", "is not logged in"));
- * assert.equal(failure?.message, "MCP server 'api': is not logged in; run `agent mcp login api`");
+ * const failure = oauthFailure(config, new OAuthLoginRequired("api", "not logged in"));
+ * assert.equal(failure?.message, "MCP server 'api': not logged in; run `agent mcp login api`");
  * assert.equal(oauthFailure(config, new Error("other")), undefined);
  * ```
  */

@@ -513,7 +513,7 @@ Deno.test("a connect not started by a login never blocks: no tokens means a clea
     assert.equal(state.status, "failed");
     assert.equal(
       state.error,
-      "MCP server 'api': is not logged in (no OAuth client is stored); run `agent mcp login api`",
+      "MCP server 'api': not logged in (no OAuth client is stored); run `agent mcp login api`",
     );
   } finally {
     await gateway.shutdown();

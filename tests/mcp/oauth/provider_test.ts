@@ -177,7 +177,7 @@ Deno.test("a refresh that finds the tokens removed (a login cleared them) refres
   // What the SDK does next (a new authorization) says why.
   assert.throws(
     () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
-    /is not logged in: its stored OAuth tokens were removed while they were being refreshed \(by a new login, say\); run `agent mcp login api`/,
+    /^OAuthLoginRequired: not logged in, as its stored OAuth tokens were removed while they were being refreshed \(by a new login, say\); run `agent mcp login api`/,
   );
 });
 
@@ -242,7 +242,7 @@ Deno.test("without a login, missing records refuse with the agent mcp login hint
   assert.throws(() => p.provider.clientInformation(), OAuthLoginRequired);
   assert.throws(
     () => p.provider.redirectToAuthorization(new URL("https://as.example.com/authorize")),
-    /is not logged in \(no OAuth tokens are stored\); run `agent mcp login api`/,
+    /^OAuthLoginRequired: not logged in \(no OAuth tokens are stored\); run `agent mcp login api`/,
   );
   p.store.writeTokens({ access_token: "a", token_type: "Bearer" });
   assert.throws(
@@ -409,8 +409,8 @@ Deno.test("oauthFailure turns OAuth failures into auth errors naming agent mcp l
   const config = { name: "api", auth: "oauth" as const };
   const cases: [unknown, RegExp][] = [
     [
-      new OAuthLoginRequired("api", "is not logged in"),
-      /is not logged in; run `agent mcp login api`/,
+      new OAuthLoginRequired("api", "not logged in"),
+      /^MCP server 'api': not logged in; run `agent mcp login api`$/,
     ],
     [new UnauthorizedError(), /asks for an OAuth login; run `agent mcp login api`/],
     [
