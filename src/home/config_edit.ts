@@ -31,7 +31,9 @@ export const NEW_CONFIG_HEADER =
  * metrics enable` and `agent mcp add`, say) both keep their change. A missing file is created:
  * `edit` applies to `options.whenMissing` (default {@linkcode NEW_CONFIG_HEADER}), so a command
  * can start a new file from a commented starter. A file that does not parse is left untouched and the
- * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown. The file keeps its
+ * {@linkcode ConfigError} from {@linkcode ConfigSource.parse} is thrown. Only the lines the edit
+ * changes are written anew (indented as the file indents); every other line stays byte for byte
+ * (its flow padding, quotes, blank lines; see {@linkcode printEdited}). The file keeps its
  * line ends: when its lines end in CRLF, every line written does. Inline comments keep the blanks
  * before them, and stay at their column on a line whose value changed when it leaves room.
  *
@@ -52,6 +54,9 @@ export const NEW_CONFIG_HEADER =
  * const starter = "# the port:\nport: 1 # any\n";
  * editConfigFile(fresh, (doc) => doc.set("port", 2), { whenMissing: starter });
  * assert.equal(Deno.readTextFileSync(fresh), "# the port:\nport: 2 # any\n");
+ * Deno.writeTextFileSync(file, "a: [-y, x]\nb: { c: 1 }\n\n\nd:\n    e: 1\n");
+ * editConfigFile(file, (doc) => doc.setIn(["d", "f"], 2));
+ * assert.equal(Deno.readTextFileSync(file), "a: [-y, x]\nb: { c: 1 }\n\n\nd:\n    e: 1\n    f: 2\n");
  * ```
  */
 export function editConfigFile(
