@@ -21,7 +21,7 @@ import { RotatingLogFile } from "./log_file.ts";
 import type { HomePaths } from "./paths.ts";
 import { listInWords } from "./text.ts";
 
-/** A level of a log line, as LogTape names it: one of {@linkcode LOG_LEVELS}. */
+/** A level of a log line, as LogTape names it: `trace`, `debug`, `info`, `warning`, `error` or `fatal`. */
 export type { LogLevel };
 
 /** The levels `logging.level` and `AGENT_LOG_LEVEL` take, lowest first. */

@@ -10,7 +10,7 @@
  * - The script runs in the scripts folder with a minimal environment (no secrets of the parent)
  *   plus `AGENT_WEBHOOK_EVENT`, `AGENT_WEBHOOK_DELIVERY_ID` and `AGENT_WEBHOOK_ROUTE`, in its own
  *   process group that is killed on timeout and when it exits; its stdout is capped. Once it has
- *   exited, its output is read for at most {@linkcode OUTPUT_GRACE_MS} more (a process it started
+ *   exited, its output is read for at most 200 ms more (a process it started
  *   outside its group may hold it open), with a warning when that cut it short.
  * - With bubblewrap (`script_sandbox: auto|bwrap|off`) it sees a read-only system and scripts
  *   folder, a private `/tmp`, no network and nothing else of `<home>`.
@@ -71,7 +71,7 @@ export interface ScriptRequest {
   timeoutMs: number;
   /** `auto`: bubblewrap when it works here; `bwrap`: bubblewrap or blocked; `off`: never. */
   sandbox: ScriptSandbox;
-  /** Stdout beyond this many bytes stops the script. Default {@linkcode DEFAULT_MAX_OUTPUT_BYTES}. */
+  /** Stdout beyond this many bytes stops the script. Default 1 MiB. */
   maxOutputBytes?: number;
   /** Reads the gateway's environment for `PATH`, `LANG`, `LC_ALL`, `TZ`. Default `Deno.env.get`. */
   env?: (name: string) => string | undefined;
