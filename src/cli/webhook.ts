@@ -5,15 +5,6 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve } from "node:path";
-import {
-  checkDiscordChannel,
-  type Checked,
-  checkGithubRepo,
-  checkGitlabProject,
-  checkItemNumber,
-  checkSlackChannel,
-  checkTelegramChat,
-} from "../delivery/identifiers.ts";
 import { missingToken } from "../delivery/targets.ts";
 import { skillNameProblem } from "../agent/skills.ts";
 import {
@@ -30,13 +21,13 @@ import { closestKey } from "../home/suggest.ts";
 import { cut, listInWords } from "../home/text.ts";
 import { gatewayRunning } from "../gateway/home_lock.ts";
 import { escapeControls } from "../metrics/mod.ts";
+import { checkDeliverExtra } from "../webhook/deliver_extra.ts";
 import { parseFilters } from "../webhook/filters.ts";
 import { RouteTable, type ServedRoute } from "../webhook/route_table.ts";
 import {
   checkSecret,
   createdAtNow,
   defaultDescription,
-  DELIVER_EXTRA_KEYS,
   DELIVERY_TARGETS,
   type DeliveryTargetName,
   generateSecret,
@@ -266,7 +257,7 @@ export function addWebhookCommands(program: Command, io: CliIo, state: CommandSt
       }
       const events = options.events === undefined ? [] : eventsOption(options.events, warnings);
       warnings.push(
-        ...checkDeliverExtra(
+        ...checkExtraOptions(
           deliver as DeliveryTargetName,
           extra,
           extraOptions,
@@ -1163,127 +1154,36 @@ function listRow(
   };
 }
 
-/** A `deliver_extra` value holding a `{a.b}` placeholder is checked after rendering instead. */
-const PLACEHOLDER = /\{[A-Za-z0-9_.]+\}/;
-
-/** The chat targets: their check, home-channel variable and a template example. */
-const CHAT_TARGETS: Partial<
-  Record<DeliveryTargetName, [(value: unknown, field: string) => Checked<unknown>, string]>
-> = {
-  telegram: [checkTelegramChat, "TELEGRAM_HOME_CHANNEL"],
-  discord: [checkDiscordChannel, "DISCORD_HOME_CHANNEL"],
-  slack: [checkSlackChannel, "SLACK_HOME_CHANNEL"],
-};
-
-/** The keys a code-host target cannot work without, with their check and a template example. */
-const REQUIRED_KEYS: Partial<
-  Record<
-    DeliveryTargetName,
-    [string, (value: unknown, field: string) => Checked<unknown>, string][]
-  >
-> = {
-  github_comment: [
-    ["repo", checkGithubRepo, "repo={repository.full_name}"],
-    ["number", checkItemNumber, "number={issue.number}"],
-  ],
-  gitlab_comment: [
-    ["project", checkGitlabProject, "project={project.path_with_namespace}"],
-    ["iid", checkItemNumber, "iid={object_attributes.iid}"],
-  ],
-};
-
 /**
- * Checks `deliver_extra` as delivery will use it: a key the target does not read is refused (it
- * would be ignored without a word), and literal values get the checks delivery applies, so a
- * value that can never work is refused now rather than failing every event; templated values are
- * checked after each payload fills them, as before. Returns warnings for what may still be set
- * later.
+ * Checks `deliver_extra` as delivery will use it ({@linkcode checkDeliverExtra}, as for routes
+ * read from files): what can never work is a usage error; a missing home channel a warning, as
+ * it may still be set later.
  *
  * @param options The option that gave each key (`--deliver-chat-id`, `--deliver-extra repo`).
  */
-function checkDeliverExtra(
+function checkExtraOptions(
   deliver: DeliveryTargetName,
   extra: Record<string, unknown>,
   options: Record<string, string>,
   config: { secrets: SecretScope; paths: { dotenv: string } },
   deliverGiven = true,
 ): string[] {
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  const known = DELIVER_EXTRA_KEYS[deliver];
-  for (const key of Object.keys(extra)) {
-    if (known.includes(key)) continue;
-    const reads = known.length > 0
-      ? `it reads only ${known.join(", ")}`
-      : deliver === "origin"
-      ? "it reads none (it answers on the item the event is about)"
-      : "it reads none";
-    const target = deliverGiven
-      ? `--deliver ${deliver}`
-      : "without --deliver, events go to the log, which";
-    const users = (Object.keys(DELIVER_EXTRA_KEYS) as DeliveryTargetName[])
-      .filter((name) => DELIVER_EXTRA_KEYS[name].includes(key));
-    const fix = users.length > 0
-      ? `add --deliver ${users.join(" or --deliver ")}, or leave it out`
-      : "leave it out";
-    problems.push(
-      `${options[key] ?? key}: ${target} does not use ${
-        key === "chat_id" ? "a chat id" : `the key '${key}'`
-      }; ${reads}. Fix: ${fix}`,
-    );
-  }
-  const literal = (value: unknown) => !(typeof value === "string" && PLACEHOLDER.test(value));
-  const chat = CHAT_TARGETS[deliver];
-  if (chat) {
-    const [check, homeVariable] = chat;
-    const given = extra.chat_id;
-    if (typeof given === "string" && given.trim() === "") {
-      problems.push(
-        `--deliver-chat-id is empty. Fix: give the chat, or leave it out to use ${homeVariable}`,
-      );
-    } else if (given !== undefined && literal(given)) {
-      const checked = check(given, "deliver_extra.chat_id");
-      if (!checked.ok) {
-        problems.push(
-          `--deliver-chat-id: ${checked.error}. Fix: the chat as ${deliver} shows it, or leave ` +
-            `it out to use ${homeVariable}`,
-        );
-      }
-    } else if (given === undefined && !config.secrets.get(homeVariable)?.trim()) {
-      warnings.push(
-        `no chat to deliver to: deliveries fail until you subscribe again with ` +
-          `--deliver-chat-id or set ${homeVariable} in ${config.paths.dotenv}`,
-      );
-    }
-  }
-  for (const [key, check, example] of REQUIRED_KEYS[deliver] ?? []) {
-    const value = extra[key];
-    if (value === undefined) {
-      problems.push(
-        `--deliver ${deliver} needs --deliver-extra ${key}=… (a value, or a template such as ` +
-          `${example}); to answer on the item the event came from, use --deliver origin`,
-      );
-    } else if (literal(value)) {
-      const checked = check(value, `deliver_extra.${key}`);
-      if (!checked.ok) {
-        problems.push(
-          `--deliver-extra ${key}: ${checked.error}. Fix: a valid value, or a template such as ` +
-            example,
-        );
-      }
-    }
-  }
-  const kind = extra.kind;
-  if (deliver === "gitlab_comment" && kind !== undefined && literal(kind)) {
-    if (kind !== "issue" && kind !== "merge_request") {
-      problems.push(
-        `--deliver-extra kind: ${JSON.stringify(kind)} is not a GitLab item kind. Fix: ` +
-          "kind=issue (the default) or kind=merge_request",
-      );
-    }
-  }
+  const { problems, homeChannel } = checkDeliverExtra(deliver, extra, {
+    key: (key) => options[key] ?? key,
+    target: "--deliver",
+    targetIs: (name) => `--deliver ${name}`,
+    targetVerb: "add",
+    targetGiven: deliverGiven,
+    whole: "",
+    add: (key) => `--deliver-extra ${key}=…`,
+    assignment: (key, value) => `${key}=${value}`,
+  });
   if (problems.length > 0) throw new UsageError(problems.join("\n"));
-  return warnings;
+  if (homeChannel === undefined || config.secrets.get(homeChannel)?.trim()) return [];
+  return [
+    `no chat to deliver to: deliveries fail until you subscribe again with ` +
+    `--deliver-chat-id or set ${homeChannel} in ${config.paths.dotenv}`,
+  ];
 }
 
 /**

@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { isPlainObject, parseBoolish } from "../home/config.ts";
 import { closestKey } from "../home/suggest.ts";
+import { checkDeliverExtra, fileWording } from "./deliver_extra.ts";
 import { standardWebhookSignature } from "./signatures.ts";
 
 /** Where a message goes after a run (or directly, with `deliver_only`). */
@@ -23,20 +24,6 @@ export const DELIVERY_TARGETS = [
 
 /** A delivery target name. */
 export type DeliveryTargetName = typeof DELIVERY_TARGETS[number];
-
-/**
- * The `deliver_extra` keys each target reads (see `src/delivery/`); any other key would be
- * ignored. `origin` takes the item to comment on from the payload, so it reads none.
- */
-export const DELIVER_EXTRA_KEYS: Readonly<Record<DeliveryTargetName, readonly string[]>> = {
-  log: [],
-  origin: [],
-  telegram: ["chat_id"],
-  discord: ["chat_id"],
-  slack: ["chat_id"],
-  github_comment: ["repo", "number"],
-  gitlab_comment: ["project", "iid", "kind"],
-};
 
 /** One route, static or dynamic, as the listener uses it. */
 export interface Route {
@@ -256,6 +243,20 @@ export function routeFromRaw(
   const extra = raw.deliver_extra;
   if (extra !== undefined && extra !== null && !isPlainObject(extra)) {
     problems.push(`${where}.deliver_extra: expected a mapping such as {chat_id: "123"}`);
+  } else if ((DELIVERY_TARGETS as readonly string[]).includes(deliver)) {
+    // What `subscribe` refuses: a key the target ignores (`chatid` would send to the home
+    // channel), a missing `number`, a literal id delivery would refuse.
+    const words = fileWording(
+      where,
+      source === "static" ? "yaml" : "json",
+      typeof raw.deliver === "string" && raw.deliver.trim() !== "",
+    );
+    const checked = checkDeliverExtra(
+      deliver as DeliveryTargetName,
+      isPlainObject(extra) ? extra : {},
+      words,
+    );
+    problems.push(...checked.problems);
   }
   const secret = text("secret").trim() || undefined;
   const route: Route = {

@@ -309,3 +309,37 @@ Deno.test("RouteTable: a record that is not an object is invalid on its own; the
     ]);
   });
 });
+
+Deno.test("RouteTable: a hand-edited record's deliver_extra is checked as subscribe checks it, naming the file, the record, the key and the fix", async () => {
+  await withHome((_home, file) => {
+    const good = { deliver: "telegram", deliver_extra: { chat_id: "-100123" } };
+    writeSubscriptions(file, {
+      tg: record({ ...good, prompt: "first" }),
+      gh: record({ deliver: "github_comment", deliver_extra: { repo: "octo/app" } }),
+    });
+    const reports: string[] = [];
+    const table = new RouteTable({ file, staticRoutes: [], report: (p) => reports.push(p) });
+    assert.equal(table.get("gh"), undefined, "a record that cannot be delivered is not served");
+    assert.deepEqual(reports, [
+      `${file}: gh.deliver_extra: "deliver": "github_comment" needs deliver_extra.number (a ` +
+      'value, or a template such as "number": "{issue.number}"); to answer on the item the ' +
+      'event came from, use "deliver": "origin"',
+      `${file}: subscription 'gh' is invalid; it is not served until the record is fixed`,
+    ]);
+    reports.length = 0;
+
+    // A typo while the gateway runs: the chat would silently become TELEGRAM_HOME_CHANNEL.
+    writeSubscriptions(file, {
+      tg: record({ deliver: "telegram", deliver_extra: { chatid: "-100123" }, prompt: "typo" }),
+    });
+    table.refresh();
+    assert.equal(table.get("tg")?.prompt, "first", "the last good version stays in use");
+    assert.deepEqual(table.get("tg")?.deliverExtra, { chat_id: "-100123" });
+    assert.deepEqual(reports, [
+      `${file}: tg.deliver_extra.chatid: "deliver": "telegram" does not use the key 'chatid'; ` +
+      "it reads only chat_id. Fix: did you mean chat_id?",
+      `${file}: subscription 'tg' is invalid; its previous version stays in use until the ` +
+      "record is fixed",
+    ]);
+  });
+});

@@ -846,7 +846,7 @@ Deno.test("readWebhookSettings: a valid static route becomes a Route", () => {
     '    prompt: "PR {pull_request.title} by {sender.login}"',
     '    skills: "review, triage"',
     "    deliver: Telegram",
-    '    deliver_extra: {chat_id: "123", thread: 7}',
+    '    deliver_extra: {chat_id: "123"}',
     "    deliver_only: true",
     '    script: " check.sh "',
     "    enabled: false",
@@ -865,7 +865,7 @@ Deno.test("readWebhookSettings: a valid static route becomes a Route", () => {
       prompt: "PR {pull_request.title} by {sender.login}",
       skills: ["review", "triage"],
       deliver: "telegram",
-      deliverExtra: { chat_id: "123", thread: 7 },
+      deliverExtra: { chat_id: "123" },
       deliverOnly: true,
       script: "check.sh",
       enabled: false,
@@ -1071,5 +1071,62 @@ Deno.test("readWebhookSettings: a misspelled route key keeps the route from bein
     `${where}.filter: \`filter\` is not a route setting; did you mean \`filters\`?`,
     `${where}.colour: \`colour\` is not a route setting; use description, events, secret, ` +
     "prompt, skills, deliver, deliver_extra, deliver_only, script, enabled, filters, created_at",
+  ]);
+});
+
+Deno.test("readWebhookSettings: a static route's deliver_extra is checked as subscribe checks it; such a route is not served, as one with a misspelled key", () => {
+  const settings = settingsOf(extraYaml(
+    "routes:", // line 4
+    "  tg:", // 5
+    "    deliver: telegram",
+    "    deliver_extra: {chatid: 123}",
+    "  gh:", // 8
+    "    deliver: github_comment",
+    "    deliver_extra: {repo: octo/app}",
+    "  gl:", // 11
+    "    deliver: gitlab_comment",
+    '    deliver_extra: {project: "a/../b", iid: 0, kind: pr}',
+    "  quiet:", // 14
+    "    deliver_extra: {chat_id: '-100123'}",
+    "  empty:", // 16
+    "    deliver: slack",
+    '    deliver_extra: {chat_id: " "}',
+    "  good-tg:",
+    "    deliver: telegram",
+    "    deliver_extra: {chat_id: -1001234567890}",
+    "  good-gh:",
+    "    deliver: github_comment",
+    '    deliver_extra: {repo: "{repository.full_name}", number: "{issue.number}"}',
+    "  good-gl:",
+    "    deliver: gitlab_comment",
+    "    deliver_extra: {project: group/app, iid: 7, kind: merge_request}",
+    "  home:",
+    "    deliver: discord",
+  ));
+  assert.deepEqual(settings.routes.map((route) => route.name), [
+    "good-tg",
+    "good-gh",
+    "good-gl",
+    "home",
+  ]);
+  const at = (line: number, name: string) => `${FILE}:${line} (${EXTRA}.routes.${name})`;
+  assert.deepEqual(settings.routeProblems, [
+    `${at(5, "tg")}.deliver_extra.chatid: deliver: telegram does not use the key 'chatid'; it ` +
+    "reads only chat_id. Fix: did you mean chat_id?",
+    `${at(8, "gh")}.deliver_extra: deliver: github_comment needs deliver_extra.number (a value, ` +
+    'or a template such as number: "{issue.number}"); to answer on the item the event came ' +
+    "from, use deliver: origin",
+    `${at(11, "gl")}.deliver_extra.project: deliver_extra.project is "a/../b"; expected a GitLab ` +
+    "project path group/project (segments of letters, digits, _, . and -; no ..) or a numeric " +
+    'project id. Fix: a valid value, or a template such as project: "{project.path_with_namespace}"',
+    `${at(11, "gl")}.deliver_extra.iid: deliver_extra.iid is 0; expected a positive integer up ` +
+    'to 2147483648. Fix: a valid value, or a template such as iid: "{object_attributes.iid}"',
+    `${at(11, "gl")}.deliver_extra.kind: "pr" is not a GitLab item kind. Fix: kind: issue (the ` +
+    "default) or kind: merge_request",
+    `${at(14, "quiet")}.deliver_extra.chat_id: without deliver, events go to the log, which does ` +
+    "not use a chat id; it reads none. Fix: set deliver: telegram or deliver: discord or " +
+    "deliver: slack, or leave it out",
+    `${at(16, "empty")}.deliver_extra.chat_id is empty. Fix: give the chat, or leave it out to ` +
+    "use SLACK_HOME_CHANNEL",
   ]);
 });
