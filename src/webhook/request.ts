@@ -142,7 +142,8 @@ function hexValue(byte: number | undefined): number {
 
 /**
  * The event name: `X-GitHub-Event`, `X-Gitlab-Event`, the payload's `event_type`, the payload's
- * `type`, else `"unknown"`. Names are returned as given (not lower-cased).
+ * `type`, else `"unknown"`. Names are returned as given (not lower-cased), trimmed of surrounding
+ * whitespace; a header or payload value of only whitespace counts as absent.
  *
  * With `payloadSigned` (a Standard Webhooks / Svix signature, which covers the body but no event
  * header), the payload's `event_type` and `type` go first: else a captured event of a kind the
@@ -518,8 +519,13 @@ function headerId(headers: Headers, name: string): string | undefined {
   return value;
 }
 
-/** A payload value usable as an id: a non-empty string of at most MAX_ID_LENGTH, no controls. */
+/**
+ * A payload value usable as an id: a string, trimmed as header values are, then non-empty, of at
+ * most MAX_ID_LENGTH, no controls. One of only whitespace counts as absent, as such a header does.
+ */
 function payloadId(value: unknown): string | undefined {
-  if (typeof value !== "string" || value === "" || value.length > MAX_ID_LENGTH) return undefined;
-  return /\p{Cc}/u.test(value) ? undefined : value;
+  if (typeof value !== "string") return undefined;
+  const text = value.trim();
+  if (text === "" || text.length > MAX_ID_LENGTH) return undefined;
+  return /\p{Cc}/u.test(text) ? undefined : text;
 }

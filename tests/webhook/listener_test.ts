@@ -918,6 +918,16 @@ Deno.test("events not listed → 200 ignored with the event; listed → accepted
   await issues.body?.cancel();
 });
 
+Deno.test("a payload type of only whitespace is no event name (as such a header is not); one with spaces around is trimmed", async () => {
+  await using h = await harness({ routes: { r: route({ events: ["invoice.paid"] }) } });
+  const blank = await h.signed("r", { type: "  " });
+  assert.equal(blank.status, 200);
+  assert.deepEqual(await blank.json(), { status: "ignored", event: "unknown" });
+  const padded = await h.signed("r", { type: " invoice.paid\n" });
+  assert.equal(padded.status, 202);
+  assert.equal((await padded.json()).event, "invoice.paid");
+});
+
 Deno.test("events match whatever their case: merge request hook accepts GitLab's Merge Request Hook", async () => {
   await using h = await harness({
     routes: { r: route({ events: ["merge request hook", "ISSUES"] }) },

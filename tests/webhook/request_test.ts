@@ -462,6 +462,23 @@ Deno.test("eventName: payload values that are not usable strings are skipped", (
   }
 });
 
+Deno.test("eventName: a payload event_type or type is trimmed as a header is; one of only whitespace counts as absent", () => {
+  for (const blank of [" ", "\t \n", "\u00a0", "\u2003"]) {
+    assert.equal(eventName(new Headers(), { event_type: blank, type: "t" }), "t");
+    assert.equal(eventName(new Headers(), { type: blank }), "unknown");
+    assert.equal(eventName(new Headers(), { event_type: blank }, true), "unknown");
+    // A signed payload's blank type does not hide the header it would otherwise go before.
+    assert.equal(
+      eventName(new Headers({ "x-github-event": "push" }), { type: blank }, true),
+      "push",
+    );
+  }
+  assert.equal(eventName(new Headers(), { event_type: " invoice.paid\n" }), "invoice.paid");
+  assert.equal(eventName(new Headers(), { type: "\tpush " }, true), "push");
+  // Headers, for comparison: HTTP trims them, and a blank one is skipped.
+  assert.equal(eventName(new Headers({ "x-github-event": " push " }), {}), "push");
+});
+
 // --- deliveryId -----------------------------------------------------------------------------
 
 const DELIVERY_HEADERS = [
