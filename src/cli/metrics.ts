@@ -194,9 +194,10 @@ export function addMetricsCommands(program: Command, io: CliIo, state: CommandSt
             );
           }
           for (const [i, entry] of built.entries()) {
+            const counters = plural(entry.package.metrics.length, "counter");
             io.out(
               `Exported ${entry.package.package_id} (${entry.package.period_start.slice(0, 10)}, ` +
-                `${entry.package.metrics.length} counters) to ${copies[i] ?? entry.path}\n`,
+                `${counters}) to ${copies[i] ?? entry.path}\n`,
             );
           }
         }
@@ -443,7 +444,10 @@ function showStatus(
   io.out(`Store:         ${config.paths.metricsDb}${summary ? "" : " (not created)"}\n`);
   if (summary) {
     io.out(`Install id:    ${summary.installId} (random, this home only; in every package)\n`);
-    io.out(`Pending:       ${summary.pendingEvents} events in ${summary.pendingRows} counters\n`);
+    io.out(
+      `Pending:       ${plural(summary.pendingEvents, "event")} in ` +
+        `${plural(summary.pendingRows, "counter")}\n`,
+    );
     const p = summary.packages;
     const exported = p.pending + p.sent + p.rejected;
     io.out(
@@ -659,7 +663,7 @@ function describePackage(pkg: MetricsPackage): string {
     `Package for ${
       pkg.period_start.slice(0, 10)
     } (${r.os_family}/${r.architecture}, agent ${r.agent_version}, ` +
-    `install ${r.install_method}): ${pkg.metrics.length} counters\n`;
+    `install ${r.install_method}): ${plural(pkg.metrics.length, "counter")}\n`;
   for (const item of pkg.metrics) {
     const dims = Object.entries(item.dimensions).map(([k, v]) => `${k}=${v}`).join(", ");
     text += `  ${item.name}${dims ? ` {${dims}}` : ""} ${item.value}\n`;

@@ -196,6 +196,26 @@ Deno.test("export (human) names the package, day, counters and path", async () =
   );
 });
 
+Deno.test("status, preview and export say '1 event', '1 counter' for one of each, and the plural for more", async () => {
+  await using h = await tempHome();
+  await enable(h.home);
+  recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
+  const one = await cli(h.home, ["metrics", "status"]);
+  assert.match(one.stdout, /^Pending: +1 event in 1 counter$/m);
+  recordEvents(h.home, [{ kind: "task_started", entrypoint: "api", surface: "api" }]);
+  const two = await cli(h.home, ["metrics", "status"]);
+  assert.match(two.stdout, /^Pending: +2 events in 1 counter$/m);
+  const preview = await cli(h.home, ["metrics", "preview"]);
+  assert.match(preview.stdout, new RegExp(`^Package for ${DAY} \\(.*\\): 1 counter$`, "m"));
+  const exported = await cli(h.home, ["metrics", "export"]);
+  assert.equal(exported.code, 0, exported.stderr);
+  const [file] = filesIn(h.outbox);
+  assert.equal(
+    exported.stdout,
+    `Exported ${file.replace(/\.json$/, "")} (${DAY}, 1 counter) to ${join(h.outbox, file)}\n`,
+  );
+});
+
 Deno.test("export --out <dir> copies the new packages there", async () => {
   await using h = await tempHome();
   await enable(h.home);
