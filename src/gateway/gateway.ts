@@ -18,7 +18,7 @@ import { MetricsFlusher } from "../metrics/flusher.ts";
 import { openUsageMetrics, type UsageMetrics } from "../metrics/mod.ts";
 import { createWebhookApp, type ScriptVerdict } from "../webhook/listener.ts";
 import { RouteTable } from "../webhook/route_table.ts";
-import { checkSecret } from "../webhook/routes.ts";
+import { checkSecret, type Route } from "../webhook/routes.ts";
 import {
   findSandbox,
   resolveScript,
@@ -192,7 +192,12 @@ export class Gateway {
       lock.close();
       throw error;
     }
-    if (!session) {
+    // Said once, when a served route runs the agent: at start, or on the reload that adds the
+    // first such subscription. Deliver-only routes need no model.
+    let noModelSaid = false;
+    const sayNoModel = () => {
+      if (session || noModelSaid) return;
+      noModelSaid = true;
       // The problem says what is wrong: no model, or one without its API key or endpoint.
       log.warn("agent runs fail until the model is set up: {problem}", {
         problem: agent.modelProblem?.message,
@@ -204,7 +209,7 @@ export class Gateway {
             "them); `agent mcp list` connects them and says what fails",
         );
       }
-    }
+    };
     let inbox: Inbox;
     try {
       // Events are committed on a thread of their own, while this one serves requests.
@@ -262,13 +267,16 @@ export class Gateway {
       staticRoutes: settings.routes,
       report: (problem) => log.error("{problem}", { problem }),
       warn: (warning) => log.warn("{warning}", { warning }),
-      changed: ({ added, removed, served }) =>
+      changed: ({ added, removed, served }) => {
         log.info(
           // Lists of names, written `added: "ci" and "gh"; removed: (none)` (never a route name).
           "{file} changed: subscriptions served: {served}; added: {added}; removed: {removed}",
           { file: config.paths.subscriptions, served, added, removed },
-        ),
+        );
+        if (added.some((name) => runsAgent(routes.get(name)))) sayNoModel();
+      },
     });
+    if (routes.all().some(runsAgent)) sayNoModel();
     // Said once: at start when a route has a script, else before the first script runs (a
     // subscription made later).
     let sandboxSaid = false;
@@ -535,6 +543,11 @@ function promptOf(event: InboxEvent): string {
     { id: event.id, delivery_id: event.deliveryId, route: event.route },
   );
   return defaultPrompt(event.route, event.payload, event.event);
+}
+
+/** Whether an event of `route` is an agent run (else it is delivered directly, or not served). */
+function runsAgent(route: Route | undefined): boolean {
+  return route !== undefined && !route.deliverOnly;
 }
 
 function noModel(problem: string): RunResult {

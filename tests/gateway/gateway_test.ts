@@ -45,11 +45,12 @@ function gatewayEnv(home: string): (name: string) => string | undefined {
 
 /**
  * Starts a gateway on `home` (environment `env`, default {@linkcode gatewayEnv}) with its console
- * lines caught, runs `body` against it, stops it and returns the lines it printed.
+ * lines caught, runs `body` against it (with the lines so far), stops it and returns the lines
+ * it printed.
  */
 async function consoleOfGateway(
   home: string,
-  body: (gateway: Gateway) => Promise<void> = () => Promise.resolve(),
+  body: (gateway: Gateway, shown: string[]) => Promise<void> = () => Promise.resolve(),
   env: (name: string) => string | undefined = gatewayEnv(home),
 ): Promise<string[]> {
   const config = loadConfig({ env });
@@ -58,7 +59,7 @@ async function consoleOfGateway(
   try {
     const gateway = await Gateway.start({ config, env });
     try {
-      await body(gateway);
+      await body(gateway, shown);
     } finally {
       await gateway.stop();
     }
@@ -97,6 +98,9 @@ function mcpGatewayYaml(servers: string[]): string {
     configText([...modelLines("http://127.0.0.1:9/v1", "m"), "mcp_servers:", ...servers]),
   );
 }
+
+/** A static route `ci` whose events are agent runs, to follow {@linkcode gatewayYaml}. */
+const AGENT_ROUTE = "      routes:\n        ci: {}\n";
 
 /** The secret of route `alert` (see {@linkcode alertRouteYaml}). */
 const ALERT_SECRET = "route-secret-0123456789abcdef";
@@ -402,7 +406,7 @@ Deno.test("a gateway without a model reports the MCP config problems at start, a
   await using h = await tempHome();
   Deno.writeTextFileSync(
     h.config,
-    gatewayYaml(configText(["mcp_servers:", ...faultyServerLines()])),
+    gatewayYaml(configText(["mcp_servers:", ...faultyServerLines()])) + AGENT_ROUTE,
   );
   const shown = await consoleOfGateway(h.home);
   // Before: only "agent runs fail until the model is set up", the servers not named.
@@ -436,7 +440,7 @@ Deno.test("a gateway whose model lacks its API key warns about that, not that no
   await using h = await tempHome();
   Deno.writeTextFileSync(
     h.config,
-    gatewayYaml("model:\n  default: gpt-4.1-mini\n  provider: openai\n"),
+    gatewayYaml("model:\n  default: gpt-4.1-mini\n  provider: openai\n") + AGENT_ROUTE,
   );
   const shown = await consoleOfGateway(h.home);
   const model = shown.filter((line) => line.includes("model"));
@@ -446,6 +450,70 @@ Deno.test("a gateway whose model lacks its API key warns about that, not that no
     `OPENAI_API_KEY=<your key> to ${join(h.home, ".env")} (or set model.api_key_env to the ` +
     "variable that holds it)\n",
   ]);
+});
+
+/** The console lines of a gateway that say agent runs (or their MCP servers) need the model. */
+function noModelLines(shown: string[]): string[] {
+  return shown.filter((line) => line.includes("until the model is set up"));
+}
+
+Deno.test("a gateway without a model does not warn that agent runs fail when every route is deliver-only, static or subscribed", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml(
+      configText(["mcp_servers:", ...stdioServerLines("notes", { command: "true", args: [] })]),
+    ) +
+      "      routes:\n        alert:\n          secret: s0123456789abcdef\n" +
+      "          deliver: slack\n          deliver_only: true\n",
+  );
+  Deno.writeTextFileSync(
+    join(h.home, "webhook_subscriptions.json"),
+    JSON.stringify({ page: record({ deliver: "discord", deliver_only: true }) }),
+  );
+  assert.deepEqual(noModelLines(await consoleOfGateway(h.home)), []);
+});
+
+Deno.test("a gateway without a model warns once when a route runs the agent: a subscription at start, or the first one added while it runs", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const file = join(h.home, "webhook_subscriptions.json");
+  const warning = /^warning: agent runs fail until the model is set up: .*no model is configured/;
+  // A subscription that runs the agent, there at start.
+  Deno.writeTextFileSync(file, JSON.stringify({ ci: record() }));
+  const atStart = noModelLines(await consoleOfGateway(h.home));
+  assert.equal(atStart.length, 1, atStart.join(""));
+  assert.match(atStart[0], warning);
+
+  // Deliver-only at start; agent routes subscribed later are said on the reload of the first.
+  Deno.writeTextFileSync(
+    file,
+    JSON.stringify({ page: record({ deliver_only: true, deliver: "slack" }) }),
+  );
+  const later = noModelLines(
+    await consoleOfGateway(h.home, async (gateway, shown) => {
+      const post = async (name: string) => {
+        const answer = await fetch(`${gateway.addresses[0]}/webhooks/${name}`, {
+          method: "POST",
+          body: "{}",
+        });
+        await answer.body?.cancel();
+        return answer.status;
+      };
+      assert.equal(await post("page"), 401);
+      assert.deepEqual(noModelLines(shown), [], "not said while every route is deliver-only");
+      const records = JSON.parse(Deno.readTextFileSync(file));
+      records.ci = record();
+      Deno.writeTextFileSync(file, JSON.stringify(records));
+      assert.equal(await post("ci"), 401, "the reload served ci");
+      assert.equal(noModelLines(shown).length, 1, "said on the reload that added ci");
+      records.gh = record();
+      Deno.writeTextFileSync(file, JSON.stringify(records, null, 2));
+      assert.equal(await post("gh"), 401, "the reload served gh");
+    }),
+  );
+  assert.equal(later.length, 1, later.join(""));
+  assert.match(later[0], warning);
 });
 
 Deno.test("a delivery that fails for a token not set names this home's .env file, not <home>/.env", async () => {
