@@ -413,12 +413,7 @@ export function addMcpCommands(program: Command, io: CliIo, state: CommandState)
       }
       checkNewEntry(config, name, entry);
       editConfigFile(file, (doc) => {
-        const current = doc.get("mcp_servers");
-        if (current === undefined || current === null) {
-          doc.set("mcp_servers", doc.createNode({}));
-        } else if (!isMap(current)) {
-          throw new UsageError(`mcp_servers in ${file} is not a mapping; nothing was written`);
-        }
+        readyServersSection(doc, file, "nothing was written");
         doc.setIn(["mcp_servers", name], doc.createNode(entry));
       });
       const reloaded = loadConfig({ env: io.env });
@@ -1170,12 +1165,7 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
   }
 
   editConfigFile(file, (doc) => {
-    const current = doc.get("mcp_servers");
-    if (current === undefined || current === null) {
-      doc.set("mcp_servers", doc.createNode({}));
-    } else if (!isMap(current)) {
-      throw new UsageError(`mcp_servers in ${file} is not a mapping; nothing was changed`);
-    }
+    readyServersSection(doc, file, "nothing was changed");
     // Checked again on the file being edited: a server added meanwhile is not overwritten either.
     if (doc.hasIn(["mcp_servers", name])) {
       throw new CliError(
@@ -1462,5 +1452,23 @@ function agentLogLevel(
   } catch (error) {
     if (error instanceof ConfigError) return undefined;
     throw error;
+  }
+}
+
+/**
+ * Readies `mcp_servers` in `doc` for an entry to be added: created when missing or empty, and an
+ * empty flow mapping (`mcp_servers: {}`) is turned into block style, so the entry goes on lines of
+ * its own instead of into `{…}` on one line. Anything but a mapping is a usage error.
+ */
+function readyServersSection(doc: Document, file: string, outcome: string): void {
+  const current = doc.get("mcp_servers");
+  if (current === undefined || current === null) {
+    doc.set("mcp_servers", doc.createNode({}));
+  } else if (!isMap(current)) {
+    throw new UsageError(`mcp_servers in ${file} is not a mapping; ${outcome}`);
+  } else if (current.flow && current.items.length === 0) {
+    current.flow = false;
+    // `mcp_servers: {}   # none yet`: the comment stays on the key's line.
+    if (current.comment) [current.commentBefore, current.comment] = [current.comment, undefined];
   }
 }

@@ -349,6 +349,23 @@ Deno.test("mcp add to a file indented by four spaces writes the new entry at fou
   );
 });
 
+for (const command of [["add"], ["install"]] as const) {
+  Deno.test(`mcp ${command[0]} into \`mcp_servers: {}\` writes the entry on lines of its own`, async () => {
+    await using h = await tempHome();
+    Deno.writeTextFileSync(h.config, "mcp_servers: {}   # none yet\nmodel: {provider: openai}\n");
+    const args = command[0] === "add"
+      ? ["mcp", "add", "notes", "--url", "https://n.example/mcp"]
+      : ["mcp", "install", '{"notes": {"url": "https://n.example/mcp"}}', "--yes"];
+    const result = await cli(h.home, args);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(
+      Deno.readTextFileSync(h.config),
+      "mcp_servers:\n  # none yet\n  notes:\n    url: https://n.example/mcp\n" +
+        "model: {provider: openai}\n",
+    );
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Random files in the styles people write
 
