@@ -10,6 +10,8 @@ import { AgentSession } from "../agent/session.ts";
 import { readAgentSettings } from "../agent/settings.ts";
 import { defaultApiBaseUrl, deliver, type DeliveryContext, missingToken } from "../delivery/mod.ts";
 import type { ResolvedConfig } from "../home/config.ts";
+import { homeChannelOf } from "../webhook/deliver_extra.ts";
+import type { DeliveryTargetName } from "../webhook/routes.ts";
 import { unknownConfigKeyWarnings } from "../home/config_keys.ts";
 import { literalMessage, logger } from "../home/log.ts";
 import type { EnvReader } from "../home/paths.ts";
@@ -312,7 +314,8 @@ export class Gateway {
           error: script.error,
         });
       }
-      const missing = missingToken(route.deliver, config.secrets);
+      const missing = missingToken(route.deliver, config.secrets) ??
+        noHomeChannel(route.deliver, route.deliverExtra, config.secrets);
       if (!missing) continue;
       log.warn(
         `route {route} delivers to {target}, but ${missing}: its deliveries fail until it is ` +
@@ -471,6 +474,20 @@ function lowFileLimit(host: string | undefined, port: number, limit: number | un
       "platforms.webhook.extra.host to 127.0.0.1 behind a proxy that limits connections",
     { limit, port },
   );
+}
+
+/**
+ * What is missing when a chat route names no chat and its `<PLATFORM>_HOME_CHANNEL` is not set
+ * either (`deliver_extra.chat_id` is not given and TELEGRAM_HOME_CHANNEL is not set).
+ */
+function noHomeChannel(
+  deliver: DeliveryTargetName,
+  extra: Record<string, unknown>,
+  secrets: { get(name: string): string | undefined },
+): string | undefined {
+  const variable = homeChannelOf(deliver, extra);
+  if (variable === undefined || secrets.get(variable)?.trim()) return undefined;
+  return `deliver_extra.chat_id is not given and ${variable} is not set`;
 }
 
 /** How often a listener that keeps failing is logged again. */

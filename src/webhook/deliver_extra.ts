@@ -94,6 +94,27 @@ export interface DeliverExtraCheck {
   homeChannel?: string;
 }
 
+/**
+ * The variable a chat target (telegram, discord, slack) sends to when `extra` names no chat
+ * (`TELEGRAM_HOME_CHANNEL`); `undefined` for other targets, or when `extra` has a `chat_id`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { homeChannelOf } from "./deliver_extra.ts";
+ * assert.equal(homeChannelOf("slack", {}), "SLACK_HOME_CHANNEL");
+ * assert.equal(homeChannelOf("slack", { chat_id: "C1" }), undefined);
+ * assert.equal(homeChannelOf("log", {}), undefined);
+ * ```
+ */
+export function homeChannelOf(
+  deliver: DeliveryTargetName,
+  extra: Record<string, unknown>,
+): string | undefined {
+  const chat = CHAT_TARGETS[deliver];
+  return chat && extra.chat_id === undefined ? chat[1] : undefined;
+}
+
 /** A `deliver_extra` value holding a `{a.b}` placeholder is checked after rendering instead. */
 const PLACEHOLDER = /\{[A-Za-z0-9_.]+\}/;
 
@@ -192,7 +213,7 @@ export function checkDeliverExtra(
         );
       }
     } else if (given === undefined) {
-      homeChannel = homeVariable;
+      homeChannel = homeChannelOf(deliver, extra);
     }
   }
   for (const [key, check, template] of REQUIRED_KEYS[deliver] ?? []) {

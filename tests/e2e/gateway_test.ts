@@ -348,7 +348,7 @@ Deno.test("gateway: a weak global or static-route secret is served but warned ab
   }
 });
 
-Deno.test("gateway: a route whose target has no token is warned about at start and at subscribe", async () => {
+Deno.test("gateway: a route whose target has no token or no chat is warned about at start and at subscribe", async () => {
   await using h = await tempHome();
   Deno.writeTextFileSync(
     join(h.home, "config.yaml"),
@@ -356,9 +356,16 @@ Deno.test("gateway: a route whose target has no token is warned about at start a
       "        tg:\n          deliver: telegram\n          deliver_extra:\n            chat_id: 5\n" +
       "        dc:\n          deliver: discord\n          deliver_extra:\n" +
       "            chat_id: '123456789012345678'\n" +
-      "        quiet:\n          deliver: log\n",
+      "        quiet:\n          deliver: log\n" +
+      "        sl:\n          deliver: slack\n" +
+      "        home:\n          deliver: discord\n",
   );
-  const env = { WEBHOOK_SECRET: "a-global-secret-of-32-chars!!", DISCORD_BOT_TOKEN: "d-token" };
+  const env = {
+    WEBHOOK_SECRET: "a-global-secret-of-32-chars!!",
+    DISCORD_BOT_TOKEN: "d-token",
+    DISCORD_HOME_CHANNEL: "123456789012345678",
+    SLACK_BOT_TOKEN: "xoxb-token",
+  };
   const subscribed = await cli(h.home, ["webhook", "subscribe", "gh", "--deliver", "origin"], {
     env,
   });
@@ -375,7 +382,12 @@ Deno.test("gateway: a route whose target has no token is warned about at start a
       /^warning: route tg delivers to telegram, but TELEGRAM_BOT_TOKEN is not set: its deliveries fail until it is added to .*\.env and the gateway is restarted$/m,
     );
     assert.match(gateway.stderr(), /route gh delivers to origin, but neither GITHUB_TOKEN/);
-    assert.doesNotMatch(gateway.stderr(), /route (dc|quiet) delivers/);
+    // A chat route without a chat_id sends to the platform's home channel: said when it is unset.
+    assert.match(
+      gateway.stderr(),
+      /^warning: route sl delivers to slack, but deliver_extra\.chat_id is not given and SLACK_HOME_CHANNEL is not set: its deliveries fail until it is added to .*\.env and the gateway is restarted$/m,
+    );
+    assert.doesNotMatch(gateway.stderr(), /route (dc|quiet|home) delivers/);
   } finally {
     const end = await gateway.stop();
     assert.equal(end.code, 0, end.stderr);
