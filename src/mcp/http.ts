@@ -523,7 +523,9 @@ export async function preflight(
 export function unreachable(config: McpServerConfig, error: unknown): McpServerError {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   const text = messageOf(cause);
-  const kind = /certificate|tls|handshake|ssl/i.test(text) ? "tls" : "unreachable";
+  const hungUp = HANDSHAKE_HANG_UP.test(text);
+  // A hang-up checked no certificate: it is retried like any unreachable server, not parked.
+  const kind = !hungUp && /certificate|tls|handshake|ssl/i.test(text) ? "tls" : "unreachable";
   const explained = kind === "tls" ? certificateProblem(config, text) : undefined;
   if (explained) {
     return new McpServerError(config.name, kind, `cannot reach ${config.url}: ${explained}`, {
@@ -531,7 +533,7 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
     });
   }
   const route = config.url ? proxyFor(new URL(config.url), processEnv) : undefined;
-  const hint = kind === "tls"
+  const hint = kind === "tls" || hungUp
     ? " (check ssl_verify, client_cert and client_key)"
     : route
     ? ` (through the proxy ${route.shown} from ${route.variable}: is the proxy running, and does ` +
@@ -542,6 +544,10 @@ export function unreachable(config: McpServerConfig, error: unknown): McpServerE
     cause: error,
   });
 }
+
+/** The server closed the connection during the TLS handshake (rustls; node:tls). */
+const HANDSHAKE_HANG_UP =
+  /tls handshake eof|socket disconnected before secure TLS connection was established/i;
 
 /**
  * A TLS handshake failure in the user's words, with the fix, or `undefined` when it is not one of

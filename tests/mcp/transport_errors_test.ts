@@ -1,15 +1,17 @@
 /**
  * How remote connections fail, in the user's words: an SSE-only server without `transport: sse`
  * (whose HEAD never answers), SSE errors worded like Streamable HTTP ones, HTTP error bodies cut
- * to one line, redirects without SDK option names, and certificate files that cannot work
- * reported as config problems naming the key, the path and the fix.
+ * to one line, redirects without SDK option names, certificate files that cannot work
+ * reported as config problems naming the key, the path and the fix, and a hang-up during the TLS
+ * handshake retried like an unreachable server.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
 import { connectServer } from "../../src/mcp/connect.ts";
 import { bodySummary } from "../../src/mcp/errors.ts";
-import { McpManager } from "../../src/mcp/manager.ts";
+import { type McpEvent, McpManager } from "../../src/mcp/manager.ts";
+import net from "node:net";
 import { freePort } from "../cli/_mcp_helpers.ts";
 import { makeBadServerCertificates, makeTestCertificates } from "../fixtures/mcp/certs.ts";
 import { expressNotFound } from "../fixtures/mcp/express_sse.ts";
@@ -294,5 +296,43 @@ Deno.test("an expired, other-host or self-signed server certificate is refused i
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// A server that hangs up during the TLS handshake: no certificate was checked, so it is retried
+
+Deno.test("a server that hangs up during the TLS handshake is backed off and retried, not parked at once", async (t) => {
+  // Reads the ClientHello, then closes: what a restarting or overloaded TLS front can do.
+  const server = net.createServer((socket) => socket.once("data", () => socket.end()));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `https://127.0.0.1:${(server.address() as net.AddressInfo).port}/mcp`;
+  try {
+    // Deno's fetch (system CAs or a CA bundle) and node:https (ssl_verify: false).
+    for (const sslVerify of [true, false]) {
+      await t.step(`ssl_verify: ${sslVerify}`, async () => {
+        const config = entry(`hangup-${sslVerify}`, { url, ssl_verify: sslVerify });
+        const { error } = await failure(config);
+        assert.equal(error.kind, "unreachable", error.message);
+        assert.match(error.message, /\(check ssl_verify, client_cert and client_key\)$/);
+        const events: McpEvent[] = [];
+        const manager = new McpManager({
+          reconnect: true,
+          random: () => 0.5,
+          clientInfo: CLIENT.clientInfo,
+          onEvent: (event) => events.push(event),
+        });
+        try {
+          await manager.start([config]);
+          assert.equal(manager.servers()[0].status, "reconnecting", JSON.stringify(events));
+          assert.deepEqual(events.map((event) => event.type), ["failed"]);
+          assert.equal((events[0] as { retryInMs?: number }).retryInMs, 1_000);
+        } finally {
+          await manager.shutdown();
+        }
+      });
+    }
+  } finally {
+    server.close();
   }
 });
