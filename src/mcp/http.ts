@@ -760,7 +760,16 @@ export function httpStatusFailure(
     );
   }
   let hint = "";
-  if (status === 404) {
+  const route = GATEWAY_ERRORS.includes(status) && config.url
+    ? proxyFor(new URL(config.url), processEnv)
+    : undefined;
+  if (route) {
+    // Likely the proxy's own answer: a server it could not reach.
+    hint = ` (through the proxy ${route.shown} from ${route.variable}: does it reach the ` +
+      `server? If the server is reachable without it, add ${
+        new URL(config.url!).hostname
+      } to NO_PROXY)`;
+  } else if (status === 404) {
     const path = config.url ? new URL(config.url).pathname : "";
     hint = config.transport !== "sse" && /\/sse\/?$/i.test(path)
       ? " (this looks like an SSE endpoint: add `transport: sse`)"
@@ -773,6 +782,9 @@ export function httpStatusFailure(
     options,
   );
 }
+
+/** What a proxy answers for a server it cannot reach (refused, unknown, timed out). */
+const GATEWAY_ERRORS = [502, 503, 504];
 
 /**
  * An HTTP error answer whose body is a JSON-RPC error response (`{"jsonrpc": "2.0", "id": …,
