@@ -287,11 +287,18 @@ Deno.test("an expired, other-host or self-signed server certificate is refused i
         ]);
         // The self-signed certificate is its own CA: trusting it does not make it acceptable.
         const ca = name === "self-signed" ? pair.cert : certs.caCert;
-        const { error } = await failure(
-          entry(name, { url: server.url, ssl_verify: ca, connect_timeout: 8 }),
-        );
+        const config = entry(name, { url: server.url, ssl_verify: ca, connect_timeout: 8 });
+        const { error } = await failure(config);
         assert.equal(error.kind, "tls", error.message);
         assert.equal(error.message, `MCP server '${name}': cannot reach ${server.url}: ${message}`);
+        // Retrying cannot fix a certificate: parked at once, no backoff retries.
+        const manager = new McpManager({ reconnect: true, clientInfo: CLIENT.clientInfo });
+        try {
+          await manager.start([config]);
+          assert.equal(manager.servers()[0].status, "parked", manager.servers()[0].error);
+        } finally {
+          await manager.shutdown();
+        }
       });
     }
   } finally {
