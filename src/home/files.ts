@@ -238,9 +238,17 @@ export function restrictFileMode(path: string, mode: number = PRIVATE_FILE_MODE)
  * ```
  */
 export function readTextIfExists(path: string): string | undefined {
+  let info;
   try {
-    const info = Deno.statSync(path);
-    if (!info.isFile && !info.isDirectory) throw notARegularFile(path, info);
+    info = Deno.statSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    // Looking at a file needs no permission on it: a folder above it is closed.
+    if (error instanceof Deno.errors.PermissionDenied) throw closedFolder(path, error);
+    throw error;
+  }
+  if (!info.isFile && !info.isDirectory) throw notARegularFile(path, info);
+  try {
     return Deno.readTextFileSync(path); // a folder throws IsADirectory
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
@@ -294,6 +302,36 @@ function cannotRead(path: string, error: Error): Error {
       `(chmod u+r '${path}'), then run the command again`,
     { cause: error },
   );
+}
+
+/**
+ * A file that cannot even be looked at because this user may not open a folder above it (a
+ * `<home>` of mode 000, or another user's): Deno's reason, the path and that folder to fix, since
+ * `chmod` on the file itself would not help.
+ */
+function closedFolder(path: string, error: Error): Error {
+  const folder = closedFolderAbove(path);
+  return new Deno.errors.PermissionDenied(
+    `${reasonOf(error)}: cannot read '${path}': this user may not open the folder ` +
+      `'${folder}'. Fix: give this user access to it (chmod u+rwx '${folder}' if it is theirs; ` +
+      "otherwise check its owner and mode: folders created with sudo belong to root), then run " +
+      "the command again",
+    { cause: error },
+  );
+}
+
+/** The first folder from the root down to `path` whose entries this user may not look at. */
+function closedFolderAbove(path: string): string {
+  const chain: string[] = [];
+  for (let at = resolve(path); dirname(at) !== at; at = dirname(at)) chain.unshift(at);
+  for (const at of chain) {
+    try {
+      Deno.statSync(at);
+    } catch (error) {
+      if (error instanceof Deno.errors.PermissionDenied) return dirname(at);
+    }
+  }
+  return dirname(resolve(path));
 }
 
 function syncDir(dir: string): void {

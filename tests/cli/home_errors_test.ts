@@ -257,3 +257,29 @@ Deno.test({
     assert.ok(Deno.statSync(join(h.metrics, "metrics.sqlite3")).isFile);
   },
 });
+
+Deno.test({
+  name: "a <home> this user may not open: the error names that folder to fix, not config.yaml",
+  ignore: !UNPRIVILEGED,
+  fn: async () => {
+    await using h = await tempHome();
+    await Deno.writeTextFile(h.config, "# mine\n");
+    Deno.chmodSync(h.home, 0o000);
+    try {
+      for (const args of [["metrics", "status"], ["mcp", "add", "x", "--command", "ls"]]) {
+        const result = await sandboxedCli(NO_CAPABILITIES, h.home, args);
+        assert.equal(result.code, 1, args.join(" "));
+        assert.equal(
+          result.stderr,
+          `agent: Permission denied (os error 13): cannot read '${h.config}': this user may not ` +
+            `open the folder '${h.home}'. Fix: give this user access to it (chmod u+rwx ` +
+            `'${h.home}' if it is theirs; otherwise check its owner and mode: folders created ` +
+            "with sudo belong to root), then run the command again\n",
+        );
+      }
+    } finally {
+      Deno.chmodSync(h.home, 0o700);
+    }
+    assert.equal(await Deno.readTextFile(h.config), "# mine\n");
+  },
+});
