@@ -638,7 +638,13 @@ export function writeSetupFiles(
       const message = error instanceof RangeError
         ? `cannot update ${dotenv}: ${error.message}`
         : error.message;
-      throw new CliError(`${message}; nothing was changed`);
+      // "nothing was changed" goes before the fix of a write the folder refused, if any.
+      const fixAt = message.indexOf(". Fix: ");
+      throw new CliError(
+        fixAt < 0
+          ? `${message}; nothing was changed`
+          : `${message.slice(0, fixAt)}; nothing was changed${message.slice(fixAt)}`,
+      );
     }
   }
   try {
@@ -667,7 +673,10 @@ export function writeSetupFiles(
         renewed ? " but without --generate-secret/--secret (the new secret in .env is kept)" : ""
       }`;
     throw new CliError(
-      `${error.message.replace(/\.$/, "")}. ${dotenv} was already updated: ${held.join(", ")}; ` +
+      // The write's own fix, if any, is replaced by one saying what is left to do.
+      `${
+        error.message.replace(/\. Fix: .*$/s, "").replace(/\.$/, "")
+      }. ${dotenv} was already updated: ${held.join(", ")}; ` +
         `${config} is unchanged. Fix: make ${config} writable, then run \`agent gateway setup\` ` +
         again,
     );

@@ -57,14 +57,18 @@ export function writeFileAtomic(
   const mode = options.mode ?? PRIVATE_FILE_MODE;
   const target = linkTarget(path);
   const dir = dirname(target);
-  ensurePrivateDir(dir);
+  try {
+    ensurePrivateDir(dir);
+  } catch (error) {
+    throw cannotWrite(path, error, dir);
+  }
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const tmp = join(dir, `.${basename(target)}.${crypto.randomUUID()}.tmp`);
   let file;
   try {
     file = Deno.openSync(tmp, { write: true, createNew: true, mode });
   } catch (error) {
-    throw cannotWrite(path, error);
+    throw cannotWrite(path, error, dir);
   }
   try {
     let written = 0;
@@ -73,7 +77,7 @@ export function writeFileAtomic(
   } catch (error) {
     file.close();
     Deno.removeSync(tmp);
-    throw cannotWrite(path, error);
+    throw cannotWrite(path, error, dir);
   }
   file.close();
   try {
@@ -83,7 +87,7 @@ export function writeFileAtomic(
     try {
       Deno.removeSync(tmp);
     } catch { /* already gone */ }
-    throw cannotWrite(path, error);
+    throw cannotWrite(path, error, dir);
   }
   syncDir(dir);
 }
@@ -101,7 +105,7 @@ function linkTarget(path: string): string {
       link = Deno.readLinkSync(current);
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return current;
-      throw cannotWrite(path, error);
+      throw cannotWrite(path, error, closedFolderAbove(current));
     }
     current = resolve(dirname(current), link);
   }
@@ -112,23 +116,55 @@ function linkTarget(path: string): string {
 
 /**
  * The error of a failed atomic write, naming the file the user knows rather than its temporary
- * sibling: `cannot write <path>: Read-only file system (os error 30)`. It keeps the class (a
- * `Deno.errors` kind), `code` and `cause` of the original.
+ * sibling, and, when the folder it is written in refuses it, that folder and the fix:
+ * `cannot write <path>: Read-only file system (os error 30). Fix: …`. It keeps the class (a
+ * `Deno.errors` kind), `code` and `cause` of the original. `dir` is the folder written in.
  */
-function cannotWrite(path: string, error: unknown): unknown {
+function cannotWrite(path: string, error: unknown, dir: string): unknown {
   if (!(error instanceof Error)) return error;
   // Deno's messages end with the operation and its path (": open '/x/.y.tmp'"): drop them.
   const reason = error.message.replace(/: [a-z_]+ '[^']*'( -> '[^']*')?$/, "");
+  const code = (error as { code?: unknown }).code;
+  const fix = writeFix(error, code, dir);
+  const message = `cannot write ${path}: ${reason}${fix ? `. Fix: ${fix}` : ""}`;
   const Kind = error.constructor as new (message: string, options?: ErrorOptions) => Error;
   let wrapped: Error;
   try {
-    wrapped = new Kind(`cannot write ${path}: ${reason}`, { cause: error });
+    wrapped = new Kind(message, { cause: error });
   } catch {
-    wrapped = new Error(`cannot write ${path}: ${reason}`, { cause: error });
+    wrapped = new Error(message, { cause: error });
   }
-  const code = (error as { code?: unknown }).code;
   if (code !== undefined) Object.assign(wrapped, { code });
   return wrapped;
+}
+
+/**
+ * What to do when the folder `dir` (or, when it is missing, the folder it is created in) refuses
+ * a write: its access, or its read-only file system. Other failures (a full disk) say it all.
+ */
+function writeFix(error: Error, code: unknown, dir: string): string | undefined {
+  let folder = dir;
+  while (!exists(folder) && dirname(folder) !== folder) folder = dirname(folder);
+  if (error instanceof Deno.errors.PermissionDenied) {
+    const created = folder === dir ? "" : `, so that ${dir} can be created in it`;
+    return `make ${folder} a folder this user can write${created} (check its owner and mode; ` +
+      "folders created with sudo belong to root), then run the command again";
+  }
+  if (code === "EROFS") {
+    return `${folder} is on a read-only file system: remount it read-write, or set AGENT_HOME ` +
+      "to a folder on a writable one, then run the command again";
+  }
+  return undefined;
+}
+
+/** Whether `path` exists (a path this user may not look at counts as existing). */
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch (error) {
+    return !(error instanceof Deno.errors.NotFound);
+  }
 }
 
 /**
@@ -155,8 +191,13 @@ export function withEditLock<T>(file: string, work: () => T): T {
     removeLeftTemps(file);
     return work();
   }
-  ensurePrivateDir(dir);
-  const lock = Deno.openSync(dir, { read: true });
+  let lock;
+  try {
+    ensurePrivateDir(dir);
+    lock = Deno.openSync(dir, { read: true });
+  } catch (error) {
+    throw cannotWrite(file, error, dir);
+  }
   try {
     lock.lockSync(true);
     lockedFolders.add(dir);

@@ -204,3 +204,36 @@ Deno.test("writeSetupFiles: config.yaml failing after .env says what .env now ho
     },
   );
 });
+
+Deno.test("writeSetupFiles: config.yaml failing with its own fix after .env: one fix, setup's", async () => {
+  await using h = await tempHome();
+  const dotenv = dotenvPath(h.home);
+  const failing = () => {
+    throw new Deno.errors.PermissionDenied(
+      `cannot write ${h.config}: Permission denied (os error 13). Fix: make ${h.home} a folder ` +
+        "this user can write (…), then run the command again",
+    );
+  };
+  assert.throws(
+    () =>
+      writeSetupFiles(
+        {
+          config: h.config,
+          dotenv,
+          dotenvValues: { WEBHOOK_PORT: "9300" },
+          edit: () => {},
+          secret: "kept",
+        },
+        { dotenv: setDotenvValues, config: failing },
+      ),
+    (error: Error) => {
+      assert.equal(
+        error.message,
+        `cannot write ${h.config}: Permission denied (os error 13). ${dotenv} was already ` +
+          `updated: WEBHOOK_PORT=9300; ${h.config} is unchanged. Fix: make ${h.config} ` +
+          "writable, then run `agent gateway setup` again with the same options",
+      );
+      return true;
+    },
+  );
+});

@@ -112,7 +112,7 @@ const UNPRIVILEGED = await canSandbox(NO_CAPABILITIES);
 if (!UNPRIVILEGED) console.log("home_errors_test: skipping: bubblewrap cannot drop capabilities");
 
 Deno.test({
-  name: "a read-only <home>: the write names the real file, no stack trace",
+  name: "a read-only <home>: the write names the real file and the fix, no stack trace",
   ignore: !READ_ONLY,
   fn: async () => {
     await using h = await tempHome();
@@ -120,16 +120,13 @@ Deno.test({
     const run = (args: string[]) => sandboxedCli(["--ro-bind", h.home, h.home], h.home, args);
     const text = await run(["metrics", "enable"]);
     assert.equal(text.code, 1, text.stderr);
-    assert.equal(
-      text.stderr,
-      `agent: cannot write ${h.config}: Read-only file system (os error 30)\n`,
-    );
+    const message = `cannot write ${h.config}: Read-only file system (os error 30). Fix: ` +
+      `${h.home} is on a read-only file system: remount it read-write, or set AGENT_HOME to a ` +
+      "folder on a writable one, then run the command again";
+    assert.equal(text.stderr, `agent: ${message}\n`);
     const json = await run(["metrics", "enable", "--json"]);
     assert.equal(json.code, 1);
-    assert.equal(
-      JSON.parse(json.stdout).error.message,
-      `cannot write ${h.config}: Read-only file system (os error 30)`,
-    );
+    assert.equal(JSON.parse(json.stdout).error.message, message);
     assert.equal(await Deno.readTextFile(h.config), "# mine\n");
   },
 });
@@ -281,5 +278,74 @@ Deno.test({
       Deno.chmodSync(h.home, 0o700);
     }
     assert.equal(await Deno.readTextFile(h.config), "# mine\n");
+  },
+});
+
+/** The fix of a write the folder `folder` refused, as the CLI words it. */
+function writeFix(folder: string, created?: string): string {
+  return `Fix: make ${folder} a folder this user can write` +
+    (created ? `, so that ${created} can be created in it` : "") +
+    " (check its owner and mode; folders created with sudo belong to root), then run the " +
+    "command again";
+}
+
+Deno.test({
+  name: "a <home> this user may not write: each write names the file, the folder and the fix",
+  ignore: !UNPRIVILEGED,
+  fn: async () => {
+    await using h = await tempHome();
+    await Deno.writeTextFile(h.config, "# mine\n");
+    const subscriptions = join(h.home, "webhook_subscriptions.json");
+    const cases: [string[], string][] = [
+      [["mcp", "add", "wiki", "--command", "ls"], h.config],
+      [["metrics", "enable"], h.config],
+      [["webhook", "subscribe", "github"], subscriptions],
+    ];
+    Deno.chmodSync(h.home, 0o500);
+    try {
+      for (const [args, file] of cases) {
+        const result = await sandboxedCli(NO_CAPABILITIES, h.home, args);
+        assert.equal(result.code, 1, args.join(" "));
+        assert.equal(
+          result.stderr,
+          `agent: cannot write ${file}: Permission denied (os error 13). ${writeFix(h.home)}\n`,
+        );
+      }
+    } finally {
+      Deno.chmodSync(h.home, 0o700);
+    }
+    assert.equal(await Deno.readTextFile(h.config), "# mine\n");
+    assert.equal(existsSync(subscriptions), false);
+  },
+});
+
+Deno.test({
+  name: "a missing <home> in a folder this user may not write: that folder is named, not mkdir",
+  ignore: !UNPRIVILEGED,
+  fn: async () => {
+    await using h = await tempHome();
+    const home = join(h.home, "agent");
+    Deno.chmodSync(h.home, 0o500);
+    try {
+      const add = await sandboxedCli(NO_CAPABILITIES, home, ["mcp", "add", "x", "--command", "ls"]);
+      assert.equal(add.code, 1, add.stdout);
+      assert.equal(
+        add.stderr,
+        `agent: cannot write ${join(home, "config.yaml")}: Permission denied (os error 13). ` +
+          `${writeFix(h.home, home)}\n`,
+      );
+      const setup = await sandboxedCli(NO_CAPABILITIES, home, [
+        ...["gateway", "setup", "--enable", "--port", "8700"],
+      ]);
+      assert.equal(setup.code, 1, setup.stdout);
+      assert.equal(
+        setup.stderr,
+        `agent: cannot write ${join(home, ".env")}: Permission denied (os error 13); nothing ` +
+          `was changed. ${writeFix(h.home, home)}\n`,
+      );
+    } finally {
+      Deno.chmodSync(h.home, 0o700);
+    }
+    assert.equal(existsSync(home), false);
   },
 });
