@@ -26,6 +26,7 @@ import {
   CliError,
   type CliIo,
   configFileWarnings,
+  logUnwritable,
   printJson,
   type StopSignal,
   UsageError,
@@ -555,12 +556,7 @@ async function withLogging(
   try {
     await configureLogging(config.paths, { level, openOnFirstLine: true });
   } catch (error) {
-    throw new CliError(
-      `cannot write the log under ${config.paths.logs}: ${
-        error instanceof Error ? error.message : error
-      }. Fix: make ${config.paths.logs} a folder this user can write, with gateway.log in it a ` +
-        "file or absent (check their owner and mode; files created with sudo belong to root)",
-    );
+    throw logUnwritable(config, error);
   }
   try {
     await work();

@@ -21,7 +21,7 @@ import {
   type WebhookSettings,
 } from "../webhook/settings.ts";
 import { addGatewaySetupCommand } from "./gateway_setup.ts";
-import { CliError, type CliIo, warnAboutUnknownKeys } from "./io.ts";
+import { CliError, type CliIo, logUnwritable, warnAboutUnknownKeys } from "./io.ts";
 
 /** Adds `gateway run` and `gateway setup` to `program`. */
 export function addGatewayCommands(program: Command, io: CliIo): void {
@@ -48,10 +48,14 @@ export function addGatewayCommands(program: Command, io: CliIo): void {
     const { config, settings, level } = prepared;
     // Warnings and errors (no secret for a route, INSECURE_NO_AUTH, no model …) also on stderr:
     // someone starting the gateway at a terminal should not have to read the log to see them.
-    await configureLogging(config.paths, {
-      level,
-      console: (line) => io.err(line),
-    });
+    try {
+      await configureLogging(config.paths, {
+        level,
+        console: (line) => io.err(line),
+      });
+    } catch (error) {
+      throw logUnwritable(config, error);
+    }
     // From now on: a signal while the MCP servers connect stops the start (no stdio server is
     // left behind); one after the start, or once it is listening, stops it with the drain.
     using stop = stopSignals(io);

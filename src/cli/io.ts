@@ -115,6 +115,19 @@ export class UsageError extends CliError {
   }
 }
 
+/**
+ * The error of a log under `<home>/logs` that cannot be opened (`agent run`, `chat`, `gateway
+ * run`): the folder and the fix, with the operating system's reason.
+ */
+export function logUnwritable(config: ResolvedConfig, error: unknown): CliError {
+  const logs = config.paths.logs;
+  return new CliError(
+    `cannot write the log under ${logs}: ${error instanceof Error ? error.message : error}. ` +
+      `Fix: make ${logs} a folder this user can write, with gateway.log in it a file or absent ` +
+      "(check their owner and mode; files created with sudo belong to root)",
+  );
+}
+
 /** Writes one JSON document (pretty, newline-terminated) to stdout. */
 export function printJson(io: CliIo, value: unknown): void {
   io.out(JSON.stringify(value, null, 2) + "\n");

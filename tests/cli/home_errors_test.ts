@@ -69,6 +69,21 @@ Deno.test("agent run and chat with a log they cannot write: one line naming the 
   }
 });
 
+Deno.test("gateway run with a log it cannot write: one line naming the folder and the fix, as run", async () => {
+  await using h = await tempHome();
+  const logs = join(h.home, "logs");
+  Deno.mkdirSync(join(logs, "gateway.log"), { recursive: true });
+  const result = await cli(h.home, ["gateway", "run"]); // fails before it listens
+  assert.equal(result.code, 1, result.stdout);
+  assert.equal(
+    result.stderr,
+    `agent: cannot write the log under ${logs}: Is a directory (os error 21): open ` +
+      `'${join(logs, "gateway.log")}'. Fix: make ${logs} a folder this user can write, with ` +
+      "gateway.log in it a file or absent (check their owner and mode; files created with sudo " +
+      "belong to root)\n",
+  );
+});
+
 /** Whether bubblewrap can run a process with `sandbox` here (it needs user namespaces). */
 async function canSandbox(sandbox: string[]): Promise<boolean> {
   try {
