@@ -1104,9 +1104,7 @@ async function installFromLink(io: CliIo, link: string, options: InstallOptions)
   const file = config.paths.config;
   const servers = config.source.get("mcp_servers");
   if (servers !== undefined && servers !== null && !isPlainObject(servers)) {
-    throw new UsageError(
-      `mcp_servers in ${file} is not a mapping of server names; fix it before installing`,
-    );
+    throw new UsageError(notAMapping(config, servers));
   }
   const exists = (name: string) => isPlainObject(servers) && Object.hasOwn(servers, name);
   const unset = request.variables.filter((name) => !config.secrets.get(name));

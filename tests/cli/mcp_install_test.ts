@@ -275,7 +275,12 @@ Deno.test("mcp_servers that is not a mapping is not replaced (2)", async () => {
   await using h = await home(text);
   const result = await h.run(["mcp", "install", "--yes", installLink("x", HTTP_ENTRY)]);
   expectCode(result, 2);
-  assert.match(result.stderr, /mcp_servers in .*config\.yaml is not a mapping of server names/);
+  assert.equal(
+    result.stderr,
+    `agent: ${h.config}:1: mcp_servers must be a mapping of server names to entries, ` +
+      "got a list; replace it with `mcp_servers:` followed by indented `<name>:` entries (or " +
+      "delete the line), then run the command again; nothing was written\n",
+  );
   assert.equal(h.text(), text);
 });
 
