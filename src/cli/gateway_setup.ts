@@ -622,11 +622,11 @@ export function writeSetupFiles(
   const wizard = writes.asked === "wizard";
   const writingDotenv = Object.keys(dotenvValues).length > 0;
   for (const file of writingDotenv ? [dotenv, config] : [config]) {
-    const problem = unwritable(file);
-    if (problem !== undefined) {
+    const refused = unwritable(file);
+    if (refused !== undefined) {
       throw new CliError(
-        `cannot write ${file}: ${problem}; nothing was changed. Fix: make ${file} (and the ` +
-          "folder it is in) writable, then run setup again",
+        `cannot write ${file}: ${refused.problem}; nothing was changed. Fix: ${refused.fix}, ` +
+          "then run setup again",
       );
     }
   }
@@ -691,21 +691,38 @@ function writeSetupConfig(file: string, edit: (document: Document) => void): voi
   editConfigFile(file, edit, { whenMissing: STARTER_CONFIG });
 }
 
-/** Why an atomic write of `file` (temp file beside its target, then rename) would fail, if so. */
-function unwritable(file: string): string | undefined {
+/**
+ * Why an atomic write of `file` (temp file beside its target, then rename) would fail, if so,
+ * and what to do: the folder that refuses it is named, as other commands' writes name it.
+ */
+function unwritable(file: string): { problem: string; fix: string } | undefined {
   let target = file;
   try {
     target = Deno.realPathSync(file);
-    if (Deno.statSync(target).isDirectory) return "it is a folder";
+    if (Deno.statSync(target).isDirectory) {
+      return { problem: "it is a folder", fix: `move or delete the folder ${target}` };
+    }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) return reasonOf(error);
+    if (!(error instanceof Deno.errors.NotFound)) {
+      return {
+        problem: reasonOf(error),
+        fix: `make ${file} (and the folder it is in) writable`,
+      };
+    }
   }
-  const probe = join(dirname(target), `.${basename(target)}.${crypto.randomUUID()}.probe`);
+  const folder = dirname(target);
+  const probe = join(folder, `.${basename(target)}.${crypto.randomUUID()}.probe`);
   try {
     Deno.openSync(probe, { write: true, createNew: true, mode: 0o600 }).close();
   } catch (error) {
     // A missing folder is created by the write itself.
-    return error instanceof Deno.errors.NotFound ? undefined : reasonOf(error);
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    const fix = (error as { code?: unknown }).code === "EROFS"
+      ? `${folder} is on a read-only file system: remount it read-write, or set AGENT_HOME to ` +
+        "a folder on a writable one"
+      : `make ${folder} a folder this user can write (check its owner and mode; folders ` +
+        "created with sudo belong to root)";
+    return { problem: reasonOf(error), fix };
   }
   Deno.removeSync(probe);
   return undefined;

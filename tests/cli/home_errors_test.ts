@@ -364,3 +364,38 @@ Deno.test({
     assert.equal(existsSync(home), false);
   },
 });
+
+Deno.test({
+  name: "gateway setup on a <home> it may not write: the folder and the fix, nothing changed",
+  ignore: !UNPRIVILEGED || !READ_ONLY,
+  fn: async () => {
+    await using h = await tempHome();
+    await Deno.writeTextFile(h.config, "# mine\n");
+    const dotenv = join(h.home, ".env");
+    const args = ["gateway", "setup", "--enable", "--port", "8700"];
+    const before = `agent: cannot write ${dotenv}: `;
+    Deno.chmodSync(h.home, 0o500);
+    try {
+      const denied = await sandboxedCli(NO_CAPABILITIES, h.home, args);
+      assert.equal(denied.code, 1, denied.stdout);
+      assert.equal(
+        denied.stderr,
+        `${before}Permission denied (os error 13); nothing was changed. Fix: make ${h.home} a ` +
+          "folder this user can write (check its owner and mode; folders created with sudo " +
+          "belong to root), then run setup again\n",
+      );
+    } finally {
+      Deno.chmodSync(h.home, 0o700);
+    }
+    const readOnly = await sandboxedCli(["--ro-bind", h.home, h.home], h.home, args);
+    assert.equal(readOnly.code, 1, readOnly.stdout);
+    assert.equal(
+      readOnly.stderr,
+      `${before}Read-only file system (os error 30); nothing was changed. Fix: ${h.home} is on ` +
+        "a read-only file system: remount it read-write, or set AGENT_HOME to a folder on a " +
+        "writable one, then run setup again\n",
+    );
+    assert.equal(await Deno.readTextFile(h.config), "# mine\n");
+    assert.equal(existsSync(dotenv), false);
+  },
+});
