@@ -246,7 +246,9 @@ function choicesFromFlags(flags: SetupFlags, current: CurrentSetup): SetupChoice
     flags.generateSecret,
   ];
   if (given.every((flag) => flag === undefined)) return undefined;
-  if (flags.enable && flags.disable) throw new UsageError("--enable and --disable contradict");
+  if (flags.enable && flags.disable) {
+    throw new UsageError("--enable and --disable contradict: choose one");
+  }
   if (flags.host !== undefined && flags.allInterfaces) {
     throw new UsageError("--host and --all-interfaces contradict: choose one");
   }

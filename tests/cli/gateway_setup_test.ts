@@ -178,7 +178,7 @@ Deno.test("setup refuses contradicting flags and bad values with exit 2, and wri
   await using h = await tempHome();
   Deno.writeTextFileSync(h.config, COMMENTED);
   const cases: [string[], RegExp][] = [
-    [["--enable", "--disable"], /--enable and --disable contradict/],
+    [["--enable", "--disable"], /--enable and --disable contradict: choose one\n/],
     [["--host", "::1", "--all-interfaces"], /--host and --all-interfaces contradict/],
     [["--secret", "a-long-enough-secret", "--generate-secret"], /--secret and --generate-secret/],
     [["--port", "0"], /--port: '0' is not a port: use a whole number from 1 to 65535/],
