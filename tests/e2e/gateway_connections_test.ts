@@ -49,19 +49,7 @@ Deno.test("gateway: out of file descriptors from idle connections, it keeps runn
           `${port}, stop the listener .*Fix: raise the hard limit .*platforms\\.webhook\\.extra\\.host`,
       ),
     );
-    // More connections than the gateway has descriptors: once accept() fails, the kernel refuses
-    // the rest (the failed listener is closed).
-    for (let i = 0; i < FILE_LIMIT * 2; i++) {
-      try {
-        connections.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-      } catch {
-        break;
-      }
-    }
-    await waitUntil(
-      () => gateway.log().includes("the listener stopped accepting connections"),
-      "the listener failure in gateway.log",
-    );
+    await exhaustDescriptors(port, gateway.log, connections);
     assert.match(gateway.log(), /out of file descriptors .*Too many open files.*raise `ulimit -n`/);
 
     for (const connection of connections.splice(0)) connection.close();
@@ -86,17 +74,7 @@ Deno.test("gateway: out of file descriptors, it closes the idle connections and 
   await using gateway = await startGateway(h.home, env, { fileLimit: FILE_LIMIT });
   const connections: Deno.TcpConn[] = [];
   try {
-    for (let i = 0; i < FILE_LIMIT * 2; i++) {
-      try {
-        connections.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-      } catch {
-        break;
-      }
-    }
-    await waitUntil(
-      () => gateway.log().includes("the listener stopped accepting connections"),
-      "the listener failure in gateway.log",
-    );
+    await exhaustDescriptors(port, gateway.log, connections);
     // None is closed here: the failed server's shutdown ends those without a request under way.
     await waitUntil(async () => await health(port) === 200, "/health answering again");
     const buffer = new Uint8Array(16);
@@ -222,3 +200,26 @@ Deno.test("gateway: a Host header that is not host[:port] is answered 400; HTTP/
   assert.equal(h2.status, 200);
   assert.deepEqual(await h2.json(), { status: "ok", platform: "webhook" });
 });
+
+/**
+ * Opens more idle connections to `port` than the gateway has descriptors (once accept() fails,
+ * the kernel refuses the rest: the failed listener is closed), and waits for the failure in
+ * gateway.log. The connections go into `connections`, for the caller to close.
+ */
+async function exhaustDescriptors(
+  port: number,
+  log: () => string,
+  connections: Deno.TcpConn[],
+): Promise<void> {
+  for (let i = 0; i < FILE_LIMIT * 2; i++) {
+    try {
+      connections.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+    } catch {
+      break;
+    }
+  }
+  await waitUntil(
+    () => log().includes("the listener stopped accepting connections"),
+    "the listener failure in gateway.log",
+  );
+}
