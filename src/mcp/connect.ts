@@ -748,14 +748,14 @@ function classifyConnectError(
     config.transport === "stdio" &&
     (code === "ENOENT" || /ENOENT|not found|No such file/i.test(text))
   ) {
+    const whole = commandLineFix(config);
+    const why = whole === undefined
+      ? relativeCommandMissing(config) ?? "not found (check command and PATH)"
+      : `not found${whole}`;
     return new McpServerError(
       name,
       "spawn",
-      `cannot start command '${config.command}': ${
-        commandLineFix(config) === undefined
-          ? relativeCommandMissing(config) ?? "not found (check command and PATH)"
-          : `not found${commandLineFix(config)}`
-      }`,
+      `cannot start command '${config.command}': ${why}`,
       { cause: error },
     );
   }
