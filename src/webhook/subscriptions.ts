@@ -21,12 +21,19 @@ import { isValidRouteName, type Route, routeFromRaw, type SubscriptionRecord } f
 /** The subscription file cannot be used as it is. */
 export class SubscriptionFileError extends Error {
   readonly file: string;
-  constructor(file: string, problem: string, fix = "correct or remove the file") {
+  constructor(file: string, problem: string, fix = CORRECT_BY_HAND) {
     super(`${file}: ${problem}. Fix: ${fix} (it is never overwritten while broken)`);
     this.name = "SubscriptionFileError";
     this.file = file;
   }
 }
+
+/**
+ * The fix of a file that is not JSON, or not an object. Not "remove the file": it holds every
+ * subscription and its secret, which the senders are set up with.
+ */
+const CORRECT_BY_HAND = "correct the file by hand there; do not delete it, it holds every " +
+  "subscription and its secret";
 
 /**
  * The records of the file by name. A record is whatever the file holds under its name: one that

@@ -206,7 +206,8 @@ Deno.test("RouteTable: the home option overrides the subscriptions file's folder
   });
 });
 
-const FIX = " Fix: correct or remove the file (it is never overwritten while broken)";
+const FIX = " Fix: correct the file by hand there; do not delete it, it holds every subscription " +
+  "and its secret (it is never overwritten while broken)";
 
 Deno.test("RouteTable: a corrupt file is reported by line and column, none of its secrets quoted", async () => {
   await withHome((_home, file) => {
