@@ -241,6 +241,7 @@ export class Gateway {
     };
     const pool = new WorkerPool({
       inbox,
+      concurrency: settings.concurrentRuns,
       maxDeliveryAttempts: settings.deliveryAttempts,
       retryBaseMs: settings.deliveryRetrySeconds * 1000,
       run: (event, signal) =>

@@ -9,6 +9,7 @@
  */
 import { isEmptyAnswer, RunCancelled, type RunResult } from "../agent/run.ts";
 import { waitSeconds } from "../home/seconds.ts";
+import { WEBHOOK_DEFAULTS } from "../webhook/settings.ts";
 import {
   EMPTY_ANSWER,
   type Inbox,
@@ -19,8 +20,6 @@ import {
 
 /** The longest wait before a delivery retry, whatever a platform's Retry-After says. */
 const MAX_RETRY_WAIT_MS = 60 * 60_000;
-/** Events processed at once. */
-const CONCURRENCY = 2;
 /**
  * How often an idle pool looks at the inbox anyway: `agent webhook redeliver` requeues events
  * from another process, which cannot wake this one.
@@ -73,6 +72,8 @@ export interface WorkerPoolOptions {
   inbox: Inbox;
   run: EventRunner;
   deliver: EventDeliverer;
+  /** Events processed (run, then delivered) at once. Default 2. */
+  concurrency?: number;
   /** Delivery tries before giving up. Default 5. */
   maxDeliveryAttempts?: number;
   /**
@@ -113,6 +114,7 @@ export class WorkerPool {
     // `?? default` rather than a spread: an option given as `undefined` gets its default too.
     this.#o = {
       ...options,
+      concurrency: options.concurrency ?? WEBHOOK_DEFAULTS.concurrentRuns,
       maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
       retryBaseMs: options.retryBaseMs ?? 5_000,
       idlePollMs: options.idlePollMs ?? IDLE_POLL_MS,
@@ -153,8 +155,8 @@ export class WorkerPool {
   /** Looks for due events now (call after an enqueue). */
   wake(): void {
     // All busy: the worker that finishes first wakes the pool again.
-    if (this.#stopped || this.#active >= CONCURRENCY) return;
-    while (this.#active < CONCURRENCY) {
+    if (this.#stopped || this.#active >= this.#o.concurrency) return;
+    while (this.#active < this.#o.concurrency) {
       const event = this.#o.inbox.take(this.#o.now());
       if (!event) break;
       this.#active++;

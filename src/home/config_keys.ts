@@ -48,6 +48,7 @@ const KNOWN_KEYS: KeyTree = {
         script_timeout_seconds: true,
         script_sandbox: true,
         idempotency_ttl_seconds: true,
+        concurrent_runs: true,
         delivery_attempts: true,
         delivery_retry_seconds: true,
         routes: "free",

@@ -42,6 +42,8 @@ export interface WebhookSettings {
   bodyTimeoutSeconds: number;
   scriptTimeoutSeconds: number;
   idempotencyTtlSeconds: number;
+  /** Events the gateway runs the agent for (and delivers) at once; the others wait queued. */
+  concurrentRuns: number;
   /** Tries at delivering an agent run's answer before giving up. */
   deliveryAttempts: number;
   /** Wait before the first delivery retry (doubling each time), in seconds. */
@@ -63,6 +65,7 @@ export const WEBHOOK_DEFAULTS = {
   bodyTimeoutSeconds: 30,
   scriptTimeoutSeconds: 30,
   idempotencyTtlSeconds: 86_400,
+  concurrentRuns: 2,
   deliveryAttempts: 5,
   deliveryRetrySeconds: 5,
 } as const;
@@ -188,6 +191,8 @@ export function readWebhookSettings(config: WebhookConfig): WebhookSettings {
     idempotencyTtlSeconds:
       integerAt(source, `${EXTRA}.idempotency_ttl_seconds`, 1, MAX_TTL_SECONDS, 86_400) ??
         WEBHOOK_DEFAULTS.idempotencyTtlSeconds,
+    concurrentRuns: integerAt(source, `${EXTRA}.concurrent_runs`, 1, MAX_CONCURRENT_RUNS, 2) ??
+      WEBHOOK_DEFAULTS.concurrentRuns,
     deliveryAttempts: integerAt(source, `${EXTRA}.delivery_attempts`, 1, COUNT, 5) ??
       WEBHOOK_DEFAULTS.deliveryAttempts,
     deliveryRetrySeconds:
@@ -516,6 +521,11 @@ function portAt(source: ConfigSource, key: string): number | undefined {
 
 /** No upper limit on a count (requests, bytes, attempts). */
 const COUNT = Infinity;
+/**
+ * The most runs at once: each holds a model request and its tool calls; past this many, a model
+ * server or an MCP server is the limit, not the gateway.
+ */
+const MAX_CONCURRENT_RUNS = 64;
 
 /** The longest a delivery id is remembered: a year. */
 const MAX_TTL_SECONDS = 365 * 86_400;

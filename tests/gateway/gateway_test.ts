@@ -32,6 +32,7 @@ import {
 } from "../cli/_mcp_helpers.ts";
 import { postGithub } from "../e2e/_gateway.ts";
 import { startFakePlatform } from "../fixtures/fake_platforms.ts";
+import { startHangingModel } from "../agent/_run_helpers.ts";
 
 /** A gateway section on 127.0.0.1 and a free port, appended to `yaml`. */
 function gatewayYaml(yaml = ""): string {
@@ -514,6 +515,37 @@ Deno.test("a gateway without a model warns once when a route runs the agent: a s
   );
   assert.equal(later.length, 1, later.join(""));
   assert.match(later[0], warning);
+});
+
+Deno.test("concurrent_runs sets how many agent runs the gateway has under way at once", async () => {
+  await using h = await tempHome();
+  await using model = startHangingModel();
+  Deno.writeTextFileSync(
+    h.config,
+    gatewayYaml(configText(modelLines(model.baseUrl, "m"))) + "      concurrent_runs: 3\n" +
+      AGENT_ROUTE,
+  );
+  await consoleOfGateway(h.home, async (gateway) => {
+    for (let i = 0; i < 5; i++) {
+      const answer = await postGithub(
+        { url: (path) => `${gateway.addresses[0]}${path}` },
+        { name: "ci", secret: "s" },
+        "push",
+        `d-${i}`,
+        {},
+      );
+      assert.equal(answer.status, 202);
+    }
+    const started = Date.now();
+    while (model.requests.length < 3 && Date.now() - started < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // Time for a fourth run to start, were the limit not kept.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(model.requests.length, 3, "three runs at once, two events queued");
+    // The runs end (499) before the stop, so that it need not wait for them.
+    await model.close();
+  });
 });
 
 Deno.test("a delivery that fails for a token not set names this home's .env file, not <home>/.env", async () => {

@@ -51,6 +51,7 @@ async function setup(options: {
   /** Runs the agent instead of answering from `answers`. */
   run?: EventRunner;
   deliver?: EventDeliverer;
+  concurrency?: number;
   maxDeliveryAttempts?: number;
   idlePollMs?: number;
   retryBaseMs?: number;
@@ -81,6 +82,7 @@ async function setup(options: {
       return outcome;
     },
     retryBaseMs: options.retryBaseMs ?? 1,
+    concurrency: options.concurrency,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     idlePollMs: options.idlePollMs,
     log: (level, message, properties) => {
@@ -246,6 +248,40 @@ Deno.test("options given as undefined get their defaults: a failing delivery giv
   t.pool.wake();
   await t.until(() => t.inbox.counts().failed === 1);
   assert.equal(t.deliveries.length, 5);
+});
+
+Deno.test("the pool runs at most `concurrency` events at once (2 by default); the others wait queued", async () => {
+  for (const concurrency of [undefined, 1, 3]) {
+    const limit = concurrency ?? 2;
+    // Every run waits until it is let go, so the runs under way pile up to the limit.
+    const release: (() => void)[] = [];
+    let running = 0;
+    let most = 0;
+    await using t = await setup({
+      concurrency,
+      run: async (e) => {
+        most = Math.max(most, ++running);
+        await new Promise<void>((resolve) => release.push(resolve));
+        running--;
+        return result(`answer ${e.deliveryId}`);
+      },
+    });
+    for (let i = 0; i < 5; i++) t.inbox.enqueue(event(`d${i}`), Date.now());
+    t.pool.start();
+    await t.until(() => t.runs.length === limit);
+    // Give the pool every chance to start one more than it may.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(t.runs.length, limit, `concurrency ${concurrency}`);
+    assert.equal(t.pool.active, limit);
+    assert.equal(t.inbox.counts().queued, 5 - limit);
+    // As runs end, the queued events take their places, never more at once than the limit.
+    while (t.inbox.counts().done < 5) {
+      release.shift()?.();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(most, limit, `concurrency ${concurrency}`);
+    assert.equal(t.deliveries.length, 5);
+  }
 });
 
 Deno.test("a non-retryable delivery failure gives up at once", async () => {
