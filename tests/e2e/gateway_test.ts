@@ -327,13 +327,27 @@ Deno.test("gateway: a weak global or static-route secret is served but warned ab
     join(h.home, "config.yaml"),
     "platforms:\n  webhook:\n    enabled: true\n    extra:\n      routes:\n" +
       "        short:\n          secret: tiny\n          deliver: log\n" +
-      "        fine:\n          secret: a-route-secret-long-enough\n          deliver: log\n",
+      "        fine:\n          secret: a-route-secret-long-enough\n          deliver: log\n" +
+      "        global:\n          deliver: log\n",
   );
   const gateway = await startGateway(h.home, {
     WEBHOOK_PORT: String(freePort()),
     WEBHOOK_SECRET: "abc",
   });
   try {
+    // Served: an event signed with the weak secret of the route (or the global one) is accepted.
+    for (const [route, secret] of [["short", "tiny"], ["global", "abc"]]) {
+      const body = JSON.stringify({ action: route });
+      const response = await fetch(gateway.url(`/webhooks/${route}`), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-hub-signature-256": githubSignature(secret, body),
+        },
+        body,
+      });
+      assert.equal(response.status, 202, `${route}: ${await response.text()}`);
+    }
     await waitUntil(() => gateway.stderr().includes("static route short"), "the route warning");
     assert.match(
       gateway.stderr(),
