@@ -253,7 +253,7 @@ Deno.test("the inbox folder is 0700 and its files 0600", async () => {
 });
 
 Deno.test("prune removes expired claims and old finished events only", async () => {
-  await withInbox(async (inbox) => {
+  await withInbox(async (inbox, path) => {
     inbox.claim("r", "old", 0, 10);
     inbox.claim("r", "live", 0, 1000);
     const done = inbox.enqueue(event("x"), 0);
@@ -261,6 +261,15 @@ Deno.test("prune removes expired claims and old finished events only", async () 
     inbox.finishRun(done, { answer: "", endReason: "completed", deliver: false }, 0);
     const queued = inbox.enqueue(event("y"), 0);
     await inbox.prune(500, 100);
+    // An expired claim is taken over by claim() whether or not it is still stored: look.
+    inbox.commit();
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const rows = db.prepare("SELECT delivery_id FROM claims ORDER BY delivery_id").all();
+      assert.deepEqual(rows.map((row) => row.delivery_id), ["live"]);
+    } finally {
+      db.close();
+    }
     assert.equal(inbox.claim("r", "old", 500, 10), true);
     assert.equal(inbox.claim("r", "live", 500, 10), false);
     assert.equal(inbox.get(done), undefined);
