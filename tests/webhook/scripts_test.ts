@@ -298,11 +298,13 @@ Deno.test("parseScriptOutput: a JSON object that repeats a key or nests too deep
 
 Deno.test("runRouteScript: a script outside the folder is blocked, not run", async () => {
   await using h = await makeHome();
-  await Deno.writeTextFile(join(h.home, "evil.sh"), "touch pwned\n");
+  // An absolute path: a script runs in the scripts folder, where a bare `pwned` would land.
+  const pwned = join(h.home, "pwned");
+  await Deno.writeTextFile(join(h.home, "evil.sh"), `touch '${pwned}'\n`);
   const outcome = await runRouteScript(request(h.scriptsDir, "../evil.sh"));
   assert.equal(outcome.kind, "blocked");
   assert.match((outcome as { detail: string }).detail, /points outside/);
-  assert.equal(isFile(join(h.home, "pwned")), false);
+  assert.equal(isFile(pwned), false, "the script did not run");
   assert.equal((await runRouteScript(request(h.scriptsDir, "missing.sh"))).kind, "blocked");
 });
 
