@@ -1000,6 +1000,16 @@ Deno.test("script: ignore → 200 ignored (script); a new payload is rendered an
   assert.equal(event.prompt, "Issue from script");
 });
 
+Deno.test("script: an event its script ignored is answered for good: sent again, a duplicate (not 409)", async () => {
+  await using h = await harness({ routes: { r: route({ script: "x.sh" }) } });
+  const send = () => h.signed("r", { issue: { title: "t" } }, { "x-github-delivery": "s-1" });
+  assert.deepEqual(await (await send()).json(), { status: "ignored", reason: "script" });
+  const again = await send();
+  assert.equal(again.status, 200);
+  assert.deepEqual(await again.json(), { status: "duplicate", delivery_id: "s-1" });
+  assert.deepEqual(h.scripts, ["r"], "the script ran once");
+});
+
 Deno.test("script: a failing script is logged as a warning with its detail; printing nothing is info", async () => {
   await using failing = await harness({
     routes: { r: route({ script: "x.py" }) },
