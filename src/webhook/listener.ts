@@ -620,13 +620,11 @@ function claimDelivery(deps: ListenerDeps): Step {
       // said only once the claim is committed.
       return await deps.inbox.durable().then(() => duplicate(c, id), () => notStored(c));
     }
-    try {
-      await next();
-    } catch (error) {
-      // Nothing was accepted: the sender's retry must not look like a duplicate.
-      deps.inbox.release(name, id);
-      throw error;
-    }
+    await next();
+    // A later step that threw was answered 500 by onError: Hono records the error as `c.error`
+    // rather than throwing it out of next(). Nothing was accepted: the sender's retry must not
+    // find the claim held (409) or taken (duplicate).
+    if (c.error) deps.inbox.release(name, id);
   };
 }
 

@@ -1308,6 +1308,26 @@ Deno.test("the same delivery id while its first request is still served → 409 
   assert.equal(h.delivered.length, 1);
 });
 
+Deno.test("an unexpected error while an event is served → 500, logged; the claim is let go for the retry", async () => {
+  const broken = Promise.reject(new Error("boom"));
+  broken.catch(() => {}); // rejected for every delivery, when it is awaited
+  await using h = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
+    deliveryGate: broken,
+  });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const response = await h.signed("r", { issue: { title: "T" } }, { "x-github-delivery": "u-1" });
+    const text = await response.text();
+    assert.equal(response.status, 500, `attempt ${attempt}: neither 409 nor a duplicate: ${text}`);
+  }
+  assert.equal(h.delivered.length, 2);
+  assert.equal(
+    h.logs.filter((line) => /^error: webhook request failed.*boom/.test(line)).length,
+    2,
+  );
+  assert.equal(h.inbox.isHeld("r", "u-1"), false);
+});
+
 Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
   await using ok = await harness({
     routes: { r: route({ deliver: "telegram", deliver_only: true }) },
