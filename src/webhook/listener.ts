@@ -623,8 +623,9 @@ function claimDelivery(deps: ListenerDeps): Step {
     await next();
     // A later step that threw was answered 500 by onError: Hono records the error as `c.error`
     // rather than throwing it out of next(). Nothing was accepted: the sender's retry must not
-    // find the claim held (409) or taken (duplicate).
-    if (c.error) deps.inbox.release(name, id);
+    // find the claim held (409) or taken (duplicate). (A direct delivery that threw has let it go
+    // already, keeping the parts that went out.)
+    if (c.error && deps.inbox.isHeld(name, id)) deps.inbox.release(name, id);
   };
 }
 
@@ -840,15 +841,18 @@ async function deliverNow(
   const messageKey = createHash("sha256")
     .update(JSON.stringify([route.deliver, extra, message])).digest("hex");
   const skipParts = deps.inbox.partsDelivered(route.name, id, messageKey);
-  const result = await deps.deliverDirect(
-    route,
-    message,
-    extra,
-    payload,
-    event,
-    skipParts,
-    (partsSent) => deps.inbox.recordDirectParts(route.name, id, { messageKey, partsSent }),
-  );
+  let sent = skipParts;
+  let result: DirectDelivery;
+  try {
+    result = await deps.deliverDirect(route, message, extra, payload, event, skipParts, (parts) => {
+      sent = parts;
+      deps.inbox.recordDirectParts(route.name, id, { messageKey, partsSent: parts });
+    });
+  } catch (error) {
+    // Answered 500 by onError: the sender's retry resumes after the parts that went out.
+    deps.inbox.release(route.name, id, { messageKey, partsSent: sent, atMs: deps.now() });
+    throw error;
+  }
   if (result.ok) {
     deps.inbox.settle(route.name, id);
     deps.log("info", "route {route}: direct delivery {delivery_id} went to {where}", {

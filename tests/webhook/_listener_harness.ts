@@ -27,6 +27,8 @@ export interface Harness extends AsyncDisposable {
   inboxPath: string;
   subscriptions: string;
   delivered: { message: string; extra: Record<string, unknown> }[];
+  /** The parts each direct delivery was told to skip (sent by an earlier try). */
+  skipped: number[];
   scripts: string[];
   accepted: number;
   logs: string[];
@@ -48,9 +50,13 @@ export async function harness(
   options: {
     routes?: Record<string, unknown>;
     script?: ScriptVerdict;
+    /** The script runner throws this instead of answering. */
+    scriptError?: Error;
     delivery?: DirectDelivery;
     /** Direct deliveries wait for this before they answer. */
     deliveryGate?: Promise<void>;
+    /** Direct deliveries say that this many parts went out before they wait for the gate. */
+    partsSentBeforeGate?: number;
     maxBodyBytes?: number;
     bodyTimeoutSeconds?: number;
     rate?: number;
@@ -77,6 +83,7 @@ export async function harness(
     inbox,
     subscriptions,
     delivered: [] as Harness["delivered"],
+    skipped: [] as number[],
     scripts: [] as string[],
     accepted: 0,
     logs,
@@ -96,10 +103,13 @@ export async function harness(
     now: options.now ?? (() => NOW),
     runScript: (route) => {
       h.scripts.push(route.name);
+      if (options.scriptError) return Promise.reject(options.scriptError);
       return Promise.resolve(options.script ?? { kind: "ignored", reason: "empty" });
     },
-    deliverDirect: async (_route, message, extra) => {
+    deliverDirect: async (_route, message, extra, _payload, _event, skipParts, onPartSent) => {
       h.delivered.push({ message, extra });
+      h.skipped.push(skipParts);
+      if (options.partsSentBeforeGate) onPartSent(options.partsSentBeforeGate);
       await options.deliveryGate;
       return options.delivery ?? { ok: true };
     },

@@ -1309,23 +1309,37 @@ Deno.test("the same delivery id while its first request is still served → 409 
 });
 
 Deno.test("an unexpected error while an event is served → 500, logged; the claim is let go for the retry", async () => {
-  const broken = Promise.reject(new Error("boom"));
-  broken.catch(() => {}); // rejected for every delivery, when it is awaited
   await using h = await harness({
-    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
-    deliveryGate: broken,
+    routes: { r: route({ script: "x.sh" }) },
+    scriptError: new Error("boom"),
   });
   for (let attempt = 0; attempt < 2; attempt++) {
     const response = await h.signed("r", { issue: { title: "T" } }, { "x-github-delivery": "u-1" });
     const text = await response.text();
     assert.equal(response.status, 500, `attempt ${attempt}: neither 409 nor a duplicate: ${text}`);
   }
-  assert.equal(h.delivered.length, 2);
+  assert.deepEqual(h.scripts, ["r", "r"]);
   assert.equal(
     h.logs.filter((line) => /^error: webhook request failed.*boom/.test(line)).length,
     2,
   );
   assert.equal(h.inbox.isHeld("r", "u-1"), false);
+});
+
+Deno.test("a direct delivery that throws after some parts went out → 500; the retry resumes after them", async () => {
+  const broken = Promise.reject(new Error("boom"));
+  broken.catch(() => {}); // rejected for every delivery, when it is awaited
+  await using h = await harness({
+    routes: { r: route({ deliver: "telegram", deliver_only: true }) },
+    deliveryGate: broken,
+    partsSentBeforeGate: 2,
+  });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const response = await h.signed("r", { issue: { title: "T" } }, { "x-github-delivery": "u-2" });
+    const text = await response.text();
+    assert.equal(response.status, 500, `attempt ${attempt}: neither 409 nor a duplicate: ${text}`);
+  }
+  assert.deepEqual(h.skipped, [0, 2], "the 2 parts sent before the error are not sent again");
 });
 
 Deno.test("direct delivery: ok → 200 delivered; failure → 502 and the claim is released", async () => {
