@@ -55,6 +55,7 @@ async function setup(options: {
   maxDeliveryAttempts?: number;
   idlePollMs?: number;
   retryBaseMs?: number;
+  now?: () => number;
 }) {
   const dir = await Deno.makeTempDir();
   const inbox = Inbox.open(join(dir, "inbox.sqlite3"));
@@ -85,6 +86,7 @@ async function setup(options: {
     concurrency: options.concurrency,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     idlePollMs: options.idlePollMs,
+    now: options.now,
     log: (level, message, properties) => {
       logs.push({ level, message, properties });
       setTimeout(notify, 0);
@@ -358,6 +360,48 @@ Deno.test("a platform's Retry-After holds the retry back longer than the backoff
   const retry = t.logs.find((entry) => entry.level === "warning")!;
   assert.ok(Number(retry.properties?.wait_seconds) >= 119, String(retry.properties?.wait_seconds));
   assert.equal(t.deliveries.length, 1);
+});
+
+Deno.test("delivery retries wait delivery_retry_seconds doubling each time, and never over an hour", async () => {
+  let clock = 1_800_000_000_000;
+  // The platform asks for 10 h from the fourth attempt on.
+  let attempts = 0;
+  await using t = await setup({
+    now: () => clock,
+    retryBaseMs: 1_000,
+    maxDeliveryAttempts: 6,
+    deliver: () =>
+      Promise.resolve({
+        ok: false,
+        retryable: true,
+        error: "HTTP 503",
+        ...(++attempts >= 4 ? { retryAfterMs: 10 * 3_600_000 } : {}),
+      }),
+  });
+  const id = t.inbox.enqueue(event("d1"), clock);
+  t.pool.start();
+  const waits: number[] = [];
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    await t.until(() =>
+      t.deliveries.length === attempt && t.inbox.get(id)!.deliveryAttempts === attempt
+    );
+    const due = t.inbox.get(id)!.nextAttemptAt;
+    waits.push(due - clock);
+    // Not taken again before it is due.
+    clock = due - 1;
+    t.pool.wake();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(t.deliveries.length, attempt, `attempt ${attempt + 1} waits for its time`);
+    clock = due;
+    t.pool.wake();
+  }
+  assert.deepEqual(waits, [1_000, 2_000, 4_000, 3_600_000, 3_600_000]);
+  await t.until(() => t.inbox.get(id)!.state === "failed");
+  assert.equal(t.deliveries.length, 6);
+  const said = t.logs.filter((entry) => entry.level === "warning").map((entry) =>
+    entry.properties?.wait_seconds
+  );
+  assert.deepEqual(said.map(Number), [1, 2, 4, 3600, 3600]);
 });
 
 Deno.test("the retry line gives a sub-second wait as it is (delivery_retry_seconds: 0.2 → 0.2 s, not 1 s)", async () => {
