@@ -1076,9 +1076,24 @@ Deno.test("keepalive: a ping refused with another JSON-RPC error failed: the ser
   await using h = new Harness({ reconnect: true, random: () => 0.5 });
   const entry = fixture("pingless", ["--tools", "echo", "--refuse-ping=-32603"]);
   await h.manager.start([{ ...entry, keepaliveIntervalSeconds: 0.1 }]);
-  await until(() => h.eventsOf("pingless", "lost").length > 0, 10_000, "the failed ping's loss");
-  const [lost] = h.eventsOf("pingless", "lost");
+  const firstPid = h.pid("pingless");
+  const lost = await h.waitForEvent(
+    (e) => e.server === "pingless" && e.type === "lost",
+    10_000,
+    "the failed ping's loss",
+  );
   assert.match((lost as { reason: string }).reason, /^keepalive failed: .*Ping is not supported/);
+  // Reconnected after its backoff (about 1 s here), to a new child: not left "reconnecting".
+  await h.waitForEvent(
+    (e) => e.server === "pingless" && e.type === "connected",
+    10_000,
+    "the reconnect after the failed ping",
+    h.events.indexOf(lost) + 1,
+  );
+  assert.ok(
+    [...h.pids].some((pid) => pid !== firstPid),
+    `no new child after the reconnect: ${[...h.pids].join(", ")}`,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
