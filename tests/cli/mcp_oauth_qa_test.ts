@@ -23,6 +23,10 @@ Deno.test("a refresh answered invalid_grant says 'log in again' once, without [m
   );
   const result = await spawnCli(h.home, ["mcp", "test", "api"]);
   assert.equal(result.code, 1, result.stderr);
-  assert.match(result.stderr, /MCP server 'api': /);
   assert.doesNotMatch(result.stderr, /\[mcp-sdk\]/);
+  // One line, saying that the refresh failed and to log in again.
+  assert.match(
+    result.stderr,
+    /^MCP server 'api': the OAuth token refresh failed, .*a new login is needed; run `agent mcp login api`\n$/,
+  );
 });
