@@ -711,6 +711,11 @@ Deno.test("read-only calls survive a dropped session: reconnect on demand, and o
     const result = await h.manager.callTool("mcp__ro__echo", { message: "again" });
     assert.equal(textOf(result), "Echo: again");
     assert.ok(performance.now() - started < 5_000);
+    // At once: the new connect began well before the background retry's 1 s backoff was over.
+    const [lost] = h.eventsOf("ro", "lost").slice(-1);
+    const [back] = h.eventsOf("ro", "connected").slice(-1) as (SeenEvent & { ms: number })[];
+    const waited = back.at - back.ms - lost.at;
+    assert.ok(waited < 800, `the reconnect began ${Math.round(waited)} ms after the loss`);
     const newPid = h.pid("ro");
     assert.notEqual(newPid, pid);
     assert.equal(h.state("ro").status, "connected");
