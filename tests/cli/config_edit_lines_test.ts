@@ -124,7 +124,12 @@ interface EditCommand {
   paths: (servers: string[]) => string[][];
   /** The key path of the entry it removes. */
   removes?: (servers: string[]) => string[];
+  /** Checks that the edit was made: `data` is the file's data after the command. */
+  applied: (data: Data, servers: string[]) => void;
 }
+
+// deno-lint-ignore no-explicit-any
+type Data = any;
 
 const INSTALL_JSON = JSON.stringify({
   mcpServers: { installed: { command: "npx", args: ["-y", "@scope/installed"] } },
@@ -138,20 +143,42 @@ const COMMANDS: EditCommand[] = [
     name: "mcp add",
     argv: () => ["mcp", "add", "added", "--command", "npx", "--arg", "-y", "--arg", "@s/added"],
     paths: () => [["mcp_servers", "added"]],
+    applied: (data) =>
+      assert.deepEqual(data?.mcp_servers?.added, { command: "npx", args: ["-y", "@s/added"] }),
   },
   {
     name: "mcp install",
     argv: () => ["mcp", "install", "--yes", INSTALL_JSON],
     paths: () => [["mcp_servers", "installed"]],
+    applied: (data) =>
+      assert.deepEqual(data?.mcp_servers?.installed, {
+        command: "npx",
+        args: ["-y", "@scope/installed"],
+      }),
   },
   {
     name: "mcp remove",
     argv: (servers) => servers.length > 0 ? ["mcp", "remove", servers[0]] : undefined,
     paths: () => [],
     removes: (servers) => ["mcp_servers", servers[0]],
+    applied: (data, servers) =>
+      assert.equal(Object.hasOwn(data?.mcp_servers ?? {}, servers[0]), false, "not removed"),
   },
-  { name: "metrics enable", argv: () => ["metrics", "enable"], paths: () => [ENABLED] },
-  { name: "metrics disable", argv: () => ["metrics", "disable"], paths: () => [ENABLED, SEND] },
+  {
+    name: "metrics enable",
+    argv: () => ["metrics", "enable"],
+    paths: () => [ENABLED],
+    applied: (data) => assert.equal(data?.telemetry?.shared_metrics?.enabled, true),
+  },
+  {
+    name: "metrics disable",
+    argv: () => ["metrics", "disable"],
+    paths: () => [ENABLED, SEND],
+    applied: (data) => {
+      assert.equal(data?.telemetry?.shared_metrics?.enabled, false);
+      assert.notEqual(data?.telemetry?.shared_metrics?.send, true);
+    },
+  },
   {
     name: "gateway setup",
     argv: () => [
@@ -170,6 +197,11 @@ const COMMANDS: EditCommand[] = [
       [...EXTRA, "host"],
       [...EXTRA, "secret"],
     ],
+    // An explicit `enabled: false` is kept (setup without --enable): not checked here.
+    applied: (data) => {
+      assert.equal(data?.platforms?.webhook?.extra?.port, 9100);
+      assert.equal(data?.platforms?.webhook?.extra?.host, "127.0.0.1");
+    },
   },
 ];
 
@@ -294,6 +326,7 @@ function assertOnlySectionsChanged(
     }
   });
   assert.deepEqual(dataWithout(after, sections), dataWithout(before, sections), context);
+  command.applied(parse(after), servers);
 }
 
 /** The server names of `text`, in order. */
