@@ -1466,8 +1466,12 @@ Deno.test("a platform that never answers → retryable timeout after timeoutMs",
     const { fake, context } = await setup(name, { fake: { answers: ["hang"] }, timeoutMs: 300 });
     await using _ = fake;
 
+    const started = performance.now();
     const error = failed(await deliver(request(TARGET_OF[name], "x", EXTRA[name]), context));
+    const waited = performance.now() - started;
 
+    // After timeoutMs itself, not another (the message names the option whatever the timer).
+    assert.ok(waited >= 250 && waited < 2_000, `${name}: gave up after ${Math.round(waited)} ms`);
     assert.equal(error.retryable, true, name);
     assert.match(error.error, /did not answer within 0\.3 s$/, name);
     assert.equal(fake.requests.length, 1);
