@@ -980,7 +980,12 @@ Deno.test("an answer that trickles forever ends with model.timeout_seconds, said
   );
   await using _ = model;
 
+  const started = performance.now();
   const error = await modelError(client.complete(HELLO, []), "timeout");
+  const waited = performance.now() - started;
+
+  // Ended by the 0.5 s itself (the message names the setting whatever the timer was).
+  assert.ok(waited >= 450 && waited < 3_000, `ended after ${Math.round(waited)} ms`);
 
   assert.match(
     error.message,
@@ -1097,8 +1102,12 @@ Deno.test("no answer within timeoutSeconds → timeout, retried, naming model.ti
   );
   await using _ = model;
 
+  const started = performance.now();
   const error = await modelError(client.complete(HELLO, []), "timeout");
+  const waited = performance.now() - started;
 
+  // Two attempts of 0.2 s each (the backoff sleep is injected and does not wait).
+  assert.ok(waited >= 350 && waited < 3_000, `timed out after ${Math.round(waited)} ms`);
   assert.equal(error.retries, 1);
   assert.match(error.message, /did not answer within model\.timeout_seconds \(0\.2 s\)/);
   assert.match(error.message, /after 2 attempts/);
