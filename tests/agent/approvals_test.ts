@@ -157,9 +157,13 @@ Deno.test("PromptApprovals: no answer within the timeout → timed_out, and the 
   let askSignal: AbortSignal | undefined;
   const { surface, output } = prompt(waitingForAbort((signal) => (askSignal = signal)), 50);
 
+  const started = performance.now();
   const decision = await surface.approve(REQUEST);
+  const waited = performance.now() - started;
 
   assert.equal(decision, "timed_out");
+  // After the 50 ms asked for (the notice says "0 s" whatever the timer was).
+  assert.ok(waited >= 40 && waited < 400, `timed out after ${Math.round(waited)} ms`);
   assert.equal(askSignal?.aborted, true, "the question is stopped");
   assert.match(output(), /\nNo answer within 0 s: not approved\.\n$/);
   assert.doesNotMatch(output(), /Approved once/);
