@@ -227,10 +227,14 @@ Deno.test("SamplingResponder: timeout, cancellation and failures say only what i
     new SamplingResponder({ model, defaultModel: "m", onOutcome: (o) => outcomes.push(o) });
   const server = { name: "s", sampling: { ...SETTINGS, timeoutSeconds: 0.1 } };
   const params = { messages: [user("hi")], maxTokens: 10 };
+  const started = performance.now();
   await assert.rejects(
     responder(waiting).respond(server, params),
     /the model did not answer within sampling.timeout \(0.1 s\)/,
   );
+  // After the 0.1 s itself: the message names the setting whatever the timer was.
+  const waited = performance.now() - started;
+  assert.ok(waited >= 80 && waited < 800, `timed out after ${Math.round(waited)} ms`);
   const controller = new AbortController();
   const pending = responder(waiting).respond(
     { ...server, sampling: SETTINGS },
