@@ -390,12 +390,16 @@ Deno.test("runLoop: iteration limit, run timeout and cancellation each end the r
 
   await t.step("agent.run_timeout_seconds while the model does not answer", async () => {
     await using model = startHangingModel();
+    const started = performance.now();
     const result = await runLoop(runOptions({
       model: modelClient(model.baseUrl),
       tools: manager,
       limits: { maxIterations: 10, runTimeoutSeconds: 0.5 },
     }));
+    const took = performance.now() - started;
     assert.equal(result.endReason, "timed_out");
+    // Ended by the 0.5 s itself (the message names the setting whatever the timer was).
+    assert.ok(took >= 450 && took < 3_000, `the run ended after ${Math.round(took)} ms`);
     assert.match(result.error ?? "", /agent\.run_timeout_seconds \(0\.5 s\)/);
     assert.equal(result.answer, "");
     assert.equal(result.modelCalls, 1);
