@@ -927,6 +927,7 @@ Deno.test("max_lifetime_seconds recycles the child after its age, at top level a
 
   // A call running when the lifetime ends is not cut off; the recycle waits for it.
   const busyCall = h.manager.callTool("mcp__busy__slow", { ms: 1_800 });
+  busyCall.catch(() => {}); // awaited below: a check failing first is reported, not this
 
   for (
     const [name, reason] of [["top", "lifetime"], ["nested", "lifetime"], ["nested-idle", "idle"]]
@@ -937,6 +938,9 @@ Deno.test("max_lifetime_seconds recycles the child after its age, at top level a
       `${name} recycled`,
     );
     assert.equal((event as { reason: string }).reason, reason, name);
+    // At its age of 1 s, not sooner.
+    const age = event.at - h.eventsOf(name, "connected")[0].at;
+    assert.ok(age >= 900, `${name} recycled ${Math.round(age)} ms after it connected`);
     await until(() => !isAlive(pids[name]), 4_000, `${name} child exits`);
     assert.equal(h.state(name).status, "idle");
     assert.deepEqual(h.toolNames(name).length, 2);
