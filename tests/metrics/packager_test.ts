@@ -106,13 +106,17 @@ Deno.test("automatic packaging: finished days only, at most once per UTC day, ca
   ]);
   clock.set("2026-11-21T23:00:00.000Z");
   recorder.record({ kind: "task_started", entrypoint: "batch", surface: "batch" });
+  // A count of a finished day that came late (another process's): due, but not before tomorrow.
+  clock.set("2026-11-20T23:59:00.000Z");
+  recorder.record({ kind: "task_started", entrypoint: "batch", surface: "batch" });
+  clock.set("2026-11-21T23:00:00.000Z");
   assert.deepEqual(packageDueDays(t.store, t.outbox, clock.ms), [], "already ran today");
   clock.set("2026-11-22T00:00:01.000Z");
   const next = packageDueDays(t.store, t.outbox, clock.ms);
-  assert.deepEqual(next.map((p) => [p.period_start.slice(0, 10), p.metrics[0].value]), [[
-    "2026-11-21",
-    2,
-  ]]);
+  assert.deepEqual(next.map((p) => [p.period_start.slice(0, 10), p.metrics[0].value]), [
+    ["2026-11-20", 1],
+    ["2026-11-21", 2],
+  ]);
   recorder.close();
 });
 
