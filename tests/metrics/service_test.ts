@@ -97,12 +97,30 @@ Deno.test("sendDue: deferred packages wait for their time, sent ones are not sen
 });
 
 Deno.test("sendDue does nothing when sending is off", async () => {
-  await withHome("telemetry:\n  shared_metrics:\n    enabled: true\n", async (home) => {
-    const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), { resource: RESOURCE });
-    metrics.recorder.record({ kind: "task_started", entrypoint: "api", surface: "api" });
-    metrics.exportNow();
-    assert.deepEqual(await metrics.sendDue(), []);
-    assert.deepEqual(metrics.summary()?.packages, { pending: 1, sent: 0, rejected: 0 });
-    metrics.close();
+  // An endpoint that would take the package: only `send: false` keeps it home.
+  const received: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    received.push(await request.text());
+    return new Response(null, { status: 202 });
   });
+  try {
+    const endpoint = `http://127.0.0.1:${server.addr.port}/v2`;
+    await withHome(
+      `telemetry:\n  shared_metrics:\n    enabled: true\n    send: false\n    endpoint: ${endpoint}\n`,
+      async (home) => {
+        const metrics = openUsageMetrics(loadConfig({ home, env: noEnv }), {
+          resource: RESOURCE,
+        });
+        assert.equal(metrics.settings.endpoint, endpoint);
+        metrics.recorder.record({ kind: "task_started", entrypoint: "api", surface: "api" });
+        metrics.exportNow();
+        assert.deepEqual(await metrics.sendDue(), []);
+        assert.deepEqual(received, []);
+        assert.deepEqual(metrics.summary()?.packages, { pending: 1, sent: 0, rejected: 0 });
+        metrics.close();
+      },
+    );
+  } finally {
+    await server.shutdown();
+  }
 });
