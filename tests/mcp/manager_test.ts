@@ -1052,6 +1052,11 @@ function refusedPings(text: string): number {
   return text.split("fixture: refused ping").length - 1;
 }
 
+/** How many tools/list requests `text` (a `--refuse-ping` fixture's stderr so far) says. */
+function toolListings(text: string): number {
+  return text.split("fixture: listed tools").length - 1;
+}
+
 // A server without ping (decisions.md: list_tools then proves liveness). Over stdio it refuses
 // with a JSON-RPC error response, over Streamable HTTP as an HTTP 400 whose body is the error.
 for (const transport of ["stdio", "http"] as const) {
@@ -1074,6 +1079,12 @@ for (const transport of ["stdio", "http"] as const) {
         `Echo: ${pings}`,
       );
     }
+    // Each refused ping is followed by a tools/list, besides the one of the connect.
+    await until(
+      () => toolListings(stderr()) >= 1 + 3,
+      10_000,
+      `a tools/list after each refused ping: ${toolListings(stderr())} listings`,
+    );
     assert.deepEqual(h.eventsOf("pingless").map((e) => e.type), ["connected"]);
     assert.equal(h.state("pingless").status, "connected");
     assert.equal(h.state("pingless").pid, pid);
