@@ -143,7 +143,11 @@ Deno.test("setup --json from flags keeps the file's comments and other keys", as
 
 Deno.test("setup keeps the current port, host and secret unless told; --generate-secret replaces it", async () => {
   await using h = await tempHome();
-  Deno.writeTextFileSync(h.config, COMMENTED);
+  // A host to keep (COMMENTED has none, which would read the same when dropped).
+  Deno.writeTextFileSync(
+    h.config,
+    COMMENTED.replace("      port: 8700\n", "      port: 8700\n      host: 127.0.0.1\n"),
+  );
   Deno.writeTextFileSync(
     join(h.home, ".env"),
     "# keys\nOPENAI_API_KEY=sk-test\nWEBHOOK_SECRET=old-secret-0123456789\n",
@@ -152,6 +156,7 @@ Deno.test("setup keeps the current port, host and secret unless told; --generate
   assert.equal(keep.code, 0, keep.stderr);
   assert.equal(parseOneJson(keep.stdout).secret, "kept");
   assert.equal(settingsOf(h.home).port, 8700);
+  assert.equal(settingsOf(h.home).host, "127.0.0.1");
   assert.equal(dotenvOf(h.home).WEBHOOK_SECRET, "old-secret-0123456789");
 
   const renew = await cli(h.home, ["gateway", "setup", "--generate-secret", "--all-interfaces"]);
