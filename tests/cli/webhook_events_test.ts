@@ -241,8 +241,9 @@ Deno.test("redeliver of a delivery waiting for its retry makes it due now, --jso
 
 Deno.test("events --json keeps every field it had, adding interrupted", async () => {
   await using h = await tempHome();
-  pendingInbox(h.home);
+  const ids = pendingInbox(h.home);
   const json = await eventsJson(h.home);
+  assert.deepEqual(Object.keys(json).sort(), Object.values(ids).sort(), "every event is listed");
   for (const event of Object.values(json)) {
     assert.deepEqual(Object.keys(event), [
       "id",
