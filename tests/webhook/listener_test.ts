@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import { dirname, join } from "node:path";
 import type { Inbox } from "../../src/gateway/inbox.ts";
 import { githubSignature, standardWebhookSignature } from "../../src/webhook/signatures.ts";
 import {
@@ -953,6 +954,26 @@ Deno.test("filters that do not match → 200 ignored (filter)", async () => {
   const opened = await h.signed("r", { action: "opened" });
   assert.equal(opened.status, 202);
   await opened.body?.cancel();
+});
+
+Deno.test("an in_file list that cannot be read: the event is ignored and the log says which list", async () => {
+  await using h = await harness({
+    routes: { r: route({ filters: [{ field: "a", in_file: "allow.txt" }] }) },
+  });
+  const list = join(dirname(h.subscriptions), "allow.txt");
+  const missing = await h.signed("r", { a: "x" });
+  assert.equal(missing.status, 200);
+  assert.deepEqual(await missing.json(), { status: "ignored", reason: "filter" });
+  const warnings = h.logs.filter((line) => line.includes("cannot read the in_file list"));
+  assert.equal(warnings.length, 1, h.logs.join("\n"));
+  assert.match(warnings[0], /^warning: route \{route\}: \{message\}/);
+  assert.ok(warnings[0].includes(list), warnings[0]);
+  assert.ok(warnings[0].includes('"route":"r"'), warnings[0]);
+  // Once the list is there, the same event is taken.
+  Deno.writeTextFileSync(list, "x\n");
+  const listed = await h.signed("r", { a: "x" });
+  assert.equal(listed.status, 202);
+  await listed.body?.cancel();
 });
 
 Deno.test("an invalid filter regex: the route is served, warned about once at load, not per request", async () => {
