@@ -116,7 +116,10 @@ export class RouteTable {
       if (!served) continue;
       if (this.#static.has(served.name)) {
         report(
-          `subscription '${served.name}' has the name of a static route in config.yaml; the static route is used`,
+          `${file}: subscription '${served.name}' has the name of a static route in ` +
+            "config.yaml; the static route is used. Fix: `agent webhook remove " +
+            `${served.name}\` (it removes the subscription and keeps the static route), or ` +
+            "rename the record",
         );
         continue;
       }

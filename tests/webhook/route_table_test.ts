@@ -344,3 +344,24 @@ Deno.test("RouteTable: a hand-edited record's deliver_extra is checked as subscr
     ]);
   });
 });
+
+Deno.test("RouteTable: a subscription with a static route's name is reported, and the static route is served", async () => {
+  await withHome((_home, file) => {
+    // Written by hand, or by an older version: `subscribe` refuses a static route's name.
+    writeSubscriptions(file, { deploy: record({ prompt: "from the file" }), ci: record() });
+    const reports: string[] = [];
+    const table = new RouteTable({
+      file,
+      staticRoutes: [staticRoute("deploy", { prompt: "from config.yaml" })],
+      report: (p) => reports.push(p),
+    });
+    assert.equal(table.get("deploy")?.prompt, "from config.yaml");
+    assert.equal(table.get("deploy")?.source, "static");
+    assert.equal(table.get("ci")?.source, "dynamic");
+    assert.deepEqual(reports, [
+      `${file}: subscription 'deploy' has the name of a static route in config.yaml; the ` +
+      "static route is used. Fix: `agent webhook remove deploy` (it removes the subscription " +
+      "and keeps the static route), or rename the record",
+    ]);
+  });
+});
