@@ -16,6 +16,7 @@ import { createHash } from "node:crypto";
 import { type Context as HonoContext, Hono, type MiddlewareHandler } from "hono";
 import type { Inbox } from "../gateway/inbox.ts";
 import { concatBytes } from "../home/files.ts";
+import { isLoopbackHost } from "../home/loopback.ts";
 import { cut } from "../home/text.ts";
 import { matchFilter } from "./filters.ts";
 import { LATE, ReadDeadlines } from "./read_deadline.ts";
@@ -33,6 +34,13 @@ export const UNKNOWN_ROUTE_ERROR = "Unknown route";
 
 /** The 401 `error` for a signature or token that is missing or wrong. */
 export const INVALID_SIGNATURE_ERROR = "Invalid signature";
+
+/**
+ * The 403 `error` of an unsigned request (to a route without a secret, `INSECURE_NO_AUTH` on) that
+ * a web page may have sent: a browser, or a `Host` that is not loopback.
+ */
+export const UNSIGNED_BROWSER_ERROR = "a route without a secret takes no requests from web " +
+  "browsers or for other host names; give the route a secret";
 
 /** The 503 `error` of an event whose route's script cannot run: the detail is in the log only. */
 export const SCRIPT_BLOCKED_ERROR = "the route's script cannot run; see the gateway's log";
@@ -479,7 +487,15 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
     const route = c.get("route");
     const secret = route.secret ?? deps.settings.secret;
     if (!secret) {
-      if (acceptsUnsigned(deps.settings)) return await next();
+      if (acceptsUnsigned(deps.settings)) {
+        const browser = fromBrowser(c.req.raw.headers);
+        if (!browser) return await next();
+        refused("warning", "browser", "refused an unsigned request to {route}: {why} (403)", {
+          route: route.name,
+          why: browser,
+        });
+        return c.json({ error: UNSIGNED_BROWSER_ERROR }, 403);
+      }
       refused(
         "error",
         "secret",
@@ -513,6 +529,33 @@ function authenticate(deps: ListenerDeps, refused: RefusalLog): Step {
     c.set("family", verdict.family);
     await next();
   };
+}
+
+/**
+ * Why an unsigned request (`INSECURE_NO_AUTH` on a loopback host) may come from a web page rather
+ * than a local sender, or `undefined`. A page the user visits can POST to `http://localhost:<port>`
+ * (a "simple" request needs no CORS preflight, and any content type is read as JSON), and one
+ * whose name resolves to 127.0.0.1 (DNS rebinding) can too: either would start agent runs with its
+ * own text. Browsers say so with `Origin` (sent on every POST) and `Sec-Fetch-Site`; a rebound
+ * page's `Host` is its own name. Webhook senders and curl send neither header, and a loopback
+ * `Host`.
+ */
+function fromBrowser(headers: Headers): string | undefined {
+  if (headers.has("origin")) return "it has an Origin header, as a web page's request has";
+  const site = headers.get("sec-fetch-site");
+  if (site !== null && site !== "none") {
+    return "it has a Sec-Fetch-Site header, as a web page's request has";
+  }
+  const host = headers.get("host");
+  if (host !== null && !isLoopbackHost(hostOfHeader(host))) {
+    return `its Host header ${JSON.stringify(shortened(host))} is not a loopback name or address`;
+  }
+  return undefined;
+}
+
+/** The host of a valid `Host` header, without its port (`[::1]:8644` → `[::1]`). */
+function hostOfHeader(host: string): string {
+  return host.replace(/:\d*$/, "");
 }
 
 /**

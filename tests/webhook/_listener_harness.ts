@@ -67,6 +67,9 @@ export async function harness(
     writerThread?: boolean;
     /** Whether the gateway is stopping. */
     stopping?: () => boolean;
+    /** `INSECURE_NO_AUTH` and the bind host (routes without a secret take unsigned requests). */
+    insecureNoAuth?: boolean;
+    host?: string;
   } = {},
 ): Promise<Harness> {
   const dir = await Deno.makeTempDir();
@@ -91,8 +94,8 @@ export async function harness(
   const deps: ListenerDeps = {
     settings: {
       secret: undefined,
-      host: undefined,
-      insecureNoAuth: false,
+      host: options.host,
+      insecureNoAuth: options.insecureNoAuth ?? false,
       maxBodyBytes: options.maxBodyBytes ?? 1024,
       bodyTimeoutSeconds: options.bodyTimeoutSeconds ?? 30,
       rateLimit: { requests: options.rate ?? 100, windowSeconds: 60 },
