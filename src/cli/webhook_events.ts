@@ -19,6 +19,7 @@ import {
 import { IDLE_POLL_MS } from "../gateway/worker.ts";
 import type { ResolvedConfig } from "../home/config.ts";
 import { waitSeconds } from "../home/seconds.ts";
+import { visible } from "../home/text.ts";
 import { normaliseRouteName } from "../webhook/routes.ts";
 import {
   CliError,
@@ -215,7 +216,9 @@ function waitedRetry(result: RequeueResult): number | undefined {
 
 /** `event <id> (<route>, <event>, delivery <delivery id>)`, as redeliver names an event. */
 function describeEvent(event: EventSummary): string {
-  return `event ${event.id} (${event.route}, ${event.event}, delivery ${event.deliveryId})`;
+  return `event ${event.id} (${event.route}, ${visible(event.event)}, delivery ${
+    visible(event.deliveryId)
+  })`;
 }
 
 /**
@@ -368,8 +371,9 @@ function eventText(event: EventSummary, now: number, served: boolean | undefined
   const state = cut
     ? `interrupted (was ${event.state}; the next \`agent gateway run\` resumes it)`
     : event.state;
-  const lines = [`${event.id}  ${state}  ${event.route} (${event.event})`];
-  lines.push(`  delivery id: ${event.deliveryId}`);
+  // The event name and the error can hold a sender's or a platform's text: shown inert.
+  const lines = [`${event.id}  ${state}  ${event.route} (${visible(event.event)})`];
+  lines.push(`  delivery id: ${visible(event.deliveryId)}`);
   lines.push(`  received:    ${isoTime(event.createdAt)}`);
   const progress = [
     event.endReason ? `run ${event.endReason}` : "",
@@ -389,7 +393,7 @@ function eventText(event: EventSummary, now: number, served: boolean | undefined
         (served === false ? ", if a gateway runs then" : ""),
     );
   }
-  if (event.error) lines.push(`  error:       ${event.error.replace(/\s+/g, " ")}`);
+  if (event.error) lines.push(`  error:       ${visible(event.error.replace(/\s+/g, " "))}`);
   return `${lines.join("\n")}\n`;
 }
 
