@@ -213,14 +213,18 @@ function listed(items: readonly unknown[], item: (value: unknown) => string): st
   return items.length === 0 ? "(none)" : listInWords(items.map(item));
 }
 
-/** Line breaks and other control characters as escapes (`\n`, `\u001b`). */
+/**
+ * Line breaks, other control characters and the characters that reorder or hide text (bidi
+ * overrides, zero-width ones, line and paragraph separators) as escapes (`\n`, `\u001b`,
+ * `\u202e`): a payload's text quoted in a warning cannot drive or disguise the terminal.
+ */
 function oneLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (char) => {
+  return text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (char) => {
     if (char === "\n") return "\\n";
     if (char === "\r") return "\\r";
     if (char === "\t") return "\\t";
-    return `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    const code = char.codePointAt(0)!;
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
 
