@@ -57,6 +57,8 @@ export interface PlatformCall extends ApiNames {
   limit: number;
   /** The token, to keep out of every text. */
   token: string;
+  /** What the whole message becomes before it is split, when the platform needs it changed. */
+  prepare?(message: string): string;
   request(part: string): ApiRequest;
   /** Whether the answer means the part was delivered. */
   judge(answer: ApiAnswer): { ok: true } | CallFailure;
@@ -248,7 +250,8 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
       destination: `${owner}/${name}#${number.value}`,
       limit: MESSAGE_LIMITS.github_comment,
       token: token.value,
-      request: (part) => ({ url, headers, body: { body: part } }),
+      prepare: withoutSlashCommands,
+      request: (part) => ({ url, headers, body: { body: withoutSlashCommands(part) } }),
       judge(answer) {
         if (answer.status >= 200 && answer.status < 300) return { ok: true };
         const data = isRecord(answer.data) ? answer.data : {};
@@ -298,7 +301,8 @@ const BUILDERS: Record<PlatformTarget, (input: PlatformInput) => Built> = {
       destination: `${project.value}${kind === "issue" ? "#" : "!"}${iid.value}`,
       limit: MESSAGE_LIMITS.gitlab_comment,
       token: token.value,
-      request: (part) => ({ url, headers, body: { body: part } }),
+      prepare: withoutSlashCommands,
+      request: (part) => ({ url, headers, body: { body: withoutSlashCommands(part) } }),
       judge(answer) {
         if (answer.status >= 200 && answer.status < 300) return { ok: true };
         const data = isRecord(answer.data) ? answer.data : {};
@@ -362,6 +366,18 @@ function slackFailure(code: string, names: ApiNames): CallFailure {
     ? "check the channel (deliver_extra.chat_id or SLACK_HOME_CHANNEL) and invite the bot to it"
     : undefined;
   return { ok: false, retryable: false, error: fix ? `${said}. Fix: ${fix}` : said };
+}
+
+/**
+ * A comment's text with a space before every `/` that starts a line. GitLab runs the quick
+ * actions of a note (`/merge`, `/close`, `/assign @x`, `/label`) with the token's rights, and
+ * GitHub's ChatOps (Prow's `/approve`, `/lgtm`, workflows on `/deploy`) trusts the commenter,
+ * the bot: a payload's text, or an answer it steered, must not give such commands. Both read a
+ * command only at the very start of a line (GitLab after dropping `\r`); Markdown shows the line
+ * as before.
+ */
+function withoutSlashCommands(text: string): string {
+  return text.replace(/(^|\n)(\r*)\//g, "$1$2 /");
 }
 
 /** Slack reads `&`, `<` and `>` as markup (`<!channel>` pings everyone); plain text escapes them. */

@@ -383,7 +383,8 @@ async function deliverToPlatform(
   });
   if ("ok" in call) return fail(call.error);
   // A part of blanks only (a very long run of spaces) would be refused as an empty message.
-  const parts = splitMessage(request.message, call.limit).filter((part) => part.trim() !== "");
+  const message = call.prepare ? call.prepare(request.message) : request.message;
+  const parts = splitMessage(message, call.limit).filter((part) => part.trim() !== "");
   if (parts.length === 0) {
     return fail(`the message is empty; nothing was sent to ${call.destination}`);
   }
