@@ -204,6 +204,10 @@ export function isSilentAnswer(message: string): boolean {
  * - `github_comment`: `GITHUB_TOKEN`, `deliver_extra.repo` (`owner/name`) and `number`.
  * - `gitlab_comment`: `GITLAB_TOKEN`, `deliver_extra.project` (path or id), `iid`, and `kind`
  *   (`issue`, the default, or `merge_request`).
+ * - A comment (`github_comment`, `gitlab_comment`, `origin`) gets a space before every `/` that
+ *   starts a line, so that no line is a GitLab quick action or a ChatOps command given as the bot.
+ * - Discord messages ping nobody (`allowed_mentions`); Slack text has `&`, `<` and `>` escaped, so
+ *   `<!channel>` is shown, not sent; Telegram text is sent without `parse_mode` (no markup).
  *
  * Identifiers are checked against each platform's shape before any request. A long message is
  * split with {@linkcode splitMessage} at the platform's limit ({@linkcode MESSAGE_LIMITS}); parts
