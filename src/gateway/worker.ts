@@ -30,6 +30,14 @@ export const IDLE_POLL_MS = 5_000;
 const EMPTY_ANSWER_ERROR = "the model gave an empty answer (no text and no tool calls); " +
   "try another model (model.default in config.yaml) or a clearer prompt for the route";
 
+/**
+ * The first wait before the pool tries the inbox again after a write to it failed (a full disk, a
+ * file that cannot be written); it doubles with each failure, up to {@linkcode STORE_RETRY_MAX_MS}.
+ */
+export const STORE_RETRY_BASE_MS = 1_000;
+/** The longest wait between two tries of an inbox that cannot be written. */
+const STORE_RETRY_MAX_MS = 30_000;
+
 /** Runs the agent for one event. */
 export type EventRunner = (event: InboxEvent, signal: AbortSignal) => Promise<RunResult>;
 
@@ -83,6 +91,11 @@ export interface WorkerPoolOptions {
   retryBaseMs?: number;
   /** How often an idle pool looks for events requeued by another process. Default 5 000. */
   idlePollMs?: number;
+  /**
+   * The first wait, in ms, before an inbox write that failed is tried again (doubling, up to 30 s).
+   * Default {@linkcode STORE_RETRY_BASE_MS}.
+   */
+  storeRetryBaseMs?: number;
   now?: () => number;
   log(
     level: "info" | "warning" | "error",
@@ -109,6 +122,8 @@ export class WorkerPool {
   #running = new Set<Promise<void>>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
+  /** While writes to the inbox fail: how many so far, and when it is tried again. */
+  #storeFailure: { failures: number; waitMs: number; retryAt: number } | undefined;
 
   constructor(options: WorkerPoolOptions) {
     // `?? default` rather than a spread: an option given as `undefined` gets its default too.
@@ -118,6 +133,7 @@ export class WorkerPool {
       maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
       retryBaseMs: options.retryBaseMs ?? 5_000,
       idlePollMs: options.idlePollMs ?? IDLE_POLL_MS,
+      storeRetryBaseMs: options.storeRetryBaseMs ?? STORE_RETRY_BASE_MS,
       now: options.now ?? Date.now,
     };
   }
@@ -156,8 +172,17 @@ export class WorkerPool {
   wake(): void {
     // All busy: the worker that finishes first wakes the pool again.
     if (this.#stopped || this.#active >= this.#o.concurrency) return;
+    // The inbox cannot be written: no event is taken before the next try (else a full disk turns
+    // into a loop taking the same event again and again).
+    if (this.#storeFailure && this.#o.now() < this.#storeFailure.retryAt) return this.#schedule();
     while (this.#active < this.#o.concurrency) {
-      const event = this.#o.inbox.take(this.#o.now());
+      let event: InboxEvent | undefined;
+      try {
+        event = this.#o.inbox.take(this.#o.now());
+      } catch (error) {
+        this.#storeFailed(error);
+        break;
+      }
       if (!event) break;
       this.#active++;
       const work = this.#process(event).finally(() => {
@@ -204,7 +229,12 @@ export class WorkerPool {
   #schedule(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
-    const due = this.#o.inbox.nextDueAt() ?? Infinity;
+    let due: number;
+    try {
+      due = this.#storeFailure?.retryAt ?? this.#o.inbox.nextDueAt() ?? Infinity;
+    } catch {
+      due = Infinity; // an inbox that cannot be read: looked at again after the idle poll
+    }
     const delay = Math.min(Math.max(0, due - this.#o.now()), this.#o.idlePollMs);
     this.#timer = setTimeout(() => this.wake(), delay);
   }
@@ -212,8 +242,15 @@ export class WorkerPool {
   async #process(event: InboxEvent): Promise<void> {
     const { inbox, log } = this.#o;
     try {
-      // take() marked it; act on it only once that is committed.
-      await inbox.durable();
+      // take() marked it; act on it only once that is committed. When that fails, nothing of it
+      // was written: the event waits in the inbox, and is taken again once it can be written.
+      try {
+        await inbox.durable();
+      } catch (error) {
+        this.#storeFailed(error);
+        return;
+      }
+      this.#storeWorks();
       let current = event;
       if (current.state === "running") {
         const result = await this.#o.run(current, this.#abort.signal);
@@ -249,12 +286,25 @@ export class WorkerPool {
         // The notice may land somewhere public (an issue comment): the error itself, which can
         // name endpoints and settings, goes to the log only.
         const message = failed || empty ? noAnswerNotice(current, endReason) : result.answer;
-        inbox.finishRun(current.id, {
-          answer: message,
-          endReason,
-          error,
-          deliver: !silent,
-        }, this.#o.now());
+        // Committed before anything is sent: a restart must not run it again after delivery.
+        // While the inbox cannot be written, the outcome waits here (the run is not lost).
+        const stored = await this.#persist(() =>
+          inbox.finishRun(current.id, {
+            answer: message,
+            endReason,
+            error,
+            deliver: !silent,
+          }, this.#o.now())
+        );
+        if (!stored) {
+          log(
+            "error",
+            "event {id} (delivery {delivery_id}) on {route}: its run ended, but the inbox could " +
+              "not record it before the gateway stopped; the next start runs it again",
+            { id: current.id, delivery_id: current.deliveryId, route: current.route },
+          );
+          return;
+        }
         log(
           failed || empty ? "warning" : "info",
           // Said with the way back: the notice went out, and a plain redeliver sends it again.
@@ -279,8 +329,6 @@ export class WorkerPool {
           },
         );
         if (silent) return;
-        // Committed before anything is sent: a restart must not run it again after delivery.
-        await inbox.durable();
         current = { ...current, state: "delivering", answer: message };
       }
       await this.#deliver(current);
@@ -294,19 +342,109 @@ export class WorkerPool {
     }
   }
 
+  /**
+   * Makes `write` and commits it; while the inbox cannot be written, tries again (the failed
+   * commit left nothing of it) after the pool's wait. False when the pool's runs were aborted (a
+   * stop) before it could be written.
+   */
+  async #persist(write: () => void): Promise<boolean> {
+    for (;;) {
+      try {
+        write();
+        await this.#o.inbox.durable();
+        this.#storeWorks();
+        return true;
+      } catch (error) {
+        this.#storeFailed(error);
+      }
+      const signal = this.#abort.signal;
+      if (signal.aborted) return false;
+      const waitMs = Math.max(0, this.#storeFailure!.retryAt - this.#o.now());
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, waitMs);
+        signal.addEventListener("abort", done, { once: true });
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        }
+      });
+    }
+  }
+
+  /**
+   * A write to the inbox failed (nothing of it was written): said at the first failure of a
+   * streak; no event is taken before the next try, which waits longer after each failure.
+   */
+  #storeFailed(error: unknown): void {
+    const now = this.#o.now();
+    const failing = this.#storeFailure;
+    if (failing) {
+      failing.failures++;
+      failing.waitMs = Math.min(failing.waitMs * 2, STORE_RETRY_MAX_MS);
+      failing.retryAt = now + failing.waitMs;
+      return;
+    }
+    const waitMs = this.#o.storeRetryBaseMs;
+    this.#storeFailure = { failures: 1, waitMs, retryAt: now + waitMs };
+    this.#o.log(
+      "error",
+      "the inbox {path} cannot be written ({error}): events are not taken, and the outcomes of " +
+        "runs and deliveries wait to be recorded, until it can (tried again every {max_seconds} " +
+        "s at most). Is its disk full?",
+      {
+        path: this.#o.inbox.path,
+        error: String(error),
+        max_seconds: Math.max(STORE_RETRY_MAX_MS, waitMs) / 1000,
+      },
+    );
+  }
+
+  /** A write to the inbox succeeded: a streak of failures is over, and said to be. */
+  #storeWorks(): void {
+    const failing = this.#storeFailure;
+    if (!failing) return;
+    this.#storeFailure = undefined;
+    this.#o.log(
+      "info",
+      "the inbox {path} can be written again (after {failures} failed writes); events are taken " +
+        "again",
+      { path: this.#o.inbox.path, failures: failing.failures },
+    );
+    this.wake();
+  }
+
   async #deliver(event: InboxEvent): Promise<void> {
     const { inbox, log } = this.#o;
     const result = await this.#o.deliver(
       event,
       event.answer ?? "",
-      (partsSent) => inbox.recordParts(event.id, partsSent),
+      (partsSent) => {
+        try {
+          inbox.recordParts(event.id, partsSent);
+        } catch (error) {
+          this.#storeFailed(error); // the delivery goes on; a retry may send this part again
+        }
+      },
     );
     const attempt = event.deliveryAttempts + 1;
     if (result.ok) {
       // Only the parts before the last are recorded as they go (where a retry resumes); the
-      // count `agent webhook events` shows must hold the last one too.
-      inbox.recordParts(event.id, event.partsSent + (result.parts ?? 1));
-      inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
+      // count `agent webhook events` shows must hold the last one too. Recorded before the
+      // event's lease runs out, or it would be delivered again.
+      const stored = await this.#persist(() => {
+        inbox.recordParts(event.id, event.partsSent + (result.parts ?? 1));
+        inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
+      });
+      if (!stored) {
+        log(
+          "error",
+          "event {id} (delivery {delivery_id}) on {route}: delivered, but the inbox could not " +
+            "record it before the gateway stopped; the next start delivers it again",
+          { id: event.id, delivery_id: event.deliveryId, route: event.route },
+        );
+        return;
+      }
       log(
         "info",
         "event {id} (delivery {delivery_id}) on {route}: delivered to {where} ({parts} " +
@@ -327,12 +465,15 @@ export class WorkerPool {
       ? undefined
       : Math.round(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_WAIT_MS));
     const retryAt = waitMs === undefined ? undefined : this.#o.now() + waitMs;
-    inbox.recordDelivery(event.id, {
-      ok: false,
-      error: result.error,
-      retryAt,
-      partsSent: result.partsSent,
-    }, this.#o.now());
+    // Not recorded (the gateway stopped first): the next start tries this delivery again.
+    await this.#persist(() =>
+      inbox.recordDelivery(event.id, {
+        ok: false,
+        error: result.error,
+        retryAt,
+        partsSent: result.partsSent,
+      }, this.#o.now())
+    );
     if (giveUp) {
       log(
         "error",

@@ -55,6 +55,7 @@ async function setup(options: {
   maxDeliveryAttempts?: number;
   idlePollMs?: number;
   retryBaseMs?: number;
+  storeRetryBaseMs?: number;
   now?: () => number;
 }) {
   const dir = await Deno.makeTempDir();
@@ -86,6 +87,7 @@ async function setup(options: {
     concurrency: options.concurrency,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     idlePollMs: options.idlePollMs,
+    storeRetryBaseMs: options.storeRetryBaseMs,
     now: options.now,
     log: (level, message, properties) => {
       logs.push({ level, message, properties });
@@ -662,4 +664,123 @@ Deno.test("runs aborted before the stop (a second Ctrl-C while requests drain): 
     [t.inbox.take(Date.now())?.deliveryId, t.inbox.take(Date.now())?.deliveryId].toSorted(),
     ["d1", "d2"],
   );
+});
+
+/**
+ * Makes every commit that changes an event fail, as a full disk does (the commit fails, and none
+ * of its writes happened): a trigger breaks a deferred foreign key, which only the commit checks.
+ * Returns the undo (the disk has room again).
+ */
+function failCommits(path: string): () => void {
+  const db = new DatabaseSync(path);
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec(`
+    CREATE TABLE nowhere (id TEXT PRIMARY KEY);
+    CREATE TABLE full_disk (missing TEXT REFERENCES nowhere (id) DEFERRABLE INITIALLY DEFERRED);
+    CREATE TRIGGER full_disk AFTER UPDATE ON events BEGIN INSERT INTO full_disk VALUES ('x'); END;
+  `);
+  return () => {
+    db.exec("DROP TRIGGER full_disk");
+    db.close();
+  };
+}
+
+/** `promise`, or a failure naming `what` after 10 s (rather than a test that hangs). */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The rows of `events` as committed, read through a connection of its own. */
+function committedStates(path: string): string[] {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const rows = db.prepare("SELECT state FROM events ORDER BY id").all() as { state: string }[];
+    return rows.map((row) => row.state);
+  } finally {
+    db.close();
+  }
+}
+
+Deno.test("while the inbox cannot be written, no event is taken and it is said once; once it can, the event is run and delivered", async () => {
+  await using t = await setup({ storeRetryBaseMs: 20 });
+  t.inbox.enqueue(event("d1"), Date.now());
+  await t.inbox.durable();
+  const undo = failCommits(t.inbox.path);
+  t.pool.start();
+  await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
+  // Long enough for a loop taking the same event again and again to log thousands of lines.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const errors = t.logs.filter((entry) => entry.level === "error");
+  assert.equal(errors.length, 1, `${errors.length} error lines`);
+  assert.match(errors[0].message, /^the inbox \{path\} cannot be written \(\{error\}\)/);
+  assert.match(String(errors[0].properties?.error), /FOREIGN KEY constraint failed/);
+  assert.deepEqual(t.runs, []);
+  assert.deepEqual(committedStates(t.inbox.path), ["queued"]);
+
+  undo();
+  await within(t.until(() => t.inbox.counts().done === 1), "the event to be delivered");
+  assert.deepEqual(t.runs, ["d1"]);
+  assert.deepEqual(t.deliveries, [{ id: "d1", message: "answer d1" }]);
+  assert(t.logs.some((entry) => /can be written again/.test(entry.message)));
+});
+
+Deno.test("a run that ends while the inbox cannot be written keeps its answer until it can: it is recorded and delivered, not left running or run again", async () => {
+  const started = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
+  await using t = await setup({
+    storeRetryBaseMs: 20,
+    run: async () => {
+      started.resolve();
+      await gate.promise;
+      return result("the answer");
+    },
+  });
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.start();
+  await within(started.promise, "the run to start");
+  const undo = failCommits(t.inbox.path);
+  gate.resolve();
+  await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
+  await new Promise((resolve) => setTimeout(resolve, 100)); // a few tries, all failing
+  assert.deepEqual(committedStates(t.inbox.path), ["running"]);
+  assert.deepEqual(t.deliveries, []);
+
+  undo();
+  await within(t.until(() => t.inbox.counts().done === 1), "the answer to be delivered");
+  assert.deepEqual(t.runs, ["d1"]);
+  assert.deepEqual(t.deliveries, [{ id: "d1", message: "the answer" }]);
+  assert.equal(t.logs.filter((entry) => entry.level === "error").length, 1);
+});
+
+Deno.test("a delivery that succeeds while the inbox cannot be written is recorded once it can, and not sent again", async () => {
+  const delivering = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
+  await using t = await setup({
+    storeRetryBaseMs: 20,
+    deliver: async () => {
+      delivering.resolve();
+      await gate.promise;
+      return { ok: true };
+    },
+  });
+  t.inbox.enqueue(event("d1"), Date.now());
+  t.pool.start();
+  await within(delivering.promise, "the delivery to start");
+  const undo = failCommits(t.inbox.path);
+  gate.resolve();
+  await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
+  assert.deepEqual(committedStates(t.inbox.path), ["delivering"]);
+  undo();
+  await within(t.until(() => t.inbox.counts().done === 1), "the delivery to be recorded");
+  assert.equal(t.deliveries.length, 1);
 });
