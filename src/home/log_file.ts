@@ -33,7 +33,8 @@ export interface RotatingLogFileOptions {
  *
  * Lines are buffered until the next timer turn (`setTimeout(0)`), or until {@linkcode flush} /
  * dispose; a line is never split across two files, and a file only grows past `maxBytes` when a
- * single line is longer than that.
+ * single line is longer than that. A file deleted or moved away while open (by hand, with its
+ * folder, or by logrotate) is noticed at the next write, and a new one is started at `path`.
  *
  * @example
  * ```ts
@@ -55,6 +56,8 @@ export class RotatingLogFile implements Disposable {
   #pending: string[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  /** Which file `#file` is (device and inode), to notice when `path` no longer names it. */
+  #identity: string | undefined;
 
   constructor(path: string, options: RotatingLogFileOptions) {
     this.path = path;
@@ -78,6 +81,14 @@ export class RotatingLogFile implements Disposable {
     const lines = this.#pending;
     this.#pending = [];
     try {
+      if (this.#file && !this.#stillAtPath()) {
+        // Deleted or moved away (its folder too): the lines would go to a file nobody sees.
+        this.#file.close();
+        this.#file = undefined;
+        this.#report(
+          new Error(`${this.path} was deleted or moved while it was open; a new one is started`),
+        );
+      }
       if (!this.#file) {
         ensurePrivateDir(dirname(this.path));
         this.#open();
@@ -131,7 +142,25 @@ export class RotatingLogFile implements Disposable {
   #open(): void {
     this.#file = openForAppend(this.path);
     restrictFileMode(this.path);
-    this.#size = this.#file.statSync().size;
+    this.#opened();
+  }
+
+  /** Notes the size and identity of the file just opened. */
+  #opened(): void {
+    const info = this.#file!.statSync();
+    this.#size = info.size;
+    this.#identity = `${info.dev}:${info.ino}`;
+  }
+
+  /** Whether `path` still names the open file. */
+  #stillAtPath(): boolean {
+    try {
+      const info = Deno.statSync(this.path);
+      return `${info.dev}:${info.ino}` === this.#identity;
+    } catch (error) {
+      // Only a path that leads nowhere: one that cannot be looked at keeps the open file.
+      return !(error instanceof Deno.errors.NotFound);
+    }
   }
 
   #write(chunks: Uint8Array[], total: number): void {
@@ -163,7 +192,7 @@ export class RotatingLogFile implements Disposable {
     } finally {
       // Also when a rename failed: go on appending to whatever file is there.
       this.#file = openForAppend(this.path);
-      this.#size = this.#file.statSync().size;
+      this.#opened();
     }
   }
 }

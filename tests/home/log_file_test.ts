@@ -152,3 +152,35 @@ Deno.test("RotatingLogFile openOnFirstLine: what is there already is opened, or 
     assert.equal(Deno.readTextFileSync(join(dir, "gone")), "");
   });
 });
+
+Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started again at its path, and that is reported", async () => {
+  await withTempDir((dir) => {
+    const folder = join(dir, "logs");
+    const path = join(folder, "app.log");
+    Deno.mkdirSync(folder);
+    const errors: unknown[] = [];
+    const file = new RotatingLogFile(path, {
+      maxBytes: 1 << 20,
+      maxFiles: 2,
+      onError: (error) => errors.push(error),
+    });
+    file.append("before\n");
+    file.flush();
+    Deno.removeSync(path);
+    file.append("after the file was deleted\n");
+    file.flush();
+    assert.equal(Deno.readTextFileSync(path), "after the file was deleted\n");
+    assert.equal(modeOf(path), 0o600);
+    assert.match(String(errors[0]), /app\.log was deleted or moved while it was open/);
+    Deno.removeSync(folder, { recursive: true });
+    file.append("after the folder was deleted\n");
+    file.flush();
+    assert.equal(Deno.readTextFileSync(path), "after the folder was deleted\n");
+    assert.equal(modeOf(folder), 0o700);
+    Deno.renameSync(path, `${path}.old`); // moved away, as logrotate does
+    file.append("after a move\n");
+    file.close();
+    assert.equal(Deno.readTextFileSync(path), "after a move\n");
+    assert.equal(errors.length, 3);
+  });
+});
