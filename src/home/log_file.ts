@@ -58,6 +58,8 @@ export class RotatingLogFile implements Disposable {
   #closed = false;
   /** Which file `#file` is (device and inode), to notice when `path` no longer names it. */
   #identity: string | undefined;
+  /** A failed write left part of a line behind that could not be cut off: start a new line. */
+  #torn = false;
 
   constructor(path: string, options: RotatingLogFileOptions) {
     this.path = path;
@@ -165,10 +167,27 @@ export class RotatingLogFile implements Disposable {
 
   #write(chunks: Uint8Array[], total: number): void {
     if (total === 0) return;
-    const bytes = chunks.length === 1 ? chunks[0] : concatBytes(chunks, total);
+    let bytes = chunks.length === 1 ? chunks[0] : concatBytes(chunks, total);
+    if (this.#torn) bytes = concatBytes([NEWLINE, bytes], bytes.length + 1);
     let written = 0;
-    while (written < bytes.length) written += this.#file!.writeSync(bytes.subarray(written));
-    this.#size += total;
+    try {
+      while (written < bytes.length) written += this.#file!.writeSync(bytes.subarray(written));
+    } catch (error) {
+      // A full disk took part of the lines: cut it off, so that no half line is left for the
+      // next write to be glued to.
+      if (written > 0) {
+        try {
+          this.#file!.truncateSync(this.#size);
+          this.#torn = false;
+        } catch {
+          this.#size += written;
+          this.#torn = true;
+        }
+      }
+      throw error;
+    }
+    this.#size += bytes.length;
+    this.#torn = false;
   }
 
   /** `<path>` → `<path>.1` → … → `<path>.<maxFiles>`; the oldest falls off. */
@@ -196,6 +215,8 @@ export class RotatingLogFile implements Disposable {
     }
   }
 }
+
+const NEWLINE = new Uint8Array([0x0a]);
 
 /** Whether `path` exists; an error other than "not found" (a file where a folder should be) throws. */
 function exists(path: string): boolean {

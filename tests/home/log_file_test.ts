@@ -184,3 +184,67 @@ Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started 
     assert.equal(errors.length, 3);
   });
 });
+
+/** Whether bubblewrap can make a sandbox here (it gives the next test a small disk). */
+const bwrapWorks = (() => {
+  try {
+    return new Deno.Command("bwrap", { args: ["--dev-bind", "/", "/", "true"], stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name: "RotatingLogFile: a full disk leaves no half line behind; once there is room again, " +
+    "lines go on whole (needs bwrap)",
+  ignore: !bwrapWorks,
+  fn: async () => {
+    await withTempDir(async (dir) => {
+      // Run on a 64 KiB tmpfs of its own: fills it with lines until a write fails (part of a
+      // line fits), frees the room a filler file took, and logs on.
+      const script = join(dir, "fill.ts");
+      Deno.writeTextFileSync(
+        script,
+        `import { RotatingLogFile } from ${
+          JSON.stringify(new URL("../../src/home/log_file.ts", import.meta.url).href)
+        };
+        const disk = Deno.args[0];
+        Deno.writeFileSync(disk + "/filler", new Uint8Array(16384));
+        const errors = [];
+        const file = new RotatingLogFile(disk + "/app.log", {
+          maxBytes: 1 << 20, maxFiles: 1, onError: (error) => errors.push(String(error)),
+        });
+        const line = (n) => JSON.stringify({ n, text: "x".repeat(90 + (n % 7)) }) + "\\n";
+        let n = 0;
+        while (errors.length === 0 && n < 10000) { file.append(line(n++)); file.flush(); }
+        Deno.removeSync(disk + "/filler");
+        for (let i = 0; i < 5; i++) file.append(line(n++));
+        file.close();
+        console.log(JSON.stringify({ errors, text: Deno.readTextFileSync(disk + "/app.log") }));`,
+      );
+      const disk = join(dir, "disk");
+      Deno.mkdirSync(disk);
+      const output = await new Deno.Command("bwrap", {
+        args: [
+          ...["--dev-bind", "/", "/", "--size", "65536", "--tmpfs", disk, "--"],
+          ...[Deno.execPath(), "run", "-A", "--no-check", script, disk],
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert(output.success, stderr);
+      const { errors, text } = JSON.parse(new TextDecoder().decode(output.stdout));
+      assert.equal(errors.length, 1);
+      assert.match(errors[0], /No space left on device/);
+      assert(text.endsWith("\n"));
+      const lines = text.split("\n").slice(0, -1);
+      for (const line of lines) JSON.parse(line); // each one whole
+      // The lines after the room came back are all there, after the last whole one before.
+      const last = lines.slice(-6).map((line: string) => JSON.parse(line).n);
+      assert.deepEqual(last.slice(1), [1, 2, 3, 4, 5].map((i) => last[0] + 1 + i));
+      assert(lines.length > 100, `${lines.length} lines`);
+    });
+  },
+});
