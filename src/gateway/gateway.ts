@@ -82,7 +82,7 @@ export class Gateway {
   readonly #pool: WorkerPool;
   readonly #session: AgentSession | undefined;
   readonly #inbox: Inbox;
-  readonly #lock: Deno.FsFile;
+  #lock: Deno.FsFile;
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
@@ -213,6 +213,8 @@ export class Gateway {
       }
     };
     let inbox: Inbox;
+    // Once the gateway runs: takes its home's lock again (its file went with the folder).
+    let relock = () => {};
     try {
       // Events are committed on a thread of their own, while this one serves requests.
       inbox = Inbox.open(config.paths.gatewayInbox, {
@@ -221,6 +223,14 @@ export class Gateway {
           log.error("the inbox writer thread stopped ({error}); events are stored without it", {
             error: String(error),
           }),
+        onRestored: (events) => {
+          log.warn(
+            "the inbox {path} was deleted while the gateway ran; it is put back with the " +
+              "{events} events the gateway still had open, and used on",
+            { path: config.paths.gatewayInbox, events },
+          );
+          relock();
+        },
       });
     } catch (error) {
       lock.close();
@@ -390,6 +400,7 @@ export class Gateway {
     }
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, lock, metrics });
+    relock = () => gateway.#relock(config.paths.gatewayLock);
     gateway.#housekeeping();
     const timer = setInterval(
       () => gateway.#housekeeping(),
@@ -412,6 +423,28 @@ export class Gateway {
       );
     }
     return gateway;
+  }
+
+  /**
+   * Takes the home's lock again when its file is gone (deleted with the inbox's folder): else a
+   * second gateway could start on this home.
+   */
+  #relock(path: string): void {
+    try {
+      Deno.statSync(path);
+      return; // still there: the lock held is the one others see
+    } catch { /* gone: taken again below */ }
+    lockGatewayHome(path).then((lock) => {
+      if (this.#stopped) return lock.close();
+      this.#lock.close();
+      this.#lock = lock;
+      recordGatewayAddress(lock, this.#server.addr);
+    }, (error) => {
+      log.error("could not take the lock {lock} again: {error}", {
+        lock: path,
+        error: String(error),
+      });
+    });
   }
 
   /** Stops accepting, drains requests and runs under way, then closes everything (once). */

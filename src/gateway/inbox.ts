@@ -20,6 +20,8 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
+import { dirname } from "node:path";
+import { ensurePrivateDir } from "../home/files.ts";
 import { openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** Where an event stands. */
@@ -318,10 +320,19 @@ const DELIVERY_LEASE_MS = 10 * 60_000;
  */
 export class Inbox implements Disposable {
   readonly path: string;
-  readonly #db: DatabaseSync;
-  readonly #admit: AdmitStatements;
+  #db: DatabaseSync;
+  #admit: AdmitStatements;
   /** Prepared statements by SQL: preparing per call costs time and native memory. */
-  readonly #statements = new Map<string, StatementSync>();
+  #statements = new Map<string, StatementSync>();
+  /** Which file the open database is (`dev:ino`), and its -wal once there is one. */
+  #fileId: string | undefined;
+  #walId: string | undefined;
+  /** How the writer thread was asked for, to start it again after a restore. */
+  #writerOptions: { onWriterError?: (error: unknown) => void } | undefined;
+  /** Told after an inbox deleted while open was put back. */
+  #onRestored: ((events: number) => void) | undefined;
+  /** The restore of a deleted inbox under way (see {@linkcode Inbox.accept}). */
+  #restoring: Promise<void> | undefined;
   /** The transaction open for this turn's writes, and who waits for its commit. */
   #batch: Batch | undefined;
   /** The thread that commits {@linkcode Inbox.accept}'s events, when one was asked for. */
@@ -331,6 +342,7 @@ export class Inbox implements Disposable {
     this.path = path;
     this.#db = db;
     this.#admit = admitStatements(db);
+    this.#fileId = fileId(path);
   }
 
   /**
@@ -340,22 +352,38 @@ export class Inbox implements Disposable {
    * connection to the file, which claims, inserts and commits them while this thread goes on
    * serving requests (the gateway's intake). Should that thread fail, `onWriterError` is told once
    * and `accept` goes on, on this thread's connection.
+   *
+   * An inbox deleted while open (the file, its -wal or its folder) is put back by the next
+   * `accept`, with everything the open connection holds, before that event is taken;
+   * `onRestored` is then told how many events it holds. One replaced by another file is left
+   * alone, and `accept` rejects until the inbox is opened again.
    */
   static open(
     path: string,
-    options: { writerThread?: boolean; onWriterError?: (error: unknown) => void } = {},
+    options: {
+      writerThread?: boolean;
+      onWriterError?: (error: unknown) => void;
+      onRestored?: (events: number) => void;
+    } = {},
   ): Inbox {
     const inbox = new Inbox(path, openPrivateDatabase(path, SCHEMA));
+    inbox.#onRestored = options.onRestored;
     if (options.writerThread) {
-      inbox.#writer = new WriterThread(path, (error, unsent) => {
-        inbox.#writer = undefined;
-        options.onWriterError?.(error);
-        for (const waiter of unsent) {
-          inbox.#acceptHere(waiter.row).then(waiter.resolve, waiter.reject);
-        }
-      });
+      inbox.#writerOptions = { onWriterError: options.onWriterError };
+      inbox.#startWriter();
     }
     return inbox;
+  }
+
+  #startWriter(): void {
+    const onWriterError = this.#writerOptions?.onWriterError;
+    this.#writer = new WriterThread(this.path, (error, unsent) => {
+      this.#writer = undefined;
+      onWriterError?.(error);
+      for (const waiter of unsent) {
+        this.#acceptHere(waiter.row).then(waiter.resolve, waiter.reject);
+      }
+    });
   }
 
   /**
@@ -489,7 +517,83 @@ export class Inbox implements Disposable {
    */
   accept(event: NewEvent, nowMs: number, ttlMs: number): Promise<Acceptance> {
     const row = admitRow(event, nowMs, ttlMs);
+    // An inbox deleted while open (its folder, its -wal) still takes writes, but they would be
+    // gone at the next start: it is written back to its place first, with all it holds.
+    if (this.#restoring || !this.#inPlace()) {
+      return this.#restore().then(() =>
+        this.#writer ? this.#writer.accept(row) : this.#acceptHere(row)
+      );
+    }
     return this.#writer ? this.#writer.accept(row) : this.#acceptHere(row);
+  }
+
+  /**
+   * Puts back an inbox deleted while open (the file, its -wal, or the whole folder): a copy of
+   * everything the open connection sees, in a new file at {@linkcode Inbox.path}, which is then
+   * used. Refused when another file has taken its place (that is someone's; the gateway does not
+   * overwrite it).
+   */
+  #restore(): Promise<void> {
+    this.#restoring ??= (async () => {
+      if (!this.#db.isOpen) throw new Error("the inbox is closed");
+      let problem = this.#unrestorable();
+      if (problem) throw new Error(problem);
+      // The writer thread's connection is to the deleted file too: it finishes what it was
+      // handed, and a new one is started on the restored file.
+      await this.#writer?.idle();
+      this.#writer?.close();
+      this.#writer = undefined;
+      if (!this.#db.isOpen) throw new Error("the inbox is closed");
+      problem = this.#unrestorable();
+      if (problem) throw new Error(problem);
+      // From here to the reopen nothing awaits: no write can slip in between.
+      this.commit();
+      const copy = `${this.path}.restore`;
+      ensurePrivateDir(dirname(this.path));
+      removeIfThere(copy);
+      this.#db.exec(`VACUUM INTO '${copy.replaceAll("'", "''")}'`);
+      this.#db.close();
+      for (const suffix of ["-wal", "-shm"]) removeIfThere(this.path + suffix);
+      Deno.renameSync(copy, this.path);
+      this.#db = openPrivateDatabase(this.path, SCHEMA);
+      this.#admit = admitStatements(this.#db);
+      this.#statements = new Map();
+      this.#fileId = fileId(this.path);
+      this.#walId = undefined;
+      if (this.#writerOptions) this.#startWriter();
+      const { n } = this.#sql("SELECT COUNT(*) AS n FROM events").get() as { n: number };
+      this.#onRestored?.(n);
+    })().finally(() => this.#restoring = undefined);
+    return this.#restoring;
+  }
+
+  /** Whether the inbox and its -wal are still the files the connection has open. */
+  #inPlace(): boolean {
+    if (fileId(this.path) !== this.#fileId) return false;
+    const wal = fileId(`${this.path}-wal`);
+    if (wal === undefined) return this.#walId === undefined;
+    this.#walId ??= wal;
+    return wal === this.#walId;
+  }
+
+  /** Why the inbox cannot be put back where it was, if it cannot. */
+  #unrestorable(): string | undefined {
+    let now: string | undefined;
+    try {
+      const info = Deno.statSync(this.path);
+      now = `${info.dev}:${info.ino}`;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        return `the inbox ${this.path} cannot be looked at (${error}); fix that, or restart ` +
+          "the gateway";
+      }
+    }
+    if (now !== undefined && now !== this.#fileId) {
+      return `the inbox ${this.path} was replaced by another file while the gateway ran; ` +
+        "events are refused until the gateway is restarted (it then uses the new file, and " +
+        "the events the old one held are lost)";
+    }
+    return undefined;
   }
 
   /** {@linkcode Inbox.accept} on this thread's connection. */
@@ -944,6 +1048,27 @@ export class Inbox implements Disposable {
     // Nobody may be waiting (a worker's write): a failed commit is then not unhandled.
     committed.catch(() => {});
     this.#batch = { committed, resolve, reject, timer: setImmediate(() => this.commit()) };
+  }
+}
+
+/**
+ * Which file is at `path` (`dev:ino`); undefined when there is none, or it cannot be looked at
+ * (taken for a file deleted: the restore then says what is wrong).
+ */
+function fileId(path: string): string | undefined {
+  try {
+    const info = Deno.statSync(path);
+    return `${info.dev}:${info.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function removeIfThere(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
 }
 

@@ -692,3 +692,36 @@ Deno.test({
     ]);
   },
 });
+
+Deno.test("a gateway whose inbox folder is deleted while it runs puts it back, lock included, and goes on accepting", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml() + AGENT_ROUTE);
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const post = (gateway: Gateway, id: string) =>
+    postGithub(
+      { url: (path) => `${gateway.addresses[0]}${path}` },
+      { name: "ci", secret: "s" },
+      "push",
+      id,
+      { ref: "main" },
+    );
+  const shown = await consoleOfGateway(h.home, async (gateway) => {
+    assert.equal((await post(gateway, "d-1")).status, 202);
+    Deno.removeSync(join(h.home, "gateway"), { recursive: true });
+    assert.equal((await post(gateway, "d-2")).status, 202);
+    const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
+    try {
+      const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
+      assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
+    } finally {
+      db.close();
+    }
+    // Another gateway on this home is still refused.
+    await assert.rejects(() => Gateway.start({ config, env }), GatewayBusyError);
+  }, env);
+  assert(
+    shown.some((line) => /^warning: the inbox .* was deleted while the gateway ran/.test(line)),
+    shown.join(""),
+  );
+});
