@@ -28,7 +28,10 @@ scope.onmessage = ({ data: request }) => {
     try {
       store = open(request.path);
     } catch (error) {
-      scope.postMessage({ kind: "broken", error: `cannot open ${request.path}: ${error}` });
+      scope.postMessage({
+        kind: "broken",
+        error: `cannot open ${request.path}: ${messageOf(error)}`,
+      });
     }
     return;
   }
@@ -46,9 +49,14 @@ scope.onmessage = ({ data: request }) => {
     try {
       if (db.isTransaction) db.exec("ROLLBACK");
     } catch { /* the connection is unusable; the next message reports it */ }
-    scope.postMessage({ kind: "failed", seq: request.seq, error: String(error) });
+    // The message only: the main thread makes an Error of it, which says "Error: " itself.
+    scope.postMessage({ kind: "failed", seq: request.seq, error: messageOf(error) });
   }
 };
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** The inbox (created by the main thread) with the settings of `openPrivateDatabase`. */
 function open(path: string): { db: DatabaseSync; statements: AdmitStatements } {
