@@ -67,6 +67,12 @@ export interface GatewayProcess extends AsyncDisposable {
 export interface StartOptions {
   /** The process's open-file limit (`ulimit -n`), set through bash before deno starts. */
   fileLimit?: number;
+  /**
+   * Starts it with SIGXFSZ ignored (through bash), so that a file-size limit set on it later
+   * (`prlimit --pid <pid> --fsize=…`) makes its writes past the limit fail, as on a full disk,
+   * instead of killing it.
+   */
+  fileSizeLimitable?: boolean;
 }
 
 /**
@@ -105,9 +111,13 @@ async function startGatewayOnce(
   assert.ok(Number.isInteger(port) && port > 0, "startGateway needs env.WEBHOOK_PORT");
   const command = [Deno.execPath(), "run", "-A", MAIN, "gateway", "run"];
   // `exec` keeps the pid: signals reach the gateway itself.
-  const [program, ...args] = options.fileLimit === undefined
+  const setup = [
+    ...(options.fileLimit === undefined ? [] : [`ulimit -n ${options.fileLimit}`]),
+    ...(options.fileSizeLimitable ? ["trap '' XFSZ"] : []),
+  ];
+  const [program, ...args] = setup.length === 0
     ? command
-    : ["bash", "-c", `ulimit -n ${options.fileLimit} && exec "$@"`, "bash", ...command];
+    : ["bash", "-c", `${setup.join(" && ")} && exec "$@"`, "bash", ...command];
   const child = new Deno.Command(program, {
     args,
     cwd: REPO,
