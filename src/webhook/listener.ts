@@ -656,7 +656,19 @@ function claimDelivery(deps: ListenerDeps): Step {
     c.set("claimHeld", held);
     if (!held) return await next();
     const id = c.get("deliveryId");
-    if (!deps.inbox.claim(name, id, deps.now(), ttlOf(deps), true)) {
+    let claimed: boolean;
+    try {
+      claimed = deps.inbox.claim(name, id, deps.now(), ttlOf(deps), true);
+    } catch (error) {
+      // The inbox cannot be written (read-only, gone): nothing was claimed; the sender retries.
+      deps.log("error", "route {route}: could not store event {delivery_id}: {error}", {
+        route: name,
+        delivery_id: id,
+        error: String(error),
+      });
+      return notStored(c);
+    }
+    if (!claimed) {
       if (deps.inbox.isHeld(name, id)) return inProgress(c, id);
       // The claim may be one a request of this turn took, whose commit is still to come and may
       // fail (then it is rolled back): "duplicate" tells the sender to drop the event, so it is

@@ -1196,6 +1196,43 @@ Deno.test("a script route whose commit fails → 503, its held claim given up fo
   assert.ok(h.inbox.claim("r", "f-1", NOW, 1000), "the claim was given up");
 });
 
+Deno.test("a script or deliver-only route whose claim cannot be written (read-only inbox) → 503 with Retry-After, not 500", async () => {
+  const deliverOnly = {
+    deliver_only: true,
+    deliver: "discord",
+    deliver_extra: { chat_id: "123456789012345678" },
+  };
+  for (const extra of [{ script: "x.sh" }, deliverOnly]) {
+    await using h = await harness({
+      routes: { r: route(extra) },
+      script: { kind: "payload", payload: { issue: { title: "x" } } },
+    });
+    h.inbox.commit();
+    const db = new DatabaseSync(h.inboxPath);
+    db.exec("PRAGMA busy_timeout = 5000");
+    db.exec(`CREATE TRIGGER read_only BEFORE INSERT ON claims
+      BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END`);
+    try {
+      const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+      assert.equal(failed.status, 503, JSON.stringify(extra));
+      assert.equal(failed.headers.get("retry-after"), "30");
+      assert.match((await failed.json()).error, /could not be stored; try again later/);
+      assert.ok(
+        h.logs.some((line) =>
+          line.includes("could not store event") && line.includes("readonly database")
+        ),
+        h.logs.join("\n"),
+      );
+    } finally {
+      h.inbox.commit(); // this connection's turn, which the trigger's connection would wait for
+      db.exec("DROP TRIGGER read_only");
+      db.close();
+    }
+    const retried = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+    assert.equal(retried.status, "script" in extra ? 202 : 200);
+  }
+});
+
 Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and the inbox exact", async () => {
   const body = '{"chat":1234567890123456789,"issue":{"id":98765432109876543210}}';
   const headers = { "x-hub-signature-256": githubSignature(SECRET, body) };
