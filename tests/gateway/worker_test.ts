@@ -784,3 +784,27 @@ Deno.test("a delivery that succeeds while the inbox cannot be written is recorde
   await within(t.until(() => t.inbox.counts().done === 1), "the delivery to be recorded");
   assert.equal(t.deliveries.length, 1);
 });
+
+Deno.test("while writing an event fails at once (a read-only inbox), the pool neither throws nor spins; once it can, the event is run", async () => {
+  await using t = await setup({ storeRetryBaseMs: 20 });
+  t.inbox.enqueue(event("d1"), Date.now());
+  await t.inbox.durable();
+  const db = new DatabaseSync(t.inbox.path);
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec(`CREATE TRIGGER read_only BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END`);
+  try {
+    t.pool.start(); // take() throws inside: said, not thrown
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the retries, from timers
+    const errors = t.logs.filter((entry) => entry.level === "error");
+    assert.equal(errors.length, 1);
+    assert.match(String(errors[0].properties?.error), /readonly database/);
+    assert.deepEqual(t.runs, []);
+  } finally {
+    t.inbox.commit();
+    db.exec("DROP TRIGGER read_only");
+    db.close();
+  }
+  await within(t.until(() => t.inbox.counts().done === 1), "the event to be delivered");
+  assert.deepEqual(t.runs, ["d1"]);
+});
