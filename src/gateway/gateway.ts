@@ -47,6 +47,8 @@ export interface GatewayOptions {
   env?: EnvReader;
   /** How often the inbox is pruned and the usage metrics flushed, in ms. Default hourly. */
   housekeepingIntervalMs?: number;
+  /** How often the gateway looks whether its home's lock file is still there, in ms. Default 5 s. */
+  lockCheckIntervalMs?: number;
   /**
    * Stops the start while the MCP servers connect: what was started is shut down (stdio
    * children too) and `start` rejects with the signal's reason.
@@ -63,6 +65,8 @@ const mcpLog = logger("mcp");
 const FINISHED_EVENTS_KEPT_MS = 7 * 24 * 3_600_000;
 /** How often the inbox is pruned and the usage metrics flushed, unless told otherwise. */
 const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
+/** How often the lock file is looked at (a stat), unless told otherwise. */
+const LOCK_CHECK_INTERVAL_MS = 5_000;
 
 /**
  * A running gateway.
@@ -83,6 +87,11 @@ export class Gateway {
   readonly #session: AgentSession | undefined;
   readonly #inbox: Inbox;
   #lock: Deno.FsFile;
+  /** A new lock being taken (see `#checkLock`). */
+  #relocking: Promise<void> | undefined;
+  /** Why the lock could not be taken again, once said. */
+  #lockTakenBy: string | undefined;
+  #lockTimer: ReturnType<typeof setInterval> | undefined;
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
@@ -400,7 +409,9 @@ export class Gateway {
     }
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, lock, metrics });
-    relock = () => gateway.#relock(config.paths.gatewayLock);
+    relock = () => gateway.#checkLock(config.paths.gatewayLock);
+    gateway.#lockTimer = setInterval(relock, options.lockCheckIntervalMs ?? LOCK_CHECK_INTERVAL_MS);
+    Deno.unrefTimer(gateway.#lockTimer);
     gateway.#housekeeping();
     const timer = setInterval(
       () => gateway.#housekeeping(),
@@ -426,37 +437,54 @@ export class Gateway {
   }
 
   /**
-   * Takes the home's lock again when its file is gone (deleted with the inbox's folder): else a
-   * second gateway could start on this home.
+   * Takes the home's lock again when its file is gone (deleted, alone or with the inbox's
+   * folder): else a second gateway could start on this home. Says so once when another gateway
+   * took it meanwhile.
    */
-  #relock(path: string): void {
+  #checkLock(path: string): void {
+    if (this.#relocking || this.#stopped) return;
     try {
-      Deno.statSync(path);
-      return; // still there: the lock held is the one others see
-    } catch { /* gone: taken again below */ }
-    lockGatewayHome(path).then((lock) => {
+      const held = this.#lock.statSync();
+      const there = Deno.statSync(path);
+      if (held.dev === there.dev && held.ino === there.ino) return;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) return; // cannot tell: looked at again later
+    }
+    this.#relocking = lockGatewayHome(path).then((lock) => {
       if (this.#stopped) return lock.close();
       this.#lock.close();
       this.#lock = lock;
+      this.#lockTakenBy = undefined;
       recordGatewayAddress(lock, this.#server.addr);
+      log.warn(
+        "the lock {lock} was deleted while the gateway ran; it is taken again, so that no " +
+          "other gateway starts on this home",
+        { lock: path },
+      );
     }, (error) => {
-      log.error("could not take the lock {lock} again: {error}", {
-        lock: path,
-        error: String(error),
-      });
-    });
+      const said = String(error);
+      if (this.#lockTakenBy === said) return;
+      this.#lockTakenBy = said;
+      log.error(
+        "the lock {lock} was deleted while the gateway ran, and cannot be taken again: {error}. " +
+          "Two gateways on one home run and deliver events twice: stop one of them",
+        { lock: path, error: said },
+      );
+    }).finally(() => this.#relocking = undefined);
   }
 
   /** Stops accepting, drains requests and runs under way, then closes everything (once). */
   stop(): Promise<void> {
     this.#stopped ??= (async () => {
       clearInterval(this.#pruneTimer);
+      clearInterval(this.#lockTimer);
       await this.#server.shutdown();
       await this.#flusher.settle(0); // a send under way is retried by the next start
       await this.#pool.stop();
       await this.#session?.close();
       this.#inbox.close();
       await this.#pruning; // ends at its next chunk now that the inbox is closed
+      await this.#relocking;
       this.#lock.close();
       this.#flusher.packageDue();
       this.#metrics.close();

@@ -725,3 +725,38 @@ Deno.test("a gateway whose inbox folder is deleted while it runs puts it back, l
     shown.join(""),
   );
 });
+
+Deno.test("a gateway whose lock file is deleted while it runs takes it again: no second gateway starts on its home", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml());
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  const shown: string[] = [];
+  await configureLogging(config.paths, { console: (line) => shown.push(line) });
+  try {
+    const gateway = await Gateway.start({ config, env, lockCheckIntervalMs: 10 });
+    try {
+      const port = Number(new URL(gateway.addresses[0]).port);
+      Deno.removeSync(config.paths.gatewayLock);
+      const deadline = Date.now() + 10_000;
+      while (!runningGateway(config.paths.gatewayLock).running) {
+        assert(Date.now() < deadline, "the lock was not taken again");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.deepEqual(runningGateway(config.paths.gatewayLock), {
+        running: true,
+        hostname: "127.0.0.1",
+        port,
+      });
+      await assert.rejects(() => Gateway.start({ config, env }), GatewayBusyError);
+      assert(
+        shown.some((line) => /^warning: the lock .* was deleted while the gateway ran/.test(line)),
+      );
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await closeLogging();
+  }
+  assert.deepEqual(runningGateway(config.paths.gatewayLock), { running: false });
+});
