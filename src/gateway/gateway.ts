@@ -47,7 +47,10 @@ export interface GatewayOptions {
   env?: EnvReader;
   /** How often the inbox is pruned and the usage metrics flushed, in ms. Default hourly. */
   housekeepingIntervalMs?: number;
-  /** How often the gateway looks whether its home's lock file is still there, in ms. Default 5 s. */
+  /**
+   * How often the gateway looks whether its home's lock file and inbox are still there, in ms.
+   * Default 5 s.
+   */
   lockCheckIntervalMs?: number;
   /**
    * Stops the start while the MCP servers connect: what was started is shut down (stdio
@@ -92,6 +95,8 @@ export class Gateway {
   /** Why the lock could not be taken again, once said. */
   #lockTakenBy: string | undefined;
   #lockTimer: ReturnType<typeof setInterval> | undefined;
+  /** What keeps the inbox from being put back, once said. */
+  #inboxProblem: string | undefined;
   readonly #metrics: UsageMetrics;
   #stopped: Promise<void> | undefined;
   #pruneTimer: ReturnType<typeof setInterval> | undefined;
@@ -410,7 +415,10 @@ export class Gateway {
     pool.start();
     const gateway = new Gateway({ settings, server, pool, session, inbox, lock, metrics });
     relock = () => gateway.#checkLock(config.paths.gatewayLock);
-    gateway.#lockTimer = setInterval(relock, options.lockCheckIntervalMs ?? LOCK_CHECK_INTERVAL_MS);
+    gateway.#lockTimer = setInterval(
+      () => gateway.#checkFiles(config.paths.gatewayLock),
+      options.lockCheckIntervalMs ?? LOCK_CHECK_INTERVAL_MS,
+    );
     Deno.unrefTimer(gateway.#lockTimer);
     gateway.#housekeeping();
     const timer = setInterval(
@@ -434,6 +442,20 @@ export class Gateway {
       );
     }
     return gateway;
+  }
+
+  /**
+   * Every few seconds: the inbox and the lock are still where they were, or put back (the inbox
+   * with all it held); a problem that stays is said once.
+   */
+  #checkFiles(lockPath: string): void {
+    this.#checkLock(lockPath);
+    this.#inbox.keepInPlace().then(() => this.#inboxProblem = undefined, (error) => {
+      const said = String(error);
+      if (this.#inboxProblem === said) return;
+      this.#inboxProblem = said;
+      log.error("{error}", { error: said });
+    });
   }
 
   /**

@@ -528,6 +528,16 @@ export class Inbox implements Disposable {
   }
 
   /**
+   * Puts the inbox back when it was deleted while open, as {@linkcode Inbox.accept} does before
+   * an event: for a quiet gateway, whose next start would otherwise find it gone. Resolves at
+   * once when it is in place; rejects when it cannot be put back (another file took its place).
+   */
+  keepInPlace(): Promise<void> {
+    if (!this.#restoring && (!this.#db.isOpen || this.#inPlace())) return Promise.resolve();
+    return this.#restore();
+  }
+
+  /**
    * Puts back an inbox deleted while open (the file, its -wal, or the whole folder): a copy of
    * everything the open connection sees, in a new file at {@linkcode Inbox.path}, which is then
    * used. Refused when another file has taken its place (that is someone's; the gateway does not

@@ -760,3 +760,47 @@ Deno.test("a gateway whose lock file is deleted while it runs takes it again: no
   }
   assert.deepEqual(runningGateway(config.paths.gatewayLock), { running: false });
 });
+
+Deno.test("a quiet gateway whose inbox folder is deleted puts it back, with the events it held, within seconds", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml() + AGENT_ROUTE);
+  const env = gatewayEnv(h.home);
+  const config = loadConfig({ env });
+  await configureLogging(config.paths, { console: () => {} });
+  try {
+    const gateway = await Gateway.start({ config, env, lockCheckIntervalMs: 10 });
+    try {
+      const answer = await postGithub(
+        { url: (path) => `${gateway.addresses[0]}${path}` },
+        { name: "ci", secret: "s" },
+        "push",
+        "d-1",
+        { ref: "main" },
+      );
+      assert.equal(answer.status, 202);
+      Deno.removeSync(join(h.home, "gateway"), { recursive: true });
+      const deadline = Date.now() + 10_000;
+      const held = () => {
+        try {
+          const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
+          try {
+            return db.prepare("SELECT delivery_id FROM events").all().map((row) => row.delivery_id);
+          } finally {
+            db.close();
+          }
+        } catch {
+          return [];
+        }
+      };
+      while (held().length === 0 || !runningGateway(config.paths.gatewayLock).running) {
+        assert(Date.now() < deadline, "the inbox was not put back");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.deepEqual(held(), ["d-1"]);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await closeLogging();
+  }
+});
