@@ -83,13 +83,19 @@ export class RotatingLogFile implements Disposable {
     const lines = this.#pending;
     this.#pending = [];
     try {
-      if (this.#file && !this.#stillAtPath()) {
-        // Deleted or moved away (its folder too): the lines would go to a file nobody sees.
-        this.#file.close();
+      const there = this.#file ? this.#atPath() : "same";
+      if (there !== "same") {
+        // Deleted, or moved away (rotated by another process, or logrotate): the lines would go
+        // to a file nobody sees, or that is not the log any more. Only a deletion is a surprise.
+        this.#file!.close();
         this.#file = undefined;
-        this.#report(
-          new Error(`${this.path} was deleted or moved while it was open; a new one is started`),
-        );
+        if (there === "none") {
+          this.#report(
+            new Error(
+              `${this.path} was deleted or moved away while it was open; a new one is started`,
+            ),
+          );
+        }
       }
       if (!this.#file) {
         ensurePrivateDir(dirname(this.path));
@@ -154,14 +160,14 @@ export class RotatingLogFile implements Disposable {
     this.#identity = `${info.dev}:${info.ino}`;
   }
 
-  /** Whether `path` still names the open file. */
-  #stillAtPath(): boolean {
+  /** What `path` names now: the open file, another one, or nothing. */
+  #atPath(): "same" | "other" | "none" {
     try {
       const info = Deno.statSync(this.path);
-      return `${info.dev}:${info.ino}` === this.#identity;
+      return `${info.dev}:${info.ino}` === this.#identity ? "same" : "other";
     } catch (error) {
       // Only a path that leads nowhere: one that cannot be looked at keeps the open file.
-      return !(error instanceof Deno.errors.NotFound);
+      return error instanceof Deno.errors.NotFound ? "none" : "same";
     }
   }
 

@@ -153,7 +153,7 @@ Deno.test("RotatingLogFile openOnFirstLine: what is there already is opened, or 
   });
 });
 
-Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started again at its path, and that is reported", async () => {
+Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started again at its path, and that is reported; one rotated elsewhere is followed", async () => {
   await withTempDir((dir) => {
     const folder = join(dir, "logs");
     const path = join(folder, "app.log");
@@ -171,17 +171,23 @@ Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started 
     file.flush();
     assert.equal(Deno.readTextFileSync(path), "after the file was deleted\n");
     assert.equal(modeOf(path), 0o600);
-    assert.match(String(errors[0]), /app\.log was deleted or moved while it was open/);
+    assert.match(
+      String(errors[0]),
+      /app\.log was deleted or moved away while it was open; a new one is started/,
+    );
     Deno.removeSync(folder, { recursive: true });
     file.append("after the folder was deleted\n");
     file.flush();
     assert.equal(Deno.readTextFileSync(path), "after the folder was deleted\n");
     assert.equal(modeOf(folder), 0o700);
-    Deno.renameSync(path, `${path}.old`); // moved away, as logrotate does
-    file.append("after a move\n");
+    // Moved away and replaced, as logrotate or another process's rotation does: followed quietly.
+    Deno.renameSync(path, `${path}.1`);
+    Deno.writeTextFileSync(path, "");
+    file.append("after a rotation elsewhere\n");
     file.close();
-    assert.equal(Deno.readTextFileSync(path), "after a move\n");
-    assert.equal(errors.length, 3);
+    assert.equal(Deno.readTextFileSync(path), "after a rotation elsewhere\n");
+    assert.equal(Deno.readTextFileSync(`${path}.1`), "after the folder was deleted\n");
+    assert.equal(errors.length, 2);
   });
 });
 
