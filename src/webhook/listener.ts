@@ -680,7 +680,9 @@ function claimDelivery(deps: ListenerDeps): Step {
     // rather than throwing it out of next(). Nothing was accepted: the sender's retry must not
     // find the claim held (409) or taken (duplicate). (A direct delivery that threw has let it go
     // already, keeping the parts that went out.)
-    if (c.error && deps.inbox.isHeld(name, id)) deps.inbox.release(name, id);
+    if (c.error && deps.inbox.isHeld(name, id)) {
+      recordClaim(deps, name, id, () => deps.inbox.release(name, id));
+    }
   };
 }
 
@@ -720,7 +722,12 @@ function runScript(deps: ListenerDeps): Step {
     if (verdict.kind === "blocked") {
       // Not the script's answer but a setup to fix (a missing file, one outside scripts/): the
       // sender keeps the event and sends it again, by then perhaps to a fixed route.
-      deps.inbox.release(route.name, c.get("deliveryId"));
+      recordClaim(
+        deps,
+        route.name,
+        c.get("deliveryId"),
+        () => deps.inbox.release(route.name, c.get("deliveryId")),
+      );
       deps.log(
         SCRIPT_BLOCKED_LOG_LEVEL,
         "route {route}: event {delivery_id} refused (503), its script cannot run: {detail}",
@@ -730,7 +737,12 @@ function runScript(deps: ListenerDeps): Step {
       return c.json({ error: SCRIPT_BLOCKED_ERROR }, 503);
     }
     if (verdict.kind === "ignored") {
-      deps.inbox.settle(route.name, c.get("deliveryId"));
+      recordClaim(
+        deps,
+        route.name,
+        c.get("deliveryId"),
+        () => deps.inbox.settle(route.name, c.get("deliveryId")),
+      );
       // Printing nothing or [SILENT] is the script's way to say no; anything else is a failure
       // its author needs to see (the exit code and stderr, the timeout, the output cap).
       const chosen = verdict.reason === "empty" || verdict.reason === "silent";
@@ -860,7 +872,7 @@ function emptyMessage(
   route: ServedRoute,
   id: string,
 ): Response {
-  deps.inbox.release(route.name, id);
+  recordClaim(deps, route.name, id, () => deps.inbox.release(route.name, id));
   deps.log(
     "warning",
     "route {route}: direct delivery {delivery_id} to {target} not sent: the route's prompt " +
@@ -873,6 +885,24 @@ function emptyMessage(
     route: route.name,
     delivery_id: id,
   }, 502);
+}
+
+/**
+ * Records what became of a held claim (settled, released, parts sent) without changing the
+ * answer, which stands (the message went out, the script said no): when the inbox cannot take
+ * the write (read-only, gone), that is logged, and the gateway's next start frees the claim.
+ */
+function recordClaim(deps: ListenerDeps, route: string, id: string, write: () => void): void {
+  try {
+    write();
+  } catch (error) {
+    deps.log(
+      "error",
+      "route {route}: could not record what became of delivery {delivery_id} in the inbox " +
+        "({error}); its delivery id stays claimed until the gateway restarts",
+      { route, delivery_id: id, error: String(error) },
+    );
+  }
 }
 
 /** How long a delivery id stays claimed, in ms. */
@@ -901,15 +931,25 @@ async function deliverNow(
   try {
     result = await deps.deliverDirect(route, message, extra, payload, event, skipParts, (parts) => {
       sent = parts;
-      deps.inbox.recordDirectParts(route.name, id, { messageKey, partsSent: parts });
+      recordClaim(
+        deps,
+        route.name,
+        id,
+        () => deps.inbox.recordDirectParts(route.name, id, { messageKey, partsSent: parts }),
+      );
     });
   } catch (error) {
     // Answered 500 by onError: the sender's retry resumes after the parts that went out.
-    deps.inbox.release(route.name, id, { messageKey, partsSent: sent, atMs: deps.now() });
+    recordClaim(
+      deps,
+      route.name,
+      id,
+      () => deps.inbox.release(route.name, id, { messageKey, partsSent: sent, atMs: deps.now() }),
+    );
     throw error;
   }
   if (result.ok) {
-    deps.inbox.settle(route.name, id);
+    recordClaim(deps, route.name, id, () => deps.inbox.settle(route.name, id));
     deps.log("info", "route {route}: direct delivery {delivery_id} went to {where}", {
       route: route.name,
       delivery_id: id,
@@ -922,11 +962,12 @@ async function deliverNow(
       delivery_id: id,
     });
   }
-  deps.inbox.release(route.name, id, {
-    messageKey,
-    partsSent: result.partsSent ?? skipParts,
-    atMs: deps.now(),
-  });
+  recordClaim(deps, route.name, id, () =>
+    deps.inbox.release(route.name, id, {
+      messageKey,
+      partsSent: result.partsSent ?? skipParts,
+      atMs: deps.now(),
+    }));
   deps.log(
     DELIVERY_FAILED_LOG_LEVEL,
     "route {route}: direct delivery {delivery_id} to {target} failed: {error}",

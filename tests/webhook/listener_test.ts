@@ -1233,6 +1233,38 @@ Deno.test("a script or deliver-only route whose claim cannot be written (read-on
   }
 });
 
+Deno.test("a direct delivery that went out while the inbox refuses writes is answered 200, not 500 (a retry would send it again)", async () => {
+  const extra = {
+    deliver_only: true,
+    deliver: "discord",
+    deliver_extra: { chat_id: "123456789012345678" },
+  };
+  await using h = await harness({ routes: { r: route(extra) } });
+  h.inbox.commit();
+  const db = new DatabaseSync(h.inboxPath);
+  db.exec("PRAGMA busy_timeout = 5000");
+  // The claim is taken (an insert); what comes after it (an update) is refused.
+  db.exec(`CREATE TRIGGER read_only BEFORE UPDATE ON claims
+    BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END`);
+  try {
+    const sent = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
+    assert.equal(sent.status, 200);
+    assert.equal((await sent.json()).status, "delivered");
+    assert.equal(h.delivered.length, 1);
+    assert.ok(
+      h.logs.some((line) =>
+        line.includes("could not record what became of delivery") &&
+        line.includes("readonly database")
+      ),
+      h.logs.join("\n"),
+    );
+  } finally {
+    h.inbox.commit();
+    db.exec("DROP TRIGGER read_only");
+    db.close();
+  }
+});
+
 Deno.test("integers beyond 2^53 in a payload reach prompts, deliver_extra and the inbox exact", async () => {
   const body = '{"chat":1234567890123456789,"issue":{"id":98765432109876543210}}';
   const headers = { "x-hub-signature-256": githubSignature(SECRET, body) };
