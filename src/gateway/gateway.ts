@@ -504,6 +504,10 @@ export class Gateway {
       await this.#flusher.settle(0); // a send under way is retried by the next start
       await this.#pool.stop();
       await this.#session?.close();
+      // An inbox deleted since the last look is put back with what it holds, for the next start.
+      await this.#inbox.keepInPlace().catch((error) =>
+        log.error("{error}", { error: String(error) })
+      );
       this.#inbox.close();
       await this.#pruning; // ends at its next chunk now that the inbox is closed
       await this.#relocking;

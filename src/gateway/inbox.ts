@@ -331,8 +331,10 @@ export class Inbox implements Disposable {
   #writerOptions: { onWriterError?: (error: unknown) => void } | undefined;
   /** Told after an inbox deleted while open was put back. */
   #onRestored: ((events: number) => void) | undefined;
-  /** The restore of a deleted inbox under way (see {@linkcode Inbox.accept}). */
+  /** The restore of a deleted inbox under way (see {@linkcode Inbox.keepInPlace}). */
   #restoring: Promise<void> | undefined;
+  /** Why events are refused: another file took the inbox's place while it was open. */
+  #displaced: string | undefined;
   /** The transaction open for this turn's writes, and who waits for its commit. */
   #batch: Batch | undefined;
   /** The thread that commits {@linkcode Inbox.accept}'s events, when one was asked for. */
@@ -343,6 +345,7 @@ export class Inbox implements Disposable {
     this.#db = db;
     this.#admit = admitStatements(db);
     this.#fileId = fileId(path);
+    this.#walId = fileId(`${path}-wal`);
   }
 
   /**
@@ -353,10 +356,10 @@ export class Inbox implements Disposable {
    * serving requests (the gateway's intake). Should that thread fail, `onWriterError` is told once
    * and `accept` goes on, on this thread's connection.
    *
-   * An inbox deleted while open (the file, its -wal or its folder) is put back by the next
-   * `accept`, with everything the open connection holds, before that event is taken;
-   * `onRestored` is then told how many events it holds. One replaced by another file is left
-   * alone, and `accept` rejects until the inbox is opened again.
+   * An inbox deleted while open (the file, its -wal or its folder) is put back by
+   * {@linkcode Inbox.keepInPlace}, with everything the open connection holds; `onRestored` is then
+   * told how many events it holds. One replaced by another file is left alone, and from then on
+   * `accept` rejects until the inbox is opened again.
    */
   static open(
     path: string,
@@ -517,10 +520,11 @@ export class Inbox implements Disposable {
    */
   accept(event: NewEvent, nowMs: number, ttlMs: number): Promise<Acceptance> {
     const row = admitRow(event, nowMs, ttlMs);
-    // An inbox deleted while open (its folder, its -wal) still takes writes, but they would be
-    // gone at the next start: it is written back to its place first, with all it holds.
-    if (this.#restoring || !this.#inPlace()) {
-      return this.#restore().then(() =>
+    if (this.#displaced) return Promise.reject(new Error(this.#displaced));
+    // Not looked at here (two stats an event): an event taken into a deleted inbox is in what
+    // keepInPlace copies back.
+    if (this.#restoring) {
+      return this.#restoring.then(() =>
         this.#writer ? this.#writer.accept(row) : this.#acceptHere(row)
       );
     }
@@ -528,11 +532,14 @@ export class Inbox implements Disposable {
   }
 
   /**
-   * Puts the inbox back when it was deleted while open, as {@linkcode Inbox.accept} does before
-   * an event: for a quiet gateway, whose next start would otherwise find it gone. Resolves at
-   * once when it is in place; rejects when it cannot be put back (another file took its place).
+   * Puts the inbox back when it was deleted while open (the gateway calls it every few seconds
+   * and before it stops), with everything the open connection holds, events accepted since the
+   * deletion included: else the next start would find them gone. Resolves at once when it is in
+   * place; rejects when it cannot be put back (another file took its place: from then on
+   * {@linkcode Inbox.accept} rejects too).
    */
   keepInPlace(): Promise<void> {
+    if (this.#displaced) return Promise.reject(new Error(this.#displaced));
     if (!this.#restoring && (!this.#db.isOpen || this.#inPlace())) return Promise.resolve();
     return this.#restore();
   }
@@ -569,7 +576,7 @@ export class Inbox implements Disposable {
       this.#admit = admitStatements(this.#db);
       this.#statements = new Map();
       this.#fileId = fileId(this.path);
-      this.#walId = undefined;
+      this.#walId = fileId(`${this.path}-wal`);
       if (this.#writerOptions) this.#startWriter();
       const { n } = this.#sql("SELECT COUNT(*) AS n FROM events").get() as { n: number };
       this.#onRestored?.(n);
@@ -599,7 +606,9 @@ export class Inbox implements Disposable {
       }
     }
     if (now !== undefined && now !== this.#fileId) {
-      return `the inbox ${this.path} was replaced by another file while the gateway ran; ` +
+      // For good: events taken now would be in a file no start reads.
+      return this.#displaced = `the inbox ${this.path} was replaced by another file while the ` +
+        "gateway ran; " +
         "events are refused until the gateway is restarted (it then uses the new file, and " +
         "the events the old one held are lost)";
     }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Gateway, GatewayBusyError } from "../../src/gateway/gateway.ts";
+import { Gateway, GatewayBusyError, type GatewayOptions } from "../../src/gateway/gateway.ts";
 import { lockGatewayHome, runningGateway } from "../../src/gateway/home_lock.ts";
 import { Inbox } from "../../src/gateway/inbox.ts";
 import { loadConfig } from "../../src/home/config.ts";
@@ -53,12 +53,13 @@ async function consoleOfGateway(
   home: string,
   body: (gateway: Gateway, shown: string[]) => Promise<void> = () => Promise.resolve(),
   env: (name: string) => string | undefined = gatewayEnv(home),
+  options: Pick<GatewayOptions, "lockCheckIntervalMs"> = {},
 ): Promise<string[]> {
   const config = loadConfig({ env });
   const shown: string[] = [];
   await configureLogging(config.paths, { console: (line) => shown.push(line) });
   try {
-    const gateway = await Gateway.start({ config, env });
+    const gateway = await Gateway.start({ config, env, ...options });
     try {
       await body(gateway, shown);
     } finally {
@@ -706,24 +707,66 @@ Deno.test("a gateway whose inbox folder is deleted while it runs puts it back, l
       id,
       { ref: "main" },
     );
-  const shown = await consoleOfGateway(h.home, async (gateway) => {
-    assert.equal((await post(gateway, "d-1")).status, 202);
-    Deno.removeSync(join(h.home, "gateway"), { recursive: true });
-    assert.equal((await post(gateway, "d-2")).status, 202);
-    const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
-    try {
-      const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
-      assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
-    } finally {
-      db.close();
-    }
-    // Another gateway on this home is still refused.
-    await assert.rejects(() => Gateway.start({ config, env }), GatewayBusyError);
-  }, env);
+  const shown = await consoleOfGateway(
+    h.home,
+    async (gateway, lines) => {
+      assert.equal((await post(gateway, "d-1")).status, 202);
+      Deno.removeSync(join(h.home, "gateway"), { recursive: true });
+      assert.equal((await post(gateway, "d-2")).status, 202);
+      // Put back at the next look (every 50 ms here), with the event taken meanwhile.
+      const started = Date.now();
+      while (!lines.some((line) => line.includes("was deleted while the gateway ran"))) {
+        assert.ok(Date.now() - started < 10_000, "the inbox was not put back");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
+      try {
+        const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
+        assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
+      } finally {
+        db.close();
+      }
+      // Another gateway on this home is still refused.
+      await assert.rejects(() => Gateway.start({ config, env }), GatewayBusyError);
+    },
+    env,
+    { lockCheckIntervalMs: 50 },
+  );
   assert(
     shown.some((line) => /^warning: the inbox .* was deleted while the gateway ran/.test(line)),
     shown.join(""),
   );
+});
+
+Deno.test("a gateway whose inbox is deleted after its last look puts it back when it stops", async () => {
+  await using h = await tempHome();
+  Deno.writeTextFileSync(h.config, gatewayYaml() + AGENT_ROUTE);
+  const config = loadConfig({ env: gatewayEnv(h.home) });
+  await consoleOfGateway(
+    h.home,
+    async (gateway) => {
+      for (const id of ["d-1", "d-2"]) {
+        const answer = await postGithub(
+          { url: (path) => `${gateway.addresses[0]}${path}` },
+          { name: "ci", secret: "s" },
+          "push",
+          id,
+          {},
+        );
+        assert.equal(answer.status, 202);
+        if (id === "d-1") Deno.removeSync(join(h.home, "gateway"), { recursive: true });
+      }
+    },
+    gatewayEnv(h.home),
+    { lockCheckIntervalMs: 3_600_000 },
+  );
+  const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
+  try {
+    const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
+    assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
+  } finally {
+    db.close();
+  }
 });
 
 Deno.test("a gateway whose lock file is deleted while it runs takes it again: no second gateway starts on its home", async () => {

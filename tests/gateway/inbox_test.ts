@@ -1179,7 +1179,7 @@ for (
     ["its -wal", (path: string) => Deno.removeSync(`${path}-wal`)],
   ] as const
 ) {
-  Deno.test(`an inbox deleted while open (${what}) is put back, with all it held, before it accepts an event`, async () => {
+  Deno.test(`an inbox deleted while open (${what}) is put back by keepInPlace, with all it held, events taken since included`, async () => {
     const dir = await Deno.makeTempDir();
     const path = join(dir, "gateway", "inbox.sqlite3");
     try {
@@ -1188,7 +1188,10 @@ for (
       const queued = inbox.enqueue(event("queued-in-turn"), 1000); // not committed yet
       remove(path);
       assert.equal((await inbox.accept(event("after"), 2000, 60_000)).kind, "accepted");
+      await inbox.keepInPlace();
       assert.deepEqual(deliveryIdsOnDisk(path), ["before", "queued-in-turn", "after"]);
+      assert.equal((await inbox.accept(event("later"), 2000, 60_000)).kind, "accepted");
+      assert.deepEqual(deliveryIdsOnDisk(path), ["before", "queued-in-turn", "after", "later"]);
       assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
       assert.equal(Deno.statSync(join(dir, "gateway")).mode! & 0o777, 0o700);
       // Its claims came along: a redelivery is still a duplicate; and it goes on as before.
@@ -1199,7 +1202,7 @@ for (
       inbox.close();
       using reopened = Inbox.open(path);
       assert.deepEqual(reopened.counts(), {
-        queued: 2,
+        queued: 3,
         running: 1,
         delivering: 0,
         done: 0,
@@ -1217,10 +1220,10 @@ Deno.test("an inbox replaced by another file while open refuses events, saying s
     assert.equal((await inbox.accept(event("before"), 1000, 60_000)).kind, "accepted");
     Deno.removeSync(path);
     Deno.writeTextFileSync(path, "someone's file");
-    await assert.rejects(
-      () => inbox.accept(event("after"), 2000, 60_000),
-      /inbox .* was replaced by another file while the gateway ran; events are refused until the gateway is restarted/,
-    );
+    const said =
+      /inbox .* was replaced by another file while the gateway ran; events are refused until the gateway is restarted/;
+    await assert.rejects(() => inbox.keepInPlace(), said);
+    await assert.rejects(() => inbox.accept(event("after"), 2000, 60_000), said);
     assert.equal(Deno.readTextFileSync(path), "someone's file");
   });
 });
