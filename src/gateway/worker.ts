@@ -296,15 +296,7 @@ export class WorkerPool {
             deliver: !silent,
           }, this.#o.now())
         );
-        if (!stored) {
-          log(
-            "error",
-            "event {id} (delivery {delivery_id}) on {route}: its run ended, but the inbox could " +
-              "not record it before the gateway stopped; the next start runs it again",
-            { id: current.id, delivery_id: current.deliveryId, route: current.route },
-          );
-          return;
-        }
+        if (!stored) return this.#unrecorded(current, "its run ended", "runs it again");
         log(
           failed || empty ? "warning" : "info",
           // Said with the way back: the notice went out, and a plain redeliver sends it again.
@@ -372,6 +364,16 @@ export class WorkerPool {
     }
   }
 
+  /** Says that what became of `event` could not be recorded before the stop, and what follows. */
+  #unrecorded(event: InboxEvent, happened: string, next: string): void {
+    this.#o.log(
+      "error",
+      `event {id} (delivery {delivery_id}) on {route}: ${happened}, but the inbox could not ` +
+        `record it before the gateway stopped; the next start ${next}`,
+      { id: event.id, delivery_id: event.deliveryId, route: event.route },
+    );
+  }
+
   /**
    * A write to the inbox failed (nothing of it was written): said at the first failure of a
    * streak; no event is taken before the next try, which waits longer after each failure.
@@ -436,15 +438,7 @@ export class WorkerPool {
         inbox.recordParts(event.id, event.partsSent + (result.parts ?? 1));
         inbox.recordDelivery(event.id, { ok: true }, this.#o.now());
       });
-      if (!stored) {
-        log(
-          "error",
-          "event {id} (delivery {delivery_id}) on {route}: delivered, but the inbox could not " +
-            "record it before the gateway stopped; the next start delivers it again",
-          { id: event.id, delivery_id: event.deliveryId, route: event.route },
-        );
-        return;
-      }
+      if (!stored) return this.#unrecorded(event, "delivered", "delivers it again");
       log(
         "info",
         "event {id} (delivery {delivery_id}) on {route}: delivered to {where} ({parts} " +

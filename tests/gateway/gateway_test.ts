@@ -85,6 +85,17 @@ async function rawGet(address: string, path: string): Promise<string> {
   return answer;
 }
 
+/** The delivery ids of the events in the inbox file at `path`, in order, read afresh from disk. */
+function deliveryIdsOnDisk(path: string): string[] {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const rows = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
+    return rows.map((row) => String(row.delivery_id));
+  } finally {
+    db.close();
+  }
+}
+
 /** The text of `file`, or "" while it does not exist. */
 function readIfAny(file: string): string {
   try {
@@ -719,13 +730,7 @@ Deno.test("a gateway whose inbox folder is deleted while it runs puts it back, l
         assert.ok(Date.now() - started < 10_000, "the inbox was not put back");
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
-      try {
-        const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
-        assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
-      } finally {
-        db.close();
-      }
+      assert.deepEqual(deliveryIdsOnDisk(config.paths.gatewayInbox), ["d-1", "d-2"]);
       // Another gateway on this home is still refused.
       await assert.rejects(() => Gateway.start({ config, env }), GatewayBusyError);
     },
@@ -760,13 +765,7 @@ Deno.test("a gateway whose inbox is deleted after its last look puts it back whe
     gatewayEnv(h.home),
     { lockCheckIntervalMs: 3_600_000 },
   );
-  const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
-  try {
-    const ids = db.prepare("SELECT delivery_id FROM events ORDER BY id").all();
-    assert.deepEqual(ids.map((row) => row.delivery_id), ["d-1", "d-2"]);
-  } finally {
-    db.close();
-  }
+  assert.deepEqual(deliveryIdsOnDisk(config.paths.gatewayInbox), ["d-1", "d-2"]);
 });
 
 Deno.test("a gateway whose lock file is deleted while it runs takes it again: no second gateway starts on its home", async () => {
@@ -825,12 +824,7 @@ Deno.test("a quiet gateway whose inbox folder is deleted puts it back, with the 
       const deadline = Date.now() + 10_000;
       const held = () => {
         try {
-          const db = new DatabaseSync(config.paths.gatewayInbox, { readOnly: true });
-          try {
-            return db.prepare("SELECT delivery_id FROM events").all().map((row) => row.delivery_id);
-          } finally {
-            db.close();
-          }
+          return deliveryIdsOnDisk(config.paths.gatewayInbox);
         } catch {
           return [];
         }
