@@ -671,16 +671,22 @@ Deno.test("runs aborted before the stop (a second Ctrl-C while requests drain): 
  * of its writes happened): a trigger breaks a deferred foreign key, which only the commit checks.
  * Returns the undo (the disk has room again).
  */
-function failCommits(path: string): () => void {
-  const db = new DatabaseSync(path);
+function failCommits(inbox: Inbox): () => void {
+  const db = new DatabaseSync(inbox.path);
   db.exec("PRAGMA busy_timeout = 5000");
   db.exec(`
+    BEGIN IMMEDIATE;
     CREATE TABLE nowhere (id TEXT PRIMARY KEY);
     CREATE TABLE full_disk (missing TEXT REFERENCES nowhere (id) DEFERRABLE INITIALLY DEFERRED);
     CREATE TRIGGER full_disk AFTER UPDATE ON events BEGIN INSERT INTO full_disk VALUES ('x'); END;
+    COMMIT;
   `);
   return () => {
-    db.exec("DROP TRIGGER full_disk");
+    // A transaction the pool opened this turn holds the write lock until its commit, which runs
+    // on this thread: it is made now (and fails, a last time), or the DROP would wait for it in
+    // vain.
+    inbox.commit();
+    db.exec("BEGIN IMMEDIATE; DROP TRIGGER full_disk; COMMIT;");
     db.close();
   };
 }
@@ -715,7 +721,7 @@ Deno.test("while the inbox cannot be written, no event is taken and it is said o
   await using t = await setup({ storeRetryBaseMs: 20 });
   t.inbox.enqueue(event("d1"), Date.now());
   await t.inbox.durable();
-  const undo = failCommits(t.inbox.path);
+  const undo = failCommits(t.inbox);
   t.pool.start();
   await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
   // Long enough for a loop taking the same event again and again to log thousands of lines.
@@ -748,7 +754,7 @@ Deno.test("a run that ends while the inbox cannot be written keeps its answer un
   t.inbox.enqueue(event("d1"), Date.now());
   t.pool.start();
   await within(started.promise, "the run to start");
-  const undo = failCommits(t.inbox.path);
+  const undo = failCommits(t.inbox);
   gate.resolve();
   await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
   await new Promise((resolve) => setTimeout(resolve, 100)); // a few tries, all failing
@@ -776,7 +782,7 @@ Deno.test("a delivery that succeeds while the inbox cannot be written is recorde
   t.inbox.enqueue(event("d1"), Date.now());
   t.pool.start();
   await within(delivering.promise, "the delivery to start");
-  const undo = failCommits(t.inbox.path);
+  const undo = failCommits(t.inbox);
   gate.resolve();
   await within(t.until(() => t.logs.some((entry) => entry.level === "error")), "the error");
   assert.deepEqual(committedStates(t.inbox.path), ["delivering"]);
