@@ -1121,7 +1121,7 @@ for (const writerThread of [false, true]) {
 
   Deno.test(`${mode}: an event that cannot be stored → 503 with Retry-After, logged; the retry is accepted`, async () => {
     await using h = await harness({ routes: { r: route() }, writerThread });
-    const restore = failInserts(h.inbox, h.inboxPath);
+    const restore = refuseWrites(h.inbox, h.inboxPath);
     const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
     assert.equal(failed.status, 503);
     assert.equal(failed.headers.get("retry-after"), "30");
@@ -1143,7 +1143,7 @@ for (const writerThread of [false, true]) {
 
   Deno.test(`${mode}: a duplicate of a request that cannot be stored is not told 'duplicate': 503 too`, async () => {
     await using h = await harness({ routes: { r: route() }, writerThread });
-    const restore = failInserts(h.inbox, h.inboxPath);
+    const restore = refuseWrites(h.inbox, h.inboxPath);
     const send = () => h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "same" });
     const responses = await Promise.all([send(), send()]);
     const answers = await Promise.all(responses.map(async (r) => [r.status, await r.json()]));
@@ -1155,17 +1155,24 @@ for (const writerThread of [false, true]) {
 }
 
 /**
- * Makes every insert of an event into the inbox at `path` fail, as on a full disk, through a
- * trigger (seen by every connection) until the returned function drops it (after committing the
- * open transaction of `inbox`'s own connection, which holds the write lock until its turn ends).
+ * Makes the writes `when` names (`BEFORE INSERT ON events`) to the inbox at `path` fail with
+ * `error`, as on a full disk or a read-only file, through a trigger (seen by every connection)
+ * until the returned function drops it (after committing the open transaction of `inbox`'s own
+ * connection, which holds the write lock until its turn ends).
  */
-function failInserts(inbox: Inbox, path: string): () => void {
+function refuseWrites(
+  inbox: Inbox,
+  path: string,
+  when = "BEFORE INSERT ON events",
+  error = "database or disk is full",
+): () => void {
+  inbox.commit();
   const db = new DatabaseSync(path);
-  db.exec(`CREATE TRIGGER fail_insert BEFORE INSERT ON events
-    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec(`CREATE TRIGGER refuse ${when} BEGIN SELECT RAISE(ABORT, '${error}'); END`);
   return () => {
-    inbox.commit(); // what the failed request's turn wrote around the insert (nothing) is done
-    db.exec("DROP TRIGGER fail_insert");
+    inbox.commit(); // what the failed request's turn wrote around the refused write is done
+    db.exec("DROP TRIGGER refuse");
     db.close();
   };
 }
@@ -1196,6 +1203,9 @@ Deno.test("a script route whose commit fails → 503, its held claim given up fo
   assert.ok(h.inbox.claim("r", "f-1", NOW, 1000), "the claim was given up");
 });
 
+/** SQLite's error for a write to a read-only database. */
+const READ_ONLY = "attempt to write a readonly database";
+
 Deno.test("a script or deliver-only route whose claim cannot be written (read-only inbox) → 503 with Retry-After, not 500", async () => {
   const deliverOnly = {
     deliver_only: true,
@@ -1207,11 +1217,7 @@ Deno.test("a script or deliver-only route whose claim cannot be written (read-on
       routes: { r: route(extra) },
       script: { kind: "payload", payload: { issue: { title: "x" } } },
     });
-    h.inbox.commit();
-    const db = new DatabaseSync(h.inboxPath);
-    db.exec("PRAGMA busy_timeout = 5000");
-    db.exec(`CREATE TRIGGER read_only BEFORE INSERT ON claims
-      BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END`);
+    const restore = refuseWrites(h.inbox, h.inboxPath, "BEFORE INSERT ON claims", READ_ONLY);
     try {
       const failed = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
       assert.equal(failed.status, 503, JSON.stringify(extra));
@@ -1224,9 +1230,7 @@ Deno.test("a script or deliver-only route whose claim cannot be written (read-on
         h.logs.join("\n"),
       );
     } finally {
-      h.inbox.commit(); // this connection's turn, which the trigger's connection would wait for
-      db.exec("DROP TRIGGER read_only");
-      db.close();
+      restore();
     }
     const retried = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
     assert.equal(retried.status, "script" in extra ? 202 : 200);
@@ -1240,12 +1244,8 @@ Deno.test("a direct delivery that went out while the inbox refuses writes is ans
     deliver_extra: { chat_id: "123456789012345678" },
   };
   await using h = await harness({ routes: { r: route(extra) } });
-  h.inbox.commit();
-  const db = new DatabaseSync(h.inboxPath);
-  db.exec("PRAGMA busy_timeout = 5000");
   // The claim is taken (an insert); what comes after it (an update) is refused.
-  db.exec(`CREATE TRIGGER read_only BEFORE UPDATE ON claims
-    BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END`);
+  const restore = refuseWrites(h.inbox, h.inboxPath, "BEFORE UPDATE ON claims", READ_ONLY);
   try {
     const sent = await h.signed("r", { issue: { title: "x" } }, { "x-github-delivery": "f-1" });
     assert.equal(sent.status, 200);
@@ -1259,9 +1259,7 @@ Deno.test("a direct delivery that went out while the inbox refuses writes is ans
       h.logs.join("\n"),
     );
   } finally {
-    h.inbox.commit();
-    db.exec("DROP TRIGGER read_only");
-    db.close();
+    restore();
   }
 });
 
