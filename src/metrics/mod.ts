@@ -468,7 +468,11 @@ export function openUsageMetrics(
     const busyTimeoutMs = options.busyTimeoutMs ??
       (options.onStoreUnavailable ? DEFAULT_BUSY_TIMEOUT_MS : RECORD_BUSY_TIMEOUT_MS);
     try {
-      store = MetricsStore.open(config.paths.metricsDb, { busyTimeoutMs });
+      store = MetricsStore.open(config.paths.metricsDb, {
+        busyTimeoutMs,
+        onReopened: (message) =>
+          (options.onWarning ?? warnOnStderrOnce)(`usage metrics: ${message}`),
+      });
     } catch (error) {
       if (error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError) {
         // Busy while opening (a migration waiting for a lock) or damaged: run without metrics.
@@ -500,6 +504,8 @@ export function openExistingUsageMetrics(
       ? MetricsStore.openReadOnly(config.paths.metricsDb)
       : MetricsStore.open(config.paths.metricsDb, {
         busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+        onReopened: (message) =>
+          (options.onWarning ?? warnOnStderrOnce)(`usage metrics: ${message}`),
       }),
     options,
   );

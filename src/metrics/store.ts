@@ -228,22 +228,26 @@ export function isBusyError(error: unknown): boolean {
 export class MetricsStore implements Disposable {
   /** The database file. */
   readonly path: string;
-  readonly #db: DatabaseSync;
-  readonly #upsert: StatementSync;
+  #db: DatabaseSync;
+  #upsert: StatementSync;
   readonly #busyTimeoutMs: number;
   #inTransaction = false;
   /** Opened with {@linkcode openReadOnly}: every write throws. */
   readonly readOnly: boolean;
+  /** Which files the open connection has (`dev:ino` of the store and its -wal). */
+  #fileId: string | undefined;
+  #walId: string | undefined;
+  /** Told when the store was deleted or replaced while open and the file now there is used. */
+  #onReopened: ((message: string) => void) | undefined;
 
   private constructor(path: string, db: DatabaseSync, busyTimeoutMs: number, readOnly = false) {
     this.path = path;
     this.readOnly = readOnly;
     this.#db = db;
     this.#busyTimeoutMs = busyTimeoutMs;
-    this.#upsert = db.prepare(
-      `INSERT INTO counters (day, name, resource, dimensions, total) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (day, name, resource, dimensions) DO UPDATE SET total = total + excluded.total`,
-    );
+    this.#upsert = prepareUpsert(db);
+    this.#fileId = fileId(path);
+    this.#walId = fileId(`${path}-wal`);
   }
 
   /**
@@ -256,23 +260,22 @@ export class MetricsStore implements Disposable {
    * included (default {@linkcode DEFAULT_BUSY_TIMEOUT_MS}); {@linkcode withBusyTimeout} changes
    * it for one piece of work.
    */
-  static open(path: string, options: { busyTimeoutMs?: number } = {}): MetricsStore {
-    const folderProblem = notAFolder(dirname(path)) ?? notAFile(path);
-    if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+  static open(
+    path: string,
+    options: {
+      busyTimeoutMs?: number;
+      /**
+       * Told, with a sentence naming the file, when the store was deleted (by hand,
+       * `agent metrics reset`) or replaced while open and this store goes on with the file now
+       * at `path` (a new one, when none is there).
+       */
+      onReopened?: (message: string) => void;
+    } = {},
+  ): MetricsStore {
     const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS));
-    let db: DatabaseSync;
-    try {
-      db = openPrivateDatabase(path, SCHEMA, { busyTimeoutMs });
-    } catch (error) {
-      if (isBusyError(error)) throw new MetricsStoreBusyError(path, { cause: error });
-      throw new MetricsStoreUnavailableError(path, error);
-    }
-    try {
-      return new MetricsStore(path, db, busyTimeoutMs);
-    } catch (error) {
-      db.close();
-      throw new MetricsStoreDamagedError(path, describe(error), { cause: error });
-    }
+    const store = new MetricsStore(path, openStoreDatabase(path, busyTimeoutMs), busyTimeoutMs);
+    store.#onReopened = options.onReopened;
+    return store;
   }
 
   /**
@@ -341,6 +344,7 @@ export class MetricsStore implements Disposable {
    * {@linkcode busyTimeoutMs}): recording and automatic packaging must not hold a run.
    */
   withBusyTimeout<T>(ms: number, work: () => T): T {
+    if (!this.#inTransaction) this.#followPath();
     this.#db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(ms))}`);
     try {
       return work();
@@ -357,6 +361,7 @@ export class MetricsStore implements Disposable {
   transaction<T>(work: () => T): T {
     // Nested calls join the transaction under way (they commit or roll back with it).
     if (this.#inTransaction) return work();
+    this.#followPath();
     return this.#guard(() =>
       immediateTransaction(this.#db, () => {
         this.#inTransaction = true;
@@ -366,6 +371,39 @@ export class MetricsStore implements Disposable {
           this.#inTransaction = false;
         }
       })
+    );
+  }
+
+  /**
+   * Before a write: a store deleted while open (the file, its -wal or its folder; by hand or by
+   * `agent metrics reset`) would take every later count into a file nobody reads. The file now
+   * at the path is used instead (a new store when there is none, as after a reset); one that
+   * cannot be opened (a folder, not a database) throws, naming it, until it can.
+   */
+  #followPath(): void {
+    if (this.readOnly || !this.#db.isOpen) return;
+    const now = fileId(this.path);
+    if (now !== undefined && now === this.#fileId) {
+      const wal = fileId(`${this.path}-wal`);
+      if (wal === undefined ? this.#walId === undefined : (this.#walId ??= wal) === wal) return;
+      // Only the -wal went: what it held is still readable here, so it goes into the file.
+      try {
+        this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch { /* what it held is lost; the store file is used as it is */ }
+    }
+    const db = openStoreDatabase(this.path, this.#busyTimeoutMs);
+    const gone = now === undefined;
+    this.#db.close();
+    this.#db = db;
+    this.#upsert = prepareUpsert(db);
+    this.#fileId = fileId(this.path);
+    this.#walId = fileId(`${this.path}-wal`);
+    this.#onReopened?.(
+      gone
+        ? `the metrics store ${this.path} was deleted while this process ran; a new store was ` +
+          "started there (the counts the deleted one held are gone)"
+        : `the metrics store ${this.path} was replaced while this process ran; counts go to ` +
+          "the file now there",
     );
   }
 
@@ -774,6 +812,47 @@ function isDamage(error: Error): boolean {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Opens the database of {@linkcode MetricsStore.open}, its errors in the user's words: a folder
+ * or a file that is not a store is {@linkcode MetricsStoreUnavailableError}, a lock held too
+ * long {@linkcode MetricsStoreBusyError}.
+ */
+function openStoreDatabase(path: string, busyTimeoutMs: number): DatabaseSync {
+  const folderProblem = notAFolder(dirname(path)) ?? notAFile(path);
+  if (folderProblem) throw new MetricsStoreUnavailableError(path, folderProblem);
+  let db: DatabaseSync;
+  try {
+    db = openPrivateDatabase(path, SCHEMA, { busyTimeoutMs });
+  } catch (error) {
+    if (isBusyError(error)) throw new MetricsStoreBusyError(path, { cause: error });
+    throw new MetricsStoreUnavailableError(path, error);
+  }
+  try {
+    prepareUpsert(db);
+  } catch (error) {
+    db.close();
+    throw new MetricsStoreDamagedError(path, describe(error), { cause: error });
+  }
+  return db;
+}
+
+function prepareUpsert(db: DatabaseSync): StatementSync {
+  return db.prepare(
+    `INSERT INTO counters (day, name, resource, dimensions, total) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (day, name, resource, dimensions) DO UPDATE SET total = total + excluded.total`,
+  );
+}
+
+/** Which file is at `path` (`dev:ino`); undefined when there is none or it cannot be looked at. */
+function fileId(path: string): string | undefined {
+  try {
+    const info = Deno.statSync(path);
+    return `${info.dev}:${info.ino}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Why `folder` cannot hold the store (it exists and is not a folder), or `undefined`. */

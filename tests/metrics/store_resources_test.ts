@@ -1,0 +1,129 @@
+/**
+ * The metrics store when its files fail while a process (the gateway, `agent chat`) has it open:
+ * deleted, replaced by a folder or by something that is not a store. Counts must never go to a
+ * file nobody reads, and a broken store must cost only one warning.
+ */
+import assert from "node:assert/strict";
+import { loadConfig } from "../../src/home/config.ts";
+import { openUsageMetrics, type UsageMetrics } from "../../src/metrics/mod.ts";
+import { MetricsStore } from "../../src/metrics/store.ts";
+import { listFiles } from "./_helpers.ts";
+
+const started = { kind: "task_started", entrypoint: "interactive", surface: "cli" } as const;
+
+async function collectingHome(): Promise<string> {
+  const home = await Deno.makeTempDir({ prefix: "metrics-resources-" });
+  Deno.writeTextFileSync(
+    `${home}/config.yaml`,
+    "telemetry:\n  shared_metrics:\n    enabled: true\n",
+  );
+  return home;
+}
+
+function open(home: string, warnings: string[]): UsageMetrics {
+  return openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+    flushDelayMs: 0,
+    onWarning: (message) => warnings.push(message),
+  });
+}
+
+/** The started runs the store at `path` holds now (opened anew, as the next process would). */
+function startedRuns(path: string): number {
+  using store = MetricsStore.open(path);
+  return store.pendingDeltas({}).reduce((sum, row) => sum + row.delta, 0);
+}
+
+for (
+  const [what, remove] of [
+    ["its file", (dir: string) => {
+      for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${dir}/metrics.sqlite3${suffix}`);
+    }],
+    ["its folder", (dir: string) => Deno.removeSync(dir, { recursive: true })],
+  ] as const
+) {
+  Deno.test(`a store deleted while open (${what}) gets the later counts in a new store, said once`, async () => {
+    const home = await collectingHome();
+    const warnings: string[] = [];
+    const metrics = open(home, warnings);
+    const path = metrics.storePath;
+    const dir = `${home}/telemetry/shared_metrics`;
+    metrics.recorder.record(started);
+    remove(dir);
+    metrics.recorder.record(started);
+    metrics.recorder.record(started);
+    metrics.close();
+
+    // Before, they went into the deleted file: no store was left, nothing said.
+    assert.equal(startedRuns(path), 2);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0], /metrics\.sqlite3 was deleted while this process ran; a new store/);
+    await Deno.remove(home, { recursive: true });
+  });
+}
+
+Deno.test("a store deleted while open packages into the new store's ledger, not the old one's", async () => {
+  const home = await collectingHome();
+  const warnings: string[] = [];
+  const metrics = open(home, warnings);
+  metrics.recorder.record(started);
+  Deno.removeSync(`${home}/telemetry`, { recursive: true });
+  metrics.recorder.record(started);
+  const [exported] = metrics.exportNow();
+  metrics.close();
+
+  // The next process knows the package (it would otherwise delete the file as an orphan).
+  using store = MetricsStore.open(metrics.storePath);
+  assert.deepEqual([...store.packageIds()], [exported.package.package_id]);
+  assert.equal(exported.package.metrics[0].value, 1);
+  await Deno.remove(home, { recursive: true });
+});
+
+Deno.test("only the -wal deleted while open: what it held is kept in the store", async () => {
+  const home = await collectingHome();
+  const warnings: string[] = [];
+  const metrics = open(home, warnings);
+  const path = metrics.storePath;
+  metrics.recorder.record(started);
+  Deno.removeSync(`${path}-wal`);
+  metrics.recorder.record(started);
+  // Another process opens the store now: it must see both counts.
+  assert.equal(startedRuns(path), 2);
+  metrics.close();
+  assert.equal(startedRuns(path), 2);
+  await Deno.remove(home, { recursive: true });
+});
+
+for (
+  const [what, replace, reason] of [
+    ["a folder", (path: string) => Deno.mkdirSync(path), /it is a folder/],
+    [
+      "random bytes",
+      (path: string) => Deno.writeFileSync(path, crypto.getRandomValues(new Uint8Array(8192))),
+      /not a database/,
+    ],
+  ] as const
+) {
+  Deno.test(`a store replaced by ${what} while open: said once, counts kept, written once it is back`, async () => {
+    const home = await collectingHome();
+    const warnings: string[] = [];
+    const metrics = open(home, warnings);
+    const path = metrics.storePath;
+    metrics.recorder.record(started);
+    for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${path}${suffix}`);
+    replace(path);
+    for (let i = 0; i < 5; i++) metrics.recorder.record(started);
+    assert.equal(metrics.recorder.flush(), false);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0], reason);
+    assert.match(warnings[0], /metrics\.sqlite3/);
+    assert.match(warnings[0], /agent metrics reset/);
+
+    // The user deletes what took its place: the kept counts go to a new store.
+    Deno.removeSync(path, { recursive: true });
+    assert.equal(metrics.recorder.flush(), true);
+    metrics.close();
+    assert.equal(startedRuns(path), 5);
+    assert.deepEqual(listFiles(`${home}/telemetry/shared_metrics/unwritten`), []);
+    await Deno.remove(home, { recursive: true });
+  });
+}
