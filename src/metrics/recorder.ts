@@ -132,6 +132,8 @@ export class StoreRecorder implements MetricsRecorder {
   readonly #warned = new Set<string>();
   #bufferedEvents = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Why the last write failed (the close warning says it), if it did. */
+  #lastFailure: unknown;
   /** After a failed write: the wait before the next try (doubles up to 8 s), else 0. */
   #retryDelayMs = 0;
   #closed = false;
@@ -211,9 +213,12 @@ export class StoreRecorder implements MetricsRecorder {
         counters: [...this.#pending.values()],
         latches: [...this.#pendingLatches],
       }, this.#now());
+      const why = isBusyError(this.#lastFailure)
+        ? "was busy when this process ended"
+        : `could not be written when this process ended (${message(this.#lastFailure)})`;
       this.#warnOnce(
         "kept",
-        `usage metrics: the store ${this.#store.path} was busy when this process ended: ${lost} ` +
+        `usage metrics: the store ${this.#store.path} ${why}: ${lost} ` +
           `count${lost === 1 ? " is" : "s are"} kept in ${file} and written to the store by the ` +
           "next agent process that records",
       );
@@ -274,6 +279,7 @@ export class StoreRecorder implements MetricsRecorder {
       this.#retryDelayMs = 0;
       return true;
     } catch (error) {
+      this.#lastFailure = error;
       this.#retryDelayMs = Math.min(
         MAX_RETRY_DELAY_MS,
         this.#retryDelayMs === 0 ? FIRST_RETRY_DELAY_MS : this.#retryDelayMs * 2,
@@ -289,7 +295,7 @@ export class StoreRecorder implements MetricsRecorder {
         this.#warnOnce(
           "failed",
           `usage metrics: counts cannot be written (${
-            error instanceof Error ? error.message : String(error)
+            message(error)
           }); they are kept in memory and written when the store works again`,
         );
       }
@@ -311,6 +317,10 @@ export class StoreRecorder implements MetricsRecorder {
       this.#warn(message);
     } catch { /* a failing warning sink must not break recording either */ }
   }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** After a failed write the timer tries again after 1 s, then 2, 4 and at most 8 s. */

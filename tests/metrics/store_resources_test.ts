@@ -127,3 +127,21 @@ for (
     await Deno.remove(home, { recursive: true });
   });
 }
+
+Deno.test("counts kept on close after a failure that is not a lock say why, not 'busy'", async () => {
+  const home = await collectingHome();
+  const warnings: string[] = [];
+  const metrics = open(home, warnings);
+  const path = metrics.storePath;
+  metrics.recorder.record(started);
+  for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${path}${suffix}`);
+  Deno.mkdirSync(path);
+  metrics.recorder.record(started);
+  metrics.close();
+
+  assert.equal(warnings.length, 2, warnings.join("\n"));
+  assert.doesNotMatch(warnings[1], /busy/);
+  assert.match(warnings[1], /could not be written when this process ended \(.*it is a folder/);
+  assert.match(warnings[1], /1 count is kept in .*unwritten/);
+  await Deno.remove(home, { recursive: true });
+});
