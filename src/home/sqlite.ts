@@ -96,7 +96,9 @@ export function immediateTransaction<T>(db: DatabaseSync, work: () => T): T {
     db.exec("COMMIT");
     return result;
   } catch (error) {
-    db.exec("ROLLBACK");
+    // SQLite rolls back by itself after some errors (a full disk): a ROLLBACK then would fail
+    // with "no transaction is active" and hide what went wrong.
+    if (db.isTransaction) db.exec("ROLLBACK");
     throw error;
   }
 }

@@ -294,9 +294,9 @@ export class StoreRecorder implements MetricsRecorder {
       } else {
         this.#warnOnce(
           "failed",
-          `usage metrics: counts cannot be written (${
-            message(error)
-          }); they are kept in memory and written when the store works again`,
+          `usage metrics: counts cannot be written${
+            message(error).includes(this.#store.path) ? "" : ` to ${this.#store.path}`
+          } (${message(error)}); they are kept in memory and written when the store works again`,
         );
       }
       return false;

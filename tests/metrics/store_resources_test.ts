@@ -145,3 +145,88 @@ Deno.test("counts kept on close after a failure that is not a lock say why, not 
   assert.match(warnings[1], /1 count is kept in .*unwritten/);
   await Deno.remove(home, { recursive: true });
 });
+
+const bwrapWorks = (() => {
+  try {
+    return new Deno.Command("bwrap", { args: ["--dev-bind", "/", "/", "true"], stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name: "a full disk while recording: one warning naming the store and the disk, nothing thrown, " +
+    "every count written once when there is room (needs bwrap)",
+  ignore: !bwrapWorks,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "metrics-full-" });
+    const disk = `${dir}/disk`;
+    Deno.mkdirSync(disk);
+    const script = `${dir}/fill.ts`;
+    const module = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
+    Deno.writeTextFileSync(
+      script,
+      `import { loadConfig } from ${module("../../src/home/config.ts")};
+      import { openUsageMetrics } from ${module("../../src/metrics/mod.ts")};
+      const disk = Deno.args[0];
+      const home = disk + "/home";
+      Deno.mkdirSync(home);
+      Deno.writeTextFileSync(home + "/config.yaml", "telemetry:\\n  shared_metrics:\\n    enabled: true\\n");
+      const warnings = [];
+      const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+        flushDelayMs: 0, onWarning: (message) => warnings.push(message),
+      });
+      const started = { kind: "task_started", entrypoint: "interactive", surface: "cli" };
+      metrics.recorder.record(started);
+      const fillers = [];
+      try {
+        for (;;) {
+          const file = disk + "/filler" + fillers.length;
+          fillers.push(file);
+          Deno.writeFileSync(file, new Uint8Array(4096));
+        }
+      } catch { /* full */ }
+      for (let i = 0; i < 20; i++) {
+        metrics.recorder.record({ kind: "model_call", model: "m" + i, provider: "openai", outcome: "success" });
+      }
+      const whileFull = metrics.recorder.flush();
+      for (const file of fillers) try { Deno.removeSync(file); } catch { /* not written */ }
+      const afterRoom = metrics.recorder.flush();
+      const packages = metrics.exportNow().map((entry) => entry.package);
+      metrics.close();
+      console.log(JSON.stringify({ whileFull, afterRoom, warnings, packages }));`,
+    );
+    const config = new URL("../../deno.json", import.meta.url).pathname;
+    const output = await new Deno.Command("bwrap", {
+      args: [
+        ...["--dev-bind", "/", "/", "--size", "262144", "--tmpfs", disk, "--"],
+        ...[Deno.execPath(), "run", "-A", "--no-check", "--config", config, script, disk],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert(output.success, stderr);
+    const { whileFull, afterRoom, warnings, packages } = JSON.parse(
+      new TextDecoder().decode(output.stdout),
+    );
+    assert.equal(whileFull, false);
+    assert.equal(afterRoom, true);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    // SQLite's own reason, not "cannot rollback - no transaction is active", and the file.
+    assert.match(
+      warnings[0],
+      /counts cannot be written to \S+metrics\.sqlite3 \(database or disk is full\)/,
+    );
+    const sums: Record<string, number> = {};
+    for (const pkg of packages) {
+      for (const item of pkg.metrics) sums[item.name] = (sums[item.name] ?? 0) + item.value;
+    }
+    assert.deepEqual(sums, {
+      "agent.task_run.started": 1,
+      "agent.model_call.count": 20,
+    });
+    await Deno.remove(dir, { recursive: true });
+  },
+});
