@@ -11,6 +11,11 @@ import { isBusyError } from "./store.ts";
 
 /** The sends under way, per metrics store. */
 const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
+/**
+ * The failures said and not over yet, per metrics store (its session's and its gateway's
+ * flushers share them): one that recurs at every run (a full disk) is said once, not per run.
+ */
+const FAILING = new WeakMap<UsageMetrics, Set<string>>();
 
 /**
  * Flushes a {@linkcode UsageMetrics} in the background; problems go to `warn` as sentences (an
@@ -82,13 +87,15 @@ export class MetricsFlusher {
               );
             }
           }
+          this.#over(NOT_SENT, SEND_FAILED);
         }).catch((error) =>
           isBusyError(error)
-            ? this.#warn(
-              "usage metrics were not sent",
+            ? this.#fail(
+              NOT_SENT,
               `the store ${this.#metrics.storePath} is busy (another agent process holds it); ${LATER}`,
+              false,
             )
-            : this.#warn("sending usage metrics failed", message(error))
+            : this.#fail(SEND_FAILED, message(error))
         )
       ),
     );
@@ -98,19 +105,35 @@ export class MetricsFlusher {
   packageDue(): void {
     try {
       this.#metrics.packageDue();
+      this.#over(PACKAGING_FAILED);
     } catch (error) {
-      this.#warn("packaging usage metrics failed", message(error));
+      this.#fail(PACKAGING_FAILED, message(error));
     }
     if (!this.#reportDropped) return;
     try {
       const dropped = this.#metrics.takeDroppedUnsent();
+      this.#over(READING_FAILED);
       if (dropped) {
         const { what, why } = droppedUnsentWarning(dropped);
         this.#warn(what, why);
       }
     } catch (error) {
-      this.#warn("reading the usage-metrics store failed", message(error));
+      this.#fail(READING_FAILED, message(error));
     }
+  }
+
+  /** Says a failure, unless it was said and has not been over since. */
+  #fail(what: string, why: string, retried = true): void {
+    const failing = FAILING.get(this.#metrics) ?? new Set();
+    FAILING.set(this.#metrics, failing);
+    if (failing.has(what)) return;
+    failing.add(what);
+    this.#warn(what, retried ? `${why}; ${RETRIED}` : why);
+  }
+
+  /** These failures are over: the next one is said again. */
+  #over(...whats: string[]): void {
+    for (const what of whats) FAILING.get(this.#metrics)?.delete(what);
   }
 
   /** Waits for the sends under way, aborting them after `graceMs` (they are retried later). */
@@ -120,6 +143,14 @@ export class MetricsFlusher {
     clearTimeout(grace);
   }
 }
+
+const PACKAGING_FAILED = "packaging usage metrics failed";
+const READING_FAILED = "reading the usage-metrics store failed";
+const SEND_FAILED = "sending usage metrics failed";
+const NOT_SENT = "usage metrics were not sent";
+/** Added to a failure the flusher says once. */
+const RETRIED = "it is tried again later (after each agent run, and hourly in the gateway) and " +
+  "not said again until it works";
 
 /** What happens to packages a busy store kept from being sent. */
 const LATER = "they are sent by a later agent run, the gateway or `agent metrics send`";

@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../src/home/config.ts";
 import { openUsageMetrics, type UsageMetrics } from "../../src/metrics/mod.ts";
+import { MetricsFlusher } from "../../src/metrics/flusher.ts";
 import { MetricsStore } from "../../src/metrics/store.ts";
-import { listFiles } from "./_helpers.ts";
+import { listFiles, TestClock } from "./_helpers.ts";
 
 const started = { kind: "task_started", entrypoint: "interactive", surface: "cli" } as const;
 
@@ -229,4 +230,39 @@ Deno.test({
     });
     await Deno.remove(dir, { recursive: true });
   },
+});
+
+Deno.test("a packaging failure that recurs at every run is said once per store, again after it worked", async () => {
+  const home = await collectingHome();
+  const clock = new TestClock("2026-11-20T10:00:00.000Z");
+  const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+    now: clock.now,
+    flushDelayMs: 0,
+    onWarning: () => {},
+  });
+  const said: string[] = [];
+  // A session's flusher and its gateway's, on the same metrics.
+  const flushers = [0, 1].map(() =>
+    new MetricsFlusher(metrics, (what, error) => said.push(`${what}: ${error}`))
+  );
+  const outbox = `${home}/telemetry/shared_metrics/outbox`;
+  metrics.recorder.record(started);
+  Deno.writeTextFileSync(outbox, "not a folder");
+  clock.set("2026-11-21T10:00:00.000Z");
+  for (let run = 0; run < 5; run++) for (const flusher of flushers) flusher.flush();
+  assert.equal(said.length, 1, said.join("\n"));
+  assert.match(said[0], /^packaging usage metrics failed: .*outbox .* is a file/);
+  assert.match(said[0], /not said again until it works/);
+
+  Deno.removeSync(outbox);
+  flushers[0].flush();
+  assert.equal(listFiles(outbox).length, 1);
+  metrics.recorder.record(started);
+  Deno.removeSync(outbox, { recursive: true });
+  Deno.writeTextFileSync(outbox, "not a folder");
+  clock.set("2026-11-22T10:00:00.000Z");
+  for (const flusher of flushers) flusher.flush();
+  assert.equal(said.length, 2, said.join("\n"));
+  metrics.close();
+  await Deno.remove(home, { recursive: true });
 });
