@@ -174,6 +174,7 @@ export class Gateway {
     try {
       metrics = openUsageMetrics(config, {
         onWarning: (message) => log.warn("{message}", { message }),
+        retryOpen: true,
       });
     } catch (error) {
       lock.close();

@@ -138,6 +138,13 @@ export interface UsageMetricsOptions {
    * (`openUsageMetrics` with `onStoreUnavailable`, and {@linkcode openExistingUsageMetrics}).
    */
   busyTimeoutMs?: number;
+  /**
+   * For a long-running process (the gateway): a store that cannot be opened at start (busy,
+   * damaged, a folder in its place) is tried again at every write instead of leaving the process
+   * without metrics until it restarts; the counts are kept in memory meanwhile, and the problem
+   * is said once. Ignored with `onStoreUnavailable`.
+   */
+  retryOpen?: boolean;
 }
 
 /** Warnings already printed in this process (warn once, not once per run). */
@@ -167,7 +174,7 @@ export class UsageMetrics {
   constructor(
     config: ResolvedConfig,
     store: MetricsStore | undefined,
-    options: UsageMetricsOptions,
+    options: UsageMetricsOptions & { failureSaid?: boolean },
   ) {
     const settings = config.telemetry;
     this.#openedWith = settings;
@@ -182,6 +189,7 @@ export class UsageMetrics {
         now: this.#now,
         flushDelayMs: options.flushDelayMs,
         onWarning: this.#warn,
+        failureSaid: options.failureSaid,
         consented: () => consent?.current().enabled ?? false,
       })
       : disabledRecorder;
@@ -226,6 +234,7 @@ export class UsageMetrics {
     const store = this.#store;
     // A collecting process whose user opted out since: the counts stay as they are.
     if (!store || (this.recorder.enabled && !this.settings.enabled)) return [];
+    if (!store.usable()) return []; // said when the process started
     this.recorder.flush();
     return store.withBusyTimeout(
       RECORD_BUSY_TIMEOUT_MS,
@@ -261,7 +270,7 @@ export class UsageMetrics {
   ): Promise<OutboxSendOutcome[]> {
     const store = this.#store;
     const { send, endpoint } = this.settings;
-    if (!store || !send || !endpoint) return [];
+    if (!store || !send || !endpoint || !store.usable()) return [];
     const due = store.claimDuePackages(this.#now(), SEND_CLAIM_MS);
     const unfinished = new Set(due.map((record) => record.packageId));
     try {
@@ -291,7 +300,8 @@ export class UsageMetrics {
    */
   takeDroppedUnsent(): DroppedUnsent | undefined {
     const store = this.#store;
-    if (!store || store.readOnly) return undefined; // said by a command that can mark them
+    // Said by a command that can mark them, or once the store can be opened.
+    if (!store || store.readOnly || !store.usable()) return undefined;
     let days: DroppedUnsent["days"];
     try {
       days = store.withBusyTimeout(RECORD_BUSY_TIMEOUT_MS, () => store.takeDroppedUnsent());
@@ -382,7 +392,7 @@ export class UsageMetrics {
    */
   recordSkillLoad(name: string, digest: string, provenance: SkillProvenance = "local"): void {
     const store = this.#store;
-    if (!store || !this.enabled) return;
+    if (!store || !this.enabled || !store.usable()) return;
     const key = `skill_use:${createHash("sha256").update(name).digest("hex")}`;
     let counted: { useCount: number; patched: boolean };
     try {
@@ -464,17 +474,29 @@ export function openUsageMetrics(
   options: UsageMetricsOptions = {},
 ): UsageMetrics {
   let store: MetricsStore | undefined;
+  let failureSaid = false;
   if (config.telemetry.enabled) {
     const busyTimeoutMs = options.busyTimeoutMs ??
       (options.onStoreUnavailable ? DEFAULT_BUSY_TIMEOUT_MS : RECORD_BUSY_TIMEOUT_MS);
+    const warn = options.onWarning ?? warnOnStderrOnce;
+    const onReopened = (message: string) => warn(`usage metrics: ${message}`);
     try {
-      store = MetricsStore.open(config.paths.metricsDb, {
-        busyTimeoutMs,
-        onReopened: (message) =>
-          (options.onWarning ?? warnOnStderrOnce)(`usage metrics: ${message}`),
-      });
+      store = MetricsStore.open(config.paths.metricsDb, { busyTimeoutMs, onReopened });
     } catch (error) {
-      if (error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError) {
+      const retry = options.retryOpen && !options.onStoreUnavailable && (
+        error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError ||
+        error instanceof MetricsStoreUnavailableError
+      );
+      if (retry) {
+        warn(
+          `usage metrics are skipped until the store can be used (tried again at every write; ` +
+            `counts are kept in memory meanwhile): ${error.message}`,
+        );
+        store = MetricsStore.openLater(config.paths.metricsDb, { busyTimeoutMs, onReopened });
+        failureSaid = true;
+      } else if (
+        error instanceof MetricsStoreBusyError || error instanceof MetricsStoreDamagedError
+      ) {
         // Busy while opening (a migration waiting for a lock) or damaged: run without metrics.
         (options.onWarning ?? warnOnStderrOnce)(`usage metrics are skipped: ${error.message}`);
       } else if (!(error instanceof MetricsStoreUnavailableError)) throw error;
@@ -482,7 +504,7 @@ export function openUsageMetrics(
       else (options.onWarning ?? warnOnStderrOnce)(`usage metrics are skipped: ${error.message}`);
     }
   }
-  return new UsageMetrics(config, store, options);
+  return new UsageMetrics(config, store, { ...options, failureSaid });
 }
 
 /**

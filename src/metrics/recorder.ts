@@ -68,6 +68,8 @@ export interface StoreRecorderOptions {
    * buffered until consent is back. Default: always.
    */
   consented?: () => boolean;
+  /** That counts cannot be written was said already (the store could not be opened at start). */
+  failureSaid?: boolean;
 }
 
 /** The default warning sink: one line on stderr. */
@@ -151,6 +153,7 @@ export class StoreRecorder implements MetricsRecorder {
     this.#busyTimeoutMs = options.busyTimeoutMs ?? RECORD_BUSY_TIMEOUT_MS;
     this.#closeBusyTimeoutMs = options.closeBusyTimeoutMs ?? CLOSE_BUSY_TIMEOUT_MS;
     this.#consented = options.consented ?? (() => true);
+    if (options.failureSaid) this.#warned.add("failed").add("busy");
     globalThis.addEventListener("unload", this.#onUnload);
   }
 

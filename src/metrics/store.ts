@@ -279,6 +279,24 @@ export class MetricsStore implements Disposable {
   }
 
   /**
+   * A store that could not be opened now (busy, damaged, a folder in its place) but is tried
+   * again before every write, for a long-running process (the gateway): until it opens, every
+   * write throws why, and reads see an empty store. Once it opens, `onReopened` is told.
+   */
+  static openLater(
+    path: string,
+    options: { busyTimeoutMs?: number; onReopened?: (message: string) => void } = {},
+  ): MetricsStore {
+    const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS));
+    const placeholder = new DatabaseSync(":memory:");
+    SCHEMA.create(placeholder);
+    const store = new MetricsStore(path, placeholder, busyTimeoutMs);
+    store.#fileId = UNOPENED;
+    store.#onReopened = options.onReopened;
+    return store;
+  }
+
+  /**
    * Opens the existing store at `path` for reading only, for a store this user may not write
    * (made with sudo, on a read-only file system), where {@linkcode open} fails. It is read as
    * the file holds it: counts still in a `-wal` file that could not be merged are not seen.
@@ -334,6 +352,20 @@ export class MetricsStore implements Disposable {
     return true;
   }
 
+  /**
+   * Whether the store is open: a store {@linkcode openLater} has not opened yet is tried now
+   * (false while it still cannot be opened; the caller has said why already).
+   */
+  usable(): boolean {
+    if (this.#fileId !== UNOPENED) return true;
+    try {
+      this.#followPath();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** How long a statement waits for another process's lock, unless {@linkcode withBusyTimeout}. */
   get busyTimeoutMs(): number {
     return this.#busyTimeoutMs;
@@ -383,7 +415,8 @@ export class MetricsStore implements Disposable {
   #followPath(): void {
     if (this.readOnly || !this.#db.isOpen) return;
     const now = fileId(this.path);
-    if (now !== undefined && now === this.#fileId) {
+    const unopened = this.#fileId === UNOPENED;
+    if (!unopened && now !== undefined && now === this.#fileId) {
       const wal = fileId(`${this.path}-wal`);
       if (wal === undefined ? this.#walId === undefined : (this.#walId ??= wal) === wal) return;
       // Only the -wal went: what it held is still readable here, so it goes into the file.
@@ -399,7 +432,9 @@ export class MetricsStore implements Disposable {
     this.#fileId = fileId(this.path);
     this.#walId = fileId(`${this.path}-wal`);
     this.#onReopened?.(
-      gone
+      unopened
+        ? `the metrics store ${this.path} can be used now; counts are written to it again`
+        : gone
         ? `the metrics store ${this.path} was deleted while this process ran; a new store was ` +
           "started there (the counts the deleted one held are gone)"
         : `the metrics store ${this.path} was replaced while this process ran; counts go to ` +
@@ -742,6 +777,9 @@ export class MetricsStore implements Disposable {
     this.close();
   }
 }
+
+/** The file id of a store {@linkcode MetricsStore.openLater} has not opened yet. */
+const UNOPENED = "unopened";
 
 /** Meta key of the unsent packages pruned and not reported yet: `{"<day>": count}`. */
 const DROPPED_UNSENT = "dropped_unsent";

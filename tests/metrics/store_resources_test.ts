@@ -266,3 +266,57 @@ Deno.test("a packaging failure that recurs at every run is said once per store, 
   metrics.close();
   await Deno.remove(home, { recursive: true });
 });
+
+for (
+  const [what, block, reason] of [
+    ["a folder", (path: string) => Deno.mkdirSync(path, { recursive: true }), /it is a folder/],
+    [
+      "random bytes",
+      (path: string) => {
+        Deno.mkdirSync(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+        Deno.writeFileSync(path, crypto.getRandomValues(new Uint8Array(8192)));
+      },
+      /not a database/,
+    ],
+  ] as const
+) {
+  Deno.test(`the gateway's metrics on a store that is ${what} at start: said once, used once it is fixed`, async () => {
+    const home = await collectingHome();
+    const path = `${home}/telemetry/shared_metrics/metrics.sqlite3`;
+    block(path);
+    const clock = new TestClock("2026-11-20T10:00:00.000Z");
+    const warnings: string[] = [];
+    const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+      now: clock.now,
+      flushDelayMs: 0,
+      onWarning: (message) => warnings.push(message),
+      retryOpen: true,
+    });
+    const said: string[] = [];
+    const flusher = new MetricsFlusher(metrics, (w, error) => said.push(`${w}: ${error}`));
+    for (let i = 0; i < 3; i++) metrics.recorder.record(started);
+    clock.set("2026-11-21T10:00:00.000Z");
+    flusher.flush();
+    assert.equal(metrics.recorder.flush(), false);
+    assert.deepEqual(said, []);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0], /usage metrics are skipped until the store can be used/);
+    assert.match(warnings[0], reason);
+    assert.match(warnings[0], /metrics\.sqlite3/);
+
+    // Fixed (`agent metrics reset`, or moved aside): the kept counts go to the new store.
+    Deno.removeSync(path, { recursive: true });
+    assert.equal(metrics.recorder.flush(), true);
+    assert.equal(warnings.length, 2, warnings.join("\n"));
+    assert.match(warnings[1], /metrics\.sqlite3 can be used now/);
+    flusher.flush();
+    const outbox = `${home}/telemetry/shared_metrics/outbox`;
+    assert.equal(listFiles(outbox).length, 1);
+    metrics.close();
+    assert.deepEqual(said, []);
+    const [file] = listFiles(outbox);
+    const pkg = JSON.parse(Deno.readTextFileSync(`${outbox}/${file}`));
+    assert.equal(pkg.metrics[0].value, 3);
+    await Deno.remove(home, { recursive: true });
+  });
+}
