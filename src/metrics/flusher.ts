@@ -16,6 +16,8 @@ const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
  * flushers share them): one that recurs at every run (a full disk) is said once, not per run.
  */
 const FAILING = new WeakMap<UsageMetrics, Set<string>>();
+/** The stores with a send pass queued behind the one under way (one is enough). */
+const QUEUED = new WeakSet<UsageMetrics>();
 
 /**
  * Flushes a {@linkcode UsageMetrics} in the background; problems go to `warn` as sentences (an
@@ -64,12 +66,16 @@ export class MetricsFlusher {
     this.packageDue();
     if (!this.#metrics.settings.send) return;
     // One chain per store: a session and its gateway flushing the same metrics never send the
-    // same package twice at once.
+    // same package twice at once. A pass that waits to start takes everything due when it
+    // starts, so one is enough: with a slow endpoint, a pass per run would pile up without end.
+    if (QUEUED.has(this.#metrics)) return;
+    QUEUED.add(this.#metrics);
     const previous = SENDING.get(this.#metrics) ?? Promise.resolve();
     SENDING.set(
       this.#metrics,
-      previous.then(() =>
-        this.#metrics.sendDue({ signal: this.#abort.signal }).then((outcomes) => {
+      previous.then(() => {
+        QUEUED.delete(this.#metrics);
+        return this.#metrics.sendDue({ signal: this.#abort.signal }).then((outcomes) => {
           for (const outcome of outcomes) {
             if (outcome.status === "invalid") {
               this.#warn(
@@ -96,8 +102,8 @@ export class MetricsFlusher {
               false,
             )
             : this.#fail(SEND_FAILED, message(error))
-        )
-      ),
+        );
+      }),
     );
   }
 

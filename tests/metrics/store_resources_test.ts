@@ -320,3 +320,45 @@ for (
     await Deno.remove(home, { recursive: true });
   });
 }
+
+Deno.test("a slow endpoint: flushes after every run while a send hangs queue one more pass, not one per run", async () => {
+  let release = () => {};
+  const released = new Promise<void>((resolve) => release = resolve);
+  let requests = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
+    requests++;
+    await released;
+    return new Response(null, { status: 202 });
+  });
+  const home = await collectingHome();
+  Deno.writeTextFileSync(
+    `${home}/config.yaml`,
+    "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+      `    endpoint: http://127.0.0.1:${server.addr.port}/v2\n`,
+  );
+  const clock = new TestClock("2026-11-20T10:00:00.000Z");
+  const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+    now: clock.now,
+    flushDelayMs: 0,
+    onWarning: () => {},
+  });
+  let passes = 0;
+  const sendDue = metrics.sendDue.bind(metrics);
+  metrics.sendDue = (options) => {
+    passes++;
+    return sendDue(options);
+  };
+  const flusher = new MetricsFlusher(metrics, () => {});
+  metrics.recorder.record(started);
+  clock.set("2026-11-21T10:00:00.000Z");
+  flusher.flush();
+  while (requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let run = 0; run < 50; run++) flusher.flush(); // runs end while the send hangs
+  release();
+  await flusher.settle(5_000);
+  assert.equal(passes, 2);
+  assert.equal(requests, 1);
+  metrics.close();
+  await server.shutdown();
+  await Deno.remove(home, { recursive: true });
+});
