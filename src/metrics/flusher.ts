@@ -16,6 +16,8 @@ const SENDING = new WeakMap<UsageMetrics, Promise<unknown>>();
  * flushers share them): one that recurs at every run (a full disk) is said once, not per run.
  */
 const FAILING = new WeakMap<UsageMetrics, Set<string>>();
+/** The abort controllers of every flusher of a store: settling one stops all their sends. */
+const ABORTS = new WeakMap<UsageMetrics, Set<AbortController>>();
 /** The stores with a send pass queued behind the one under way (one is enough). */
 const QUEUED = new WeakSet<UsageMetrics>();
 
@@ -58,6 +60,8 @@ export class MetricsFlusher {
     this.#metrics = metrics;
     this.#warn = warn;
     this.#reportDropped = options.reportDropped ?? true;
+    const aborts = ABORTS.get(metrics) ?? new Set();
+    ABORTS.set(metrics, aborts.add(this.#abort));
   }
 
   /** Packages finished days now (at most once a UTC day); with `send: true` queues a send. */
@@ -144,7 +148,11 @@ export class MetricsFlusher {
 
   /** Waits for the sends under way, aborting them after `graceMs` (they are retried later). */
   async settle(graceMs: number): Promise<void> {
-    const grace = setTimeout(() => this.#abort.abort(), graceMs);
+    // Also the sends another flusher of this store queued (a gateway's session's, after a run):
+    // else a stop would wait for them for as long as a slow endpoint takes.
+    const grace = setTimeout(() => {
+      for (const abort of ABORTS.get(this.#metrics) ?? []) abort.abort();
+    }, graceMs);
     await SENDING.get(this.#metrics);
     clearTimeout(grace);
   }

@@ -362,3 +362,42 @@ Deno.test("a slow endpoint: flushes after every run while a send hangs queue one
   await server.shutdown();
   await Deno.remove(home, { recursive: true });
 });
+
+Deno.test("a gateway stop does not wait for a hanging send its session's flusher started", async () => {
+  const hang = Promise.withResolvers<void>();
+  let requests = 0;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async () => {
+      requests++;
+      await hang.promise;
+      return new Response(null, { status: 202 });
+    },
+  );
+  const home = await collectingHome();
+  Deno.writeTextFileSync(
+    `${home}/config.yaml`,
+    "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
+      `    endpoint: http://127.0.0.1:${server.addr.port}/v2\n`,
+  );
+  const clock = new TestClock("2026-11-20T10:00:00.000Z");
+  const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
+    now: clock.now,
+    flushDelayMs: 0,
+    onWarning: () => {},
+  });
+  const session = new MetricsFlusher(metrics, () => {});
+  const gateway = new MetricsFlusher(metrics, () => {});
+  metrics.recorder.record(started);
+  clock.set("2026-11-21T10:00:00.000Z");
+  session.flush(); // after a run
+  while (requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  const start = performance.now();
+  await gateway.settle(0); // the gateway stops
+  // Before, it waited for the request's 10 s timeout, and the retries after it.
+  assert(performance.now() - start < 3_000, `waited ${performance.now() - start} ms`);
+  hang.resolve();
+  metrics.close();
+  await server.shutdown();
+  await Deno.remove(home, { recursive: true });
+});
