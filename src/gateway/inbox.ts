@@ -22,7 +22,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { parseJsonExact, stringifyJsonExact } from "../home/exact_json.ts";
 import { dirname } from "node:path";
 import { ensurePrivateDir } from "../home/files.ts";
-import { openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
+import { DatabaseFiles, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
 
 /** Where an event stands. */
 export type EventState = "queued" | "running" | "delivering" | "done" | "failed";
@@ -324,9 +324,8 @@ export class Inbox implements Disposable {
   #admit: AdmitStatements;
   /** Prepared statements by SQL: preparing per call costs time and native memory. */
   #statements = new Map<string, StatementSync>();
-  /** Which file the open database is (`dev:ino`), and its -wal once there is one. */
-  #fileId: string | undefined;
-  #walId: string | undefined;
+  /** The files the open database writes, to notice them deleted or replaced. */
+  #files: DatabaseFiles;
   /** How the writer thread was asked for, to start it again after a restore. */
   #writerOptions: { onWriterError?: (error: unknown) => void } | undefined;
   /** Told after an inbox deleted while open was put back. */
@@ -344,8 +343,7 @@ export class Inbox implements Disposable {
     this.path = path;
     this.#db = db;
     this.#admit = admitStatements(db);
-    this.#fileId = fileId(path);
-    this.#walId = fileId(`${path}-wal`);
+    this.#files = new DatabaseFiles(path);
   }
 
   /**
@@ -540,7 +538,7 @@ export class Inbox implements Disposable {
    */
   keepInPlace(): Promise<void> {
     if (this.#displaced) return Promise.reject(new Error(this.#displaced));
-    if (!this.#restoring && (!this.#db.isOpen || this.#inPlace())) return Promise.resolve();
+    if (!this.#restoring && (!this.#db.isOpen || this.#files.inPlace())) return Promise.resolve();
     return this.#restore();
   }
 
@@ -575,22 +573,12 @@ export class Inbox implements Disposable {
       this.#db = openPrivateDatabase(this.path, SCHEMA);
       this.#admit = admitStatements(this.#db);
       this.#statements = new Map();
-      this.#fileId = fileId(this.path);
-      this.#walId = fileId(`${this.path}-wal`);
+      this.#files.remember();
       if (this.#writerOptions) this.#startWriter();
       const { n } = this.#sql("SELECT COUNT(*) AS n FROM events").get() as { n: number };
       this.#onRestored?.(n);
     })().finally(() => this.#restoring = undefined);
     return this.#restoring;
-  }
-
-  /** Whether the inbox and its -wal are still the files the connection has open. */
-  #inPlace(): boolean {
-    if (fileId(this.path) !== this.#fileId) return false;
-    const wal = fileId(`${this.path}-wal`);
-    if (wal === undefined) return this.#walId === undefined;
-    this.#walId ??= wal;
-    return wal === this.#walId;
   }
 
   /** Why the inbox cannot be put back where it was, if it cannot. */
@@ -605,7 +593,7 @@ export class Inbox implements Disposable {
           "the gateway";
       }
     }
-    if (now !== undefined && now !== this.#fileId) {
+    if (now !== undefined && now !== this.#files.file) {
       // For good: events taken now would be in a file no start reads.
       return this.#displaced = `the inbox ${this.path} was replaced by another file while the ` +
         "gateway ran; " +
@@ -1067,19 +1055,6 @@ export class Inbox implements Disposable {
     // Nobody may be waiting (a worker's write): a failed commit is then not unhandled.
     committed.catch(() => {});
     this.#batch = { committed, resolve, reject, timer: setImmediate(() => this.commit()) };
-  }
-}
-
-/**
- * Which file is at `path` (`dev:ino`); undefined when there is none, or it cannot be looked at
- * (taken for a file deleted: the restore then says what is wrong).
- */
-function fileId(path: string): string | undefined {
-  try {
-    const info = Deno.statSync(path);
-    return `${info.dev}:${info.ino}`;
-  } catch {
-    return undefined;
   }
 }
 

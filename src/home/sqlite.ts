@@ -119,3 +119,81 @@ function migrate(db: DatabaseSync, schema: StoreSchema): void {
     db.exec(`PRAGMA user_version = ${schema.version}`);
   });
 }
+
+/**
+ * Which file is at `path`, as `dev:ino`; `undefined` when there is none, or it cannot be looked
+ * at.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { fileIdentity } from "./sqlite.ts";
+ * const file = await Deno.makeTempFile();
+ * assert.equal(fileIdentity(file), fileIdentity(file));
+ * assert.equal(fileIdentity(`${file}.missing`), undefined);
+ * ```
+ */
+export function fileIdentity(path: string): string | undefined {
+  try {
+    const info = Deno.statSync(path);
+    return `${info.dev}:${info.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The files a connection opened at `path` writes (the database and its `-wal`), remembered so that
+ * a process holding it open for long (the gateway) notices when they are deleted or replaced at
+ * their path: its writes would otherwise go on into files no later process reads.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DatabaseFiles } from "./sqlite.ts";
+ * const file = await Deno.makeTempFile();
+ * const files = new DatabaseFiles(file);
+ * assert.ok(files.inPlace());
+ * Deno.removeSync(file);
+ * assert.ok(!files.inPlace());
+ * ```
+ */
+export class DatabaseFiles {
+  readonly path: string;
+  #file: string | undefined;
+  #wal: string | undefined;
+
+  constructor(path: string) {
+    this.path = path;
+    this.#file = fileIdentity(path);
+    this.#wal = fileIdentity(`${path}-wal`);
+  }
+
+  /** Remembers the files now at the path (after the database was opened again). */
+  remember(): void {
+    this.#file = fileIdentity(this.path);
+    this.#wal = fileIdentity(`${this.path}-wal`);
+  }
+
+  /** The database file remembered, as {@linkcode fileIdentity} gives it. */
+  get file(): string | undefined {
+    return this.#file;
+  }
+
+  /** Whether the database file at the path is still the one remembered (its `-wal` aside). */
+  fileInPlace(): boolean {
+    return fileIdentity(this.path) === this.#file;
+  }
+
+  /**
+   * Whether the database file and its `-wal` at the path are still the ones remembered. A `-wal`
+   * that appeared since is remembered (SQLite creates it at the first write).
+   */
+  inPlace(): boolean {
+    if (!this.fileInPlace()) return false;
+    const wal = fileIdentity(`${this.path}-wal`);
+    if (wal === undefined) return this.#wal === undefined;
+    this.#wal ??= wal;
+    return wal === this.#wal;
+  }
+}

@@ -10,7 +10,13 @@ import { dirname } from "node:path";
 import process from "node:process";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { pathToFileURL } from "node:url";
-import { immediateTransaction, openPrivateDatabase, type StoreSchema } from "../home/sqlite.ts";
+import {
+  DatabaseFiles,
+  fileIdentity,
+  immediateTransaction,
+  openPrivateDatabase,
+  type StoreSchema,
+} from "../home/sqlite.ts";
 
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;
@@ -234,9 +240,10 @@ export class MetricsStore implements Disposable {
   #inTransaction = false;
   /** Opened with {@linkcode openReadOnly}: every write throws. */
   readonly readOnly: boolean;
-  /** Which files the open connection has (`dev:ino` of the store and its -wal). */
-  #fileId: string | undefined;
-  #walId: string | undefined;
+  /** The files the open connection writes, to notice them deleted or replaced. */
+  #files: DatabaseFiles;
+  /** Made by {@linkcode MetricsStore.openLater} and not opened yet. */
+  #unopened = false;
   /** Told when the store was deleted or replaced while open and the file now there is used. */
   #onReopened: ((message: string) => void) | undefined;
 
@@ -246,8 +253,7 @@ export class MetricsStore implements Disposable {
     this.#db = db;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#upsert = prepareUpsert(db);
-    this.#fileId = fileId(path);
-    this.#walId = fileId(`${path}-wal`);
+    this.#files = new DatabaseFiles(path);
   }
 
   /**
@@ -291,7 +297,7 @@ export class MetricsStore implements Disposable {
     const placeholder = new DatabaseSync(":memory:");
     SCHEMA.create(placeholder);
     const store = new MetricsStore(path, placeholder, busyTimeoutMs);
-    store.#fileId = UNOPENED;
+    store.#unopened = true;
     store.#onReopened = options.onReopened;
     return store;
   }
@@ -357,7 +363,7 @@ export class MetricsStore implements Disposable {
    * (false while it still cannot be opened; the caller has said why already).
    */
   usable(): boolean {
-    if (this.#fileId !== UNOPENED) return true;
+    if (!this.#unopened) return true;
     try {
       this.#followPath();
       return true;
@@ -414,23 +420,21 @@ export class MetricsStore implements Disposable {
    */
   #followPath(): void {
     if (this.readOnly || !this.#db.isOpen) return;
-    const now = fileId(this.path);
-    const unopened = this.#fileId === UNOPENED;
-    if (!unopened && now !== undefined && now === this.#fileId) {
-      const wal = fileId(`${this.path}-wal`);
-      if (wal === undefined ? this.#walId === undefined : (this.#walId ??= wal) === wal) return;
+    const unopened = this.#unopened;
+    if (!unopened && this.#files.fileInPlace()) {
+      if (this.#files.inPlace()) return;
       // Only the -wal went: what it held is still readable here, so it goes into the file.
       try {
         this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch { /* what it held is lost; the store file is used as it is */ }
     }
+    const gone = fileIdentity(this.path) === undefined;
     const db = openStoreDatabase(this.path, this.#busyTimeoutMs);
-    const gone = now === undefined;
     this.#db.close();
     this.#db = db;
     this.#upsert = prepareUpsert(db);
-    this.#fileId = fileId(this.path);
-    this.#walId = fileId(`${this.path}-wal`);
+    this.#files.remember();
+    this.#unopened = false;
     this.#onReopened?.(
       unopened
         ? `the metrics store ${this.path} can be used now; counts are written to it again`
@@ -778,9 +782,6 @@ export class MetricsStore implements Disposable {
   }
 }
 
-/** The file id of a store {@linkcode MetricsStore.openLater} has not opened yet. */
-const UNOPENED = "unopened";
-
 /** Meta key of the unsent packages pruned and not reported yet: `{"<day>": count}`. */
 const DROPPED_UNSENT = "dropped_unsent";
 
@@ -881,16 +882,6 @@ function prepareUpsert(db: DatabaseSync): StatementSync {
     `INSERT INTO counters (day, name, resource, dimensions, total) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (day, name, resource, dimensions) DO UPDATE SET total = total + excluded.total`,
   );
-}
-
-/** Which file is at `path` (`dev:ino`); undefined when there is none or it cannot be looked at. */
-function fileId(path: string): string | undefined {
-  try {
-    const info = Deno.statSync(path);
-    return `${info.dev}:${info.ino}`;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Why `folder` cannot hold the store (it exists and is not a folder), or `undefined`. */
