@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RotatingLogFile } from "../../src/home/log_file.ts";
 import { modeOf, namesIn, withTempDir } from "./_helpers.ts";
+import { bwrapWorks } from "../fixtures/bwrap.ts";
 
 const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -190,16 +191,6 @@ Deno.test("RotatingLogFile: a log deleted while open, or its folder, is started 
     assert.equal(errors.length, 2);
   });
 });
-
-/** Whether bubblewrap can make a sandbox here (it gives the next test a small disk). */
-const bwrapWorks = (() => {
-  try {
-    return new Deno.Command("bwrap", { args: ["--dev-bind", "/", "/", "true"], stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-})();
 
 Deno.test({
   name: "RotatingLogFile: a full disk leaves no half line behind; once there is room again, " +

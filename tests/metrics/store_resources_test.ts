@@ -9,6 +9,7 @@ import { openUsageMetrics, type UsageMetrics } from "../../src/metrics/mod.ts";
 import { MetricsFlusher } from "../../src/metrics/flusher.ts";
 import { MetricsStore } from "../../src/metrics/store.ts";
 import { listFiles, TestClock } from "./_helpers.ts";
+import { bwrapWorks } from "../fixtures/bwrap.ts";
 
 const started = { kind: "task_started", entrypoint: "interactive", surface: "cli" } as const;
 
@@ -146,15 +147,6 @@ Deno.test("counts kept on close after a failure that is not a lock say why, not 
   assert.match(warnings[1], /1 count is kept in .*unwritten/);
   await Deno.remove(home, { recursive: true });
 });
-
-const bwrapWorks = (() => {
-  try {
-    return new Deno.Command("bwrap", { args: ["--dev-bind", "/", "/", "true"], stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-})();
 
 Deno.test({
   name: "a full disk while recording: one warning naming the store and the disk, nothing thrown, " +
@@ -321,13 +313,16 @@ for (
   });
 }
 
-Deno.test("a slow endpoint: flushes after every run while a send hangs queue one more pass, not one per run", async () => {
-  let release = () => {};
-  const released = new Promise<void>((resolve) => release = resolve);
-  let requests = 0;
+/**
+ * A home collecting metrics that are sent to a local endpoint which holds every request until
+ * `release()`, with a test clock on 2026-11-20.
+ */
+async function hangingEndpoint() {
+  const hang = Promise.withResolvers<void>();
+  const seen = { requests: 0 };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
-    requests++;
-    await released;
+    seen.requests++;
+    await hang.promise;
     return new Response(null, { status: 202 });
   });
   const home = await collectingHome();
@@ -342,6 +337,22 @@ Deno.test("a slow endpoint: flushes after every run while a send hangs queue one
     flushDelayMs: 0,
     onWarning: () => {},
   });
+  return {
+    seen,
+    clock,
+    metrics,
+    release: () => hang.resolve(),
+    async close() {
+      hang.resolve();
+      metrics.close();
+      await server.shutdown();
+      await Deno.remove(home, { recursive: true });
+    },
+  };
+}
+
+Deno.test("a slow endpoint: flushes after every run while a send hangs queue one more pass, not one per run", async () => {
+  const { seen, clock, metrics, release, close } = await hangingEndpoint();
   let passes = 0;
   const sendDue = metrics.sendDue.bind(metrics);
   metrics.sendDue = (options) => {
@@ -352,52 +363,26 @@ Deno.test("a slow endpoint: flushes after every run while a send hangs queue one
   metrics.recorder.record(started);
   clock.set("2026-11-21T10:00:00.000Z");
   flusher.flush();
-  while (requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  while (seen.requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   for (let run = 0; run < 50; run++) flusher.flush(); // runs end while the send hangs
   release();
   await flusher.settle(5_000);
   assert.equal(passes, 2);
-  assert.equal(requests, 1);
-  metrics.close();
-  await server.shutdown();
-  await Deno.remove(home, { recursive: true });
+  assert.equal(seen.requests, 1);
+  await close();
 });
 
 Deno.test("a gateway stop does not wait for a hanging send its session's flusher started", async () => {
-  const hang = Promise.withResolvers<void>();
-  let requests = 0;
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async () => {
-      requests++;
-      await hang.promise;
-      return new Response(null, { status: 202 });
-    },
-  );
-  const home = await collectingHome();
-  Deno.writeTextFileSync(
-    `${home}/config.yaml`,
-    "telemetry:\n  shared_metrics:\n    enabled: true\n    send: true\n" +
-      `    endpoint: http://127.0.0.1:${server.addr.port}/v2\n`,
-  );
-  const clock = new TestClock("2026-11-20T10:00:00.000Z");
-  const metrics = openUsageMetrics(loadConfig({ home, env: () => undefined }), {
-    now: clock.now,
-    flushDelayMs: 0,
-    onWarning: () => {},
-  });
+  const { seen, clock, metrics, close } = await hangingEndpoint();
   const session = new MetricsFlusher(metrics, () => {});
   const gateway = new MetricsFlusher(metrics, () => {});
   metrics.recorder.record(started);
   clock.set("2026-11-21T10:00:00.000Z");
   session.flush(); // after a run
-  while (requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  while (seen.requests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   const start = performance.now();
   await gateway.settle(0); // the gateway stops
   // Before, it waited for the request's 10 s timeout, and the retries after it.
   assert(performance.now() - start < 3_000, `waited ${performance.now() - start} ms`);
-  hang.resolve();
-  metrics.close();
-  await server.shutdown();
-  await Deno.remove(home, { recursive: true });
+  await close();
 });
