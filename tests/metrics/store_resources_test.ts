@@ -22,6 +22,11 @@ async function collectingHome(): Promise<string> {
   return home;
 }
 
+/** Deletes the store at `path` with its -wal and -shm, as a user cleaning up by hand would. */
+function removeStoreFiles(path: string): void {
+  for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${path}${suffix}`);
+}
+
 function open(home: string, warnings: string[]): UsageMetrics {
   return openUsageMetrics(loadConfig({ home, env: () => undefined }), {
     flushDelayMs: 0,
@@ -38,7 +43,7 @@ function startedRuns(path: string): number {
 for (
   const [what, remove] of [
     ["its file", (dir: string) => {
-      for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${dir}/metrics.sqlite3${suffix}`);
+      removeStoreFiles(`${dir}/metrics.sqlite3`);
     }],
     ["its folder", (dir: string) => Deno.removeSync(dir, { recursive: true })],
   ] as const
@@ -111,7 +116,7 @@ for (
     const metrics = open(home, warnings);
     const path = metrics.storePath;
     metrics.recorder.record(started);
-    for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${path}${suffix}`);
+    removeStoreFiles(path);
     replace(path);
     for (let i = 0; i < 5; i++) metrics.recorder.record(started);
     assert.equal(metrics.recorder.flush(), false);
@@ -136,7 +141,7 @@ Deno.test("counts kept on close after a failure that is not a lock say why, not 
   const metrics = open(home, warnings);
   const path = metrics.storePath;
   metrics.recorder.record(started);
-  for (const suffix of ["", "-wal", "-shm"]) Deno.removeSync(`${path}${suffix}`);
+  removeStoreFiles(path);
   Deno.mkdirSync(path);
   metrics.recorder.record(started);
   metrics.close();
